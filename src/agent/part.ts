@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import type { AgentConfig } from '../config/agent.js';
+import type { ServicePart } from '../http/app.js';
+import { createChatClient } from '../llm/chat-client.js';
+import { createEchoService, ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
+
+const echoBody = z.object({ text: z.string().min(1).max(ECHO_MAX_CHARS) });
+const echoResponse = z.object({ original: z.string(), rewritten: z.string() });
+
+export interface AgentDeps {
+  fetch?: typeof fetch;
+}
+
+export interface AgentPart extends ServicePart {
+  echo: EchoService;
+}
+
+/** The agent service: `POST /echo` (bearer) and a readiness probe of the LLM endpoint. */
+export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): AgentPart {
+  const llm = createChatClient({
+    baseUrl: config.AGENT_API_BASE_URL,
+    apiKey: config.AGENT_API_KEY,
+    model: config.AGENT_MODEL,
+    timeoutMs: config.AGENT_TIMEOUT * 1000,
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+  });
+  const echo = createEchoService(llm);
+  return {
+    name: 'agent',
+    echo,
+    probes: [{ name: 'llm', timeoutMs: 3000, check: (signal) => llm.probe(signal) }],
+    register(app, ctx) {
+      app.post(
+        '/echo',
+        { onRequest: ctx.auth, schema: { body: echoBody, response: { 200: echoResponse } } },
+        async (request) => echo.rewrite(request.body.text),
+      );
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import { agentSchema } from '../config/agent.js';
+import type { ServicePart } from '../http/app.js';
+
+/**
+ * The registry behind `kilde serve <service>`. Each entry names its config schema (also the source
+ * of docs/configuration.md) and builds its parts lazily, so `--help` and config errors stay fast.
+ */
+export interface ServiceDef {
+  name: string;
+  summary: string;
+  schema: z.ZodObject;
+  create: (config: Readonly<Record<string, unknown>>, log: Logger) => Promise<ServicePart[]>;
+}
+
+export const SERVICES: readonly ServiceDef[] = [
+  {
+    name: 'agent',
+    summary: 'LLM agent service: POST /echo',
+    schema: agentSchema,
+    async create(config) {
+      const { createAgentPart } = await import('../agent/part.js');
+      return [createAgentPart(config as z.output<typeof agentSchema>)];
+    },
+  },
+];
+
+/** `all`: every service's routes on one port; its schema is the union of theirs. */
+export function allService(): ServiceDef {
+  const members = SERVICES.filter((s) => s.name !== 'extractor');
+  const shape = Object.assign({}, ...members.map((s) => s.schema.shape)) as z.ZodRawShape;
+  return {
+    name: 'all',
+    summary: 'every service on one port (the embedded, offline mode)',
+    schema: z.object(shape),
+    async create(config, log) {
+      const parts: ServicePart[] = [];
+      for (const s of members) parts.push(...(await s.create(config, log)));
+      return parts;
+    },
+  };
+}
+
+export function findService(name: string): ServiceDef | undefined {
+  if (name === 'all') return allService();
+  return SERVICES.find((s) => s.name === name);
+}

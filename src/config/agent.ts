@@ -1,0 +1,8 @@
+import { z } from 'zod';
+import { kernelPieces, llmPiece } from './shared.js';
+
+export const kernelSchema = z.object(kernelPieces);
+export type KernelConfig = z.output<typeof kernelSchema>;
+
+export const agentSchema = z.object({ ...kernelPieces, ...llmPiece });
+export type AgentConfig = z.output<typeof agentSchema>;

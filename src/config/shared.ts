@@ -1,0 +1,70 @@
+import { bool, int, oneOf, optionalOneOf, requiredString, string, url } from './fields.js';
+
+/** Pieces composed into every service's schema. */
+export const serverPiece = {
+  HOST: string('0.0.0.0', 'Bind address.'),
+  PORT: int(8000, 'Bind port.', { min: 0, max: 65535 }),
+  REQUEST_TIMEOUT: int(120, 'Server-side bound on handling one request, in seconds (0 disables).', {
+    min: 0,
+  }),
+  SHUTDOWN_GRACE: int(10, 'Seconds to drain in-flight requests on SIGTERM/SIGINT before closing.', {
+    min: 0,
+  }),
+};
+
+export const authPiece = {
+  API_KEY: requiredString(
+    'Inbound bearer key for every protected route (and `/metrics`). Start-up fails without it.',
+  ),
+};
+
+export const logPiece = {
+  DEBUG: bool(
+    false,
+    'Operator triage switch: debug-level logs (unless `LOG_LEVEL_APP` says otherwise) and internal details in 5xx bodies.',
+  ),
+  LOG_LEVEL_APP: optionalOneOf(
+    [
+      'TRACE',
+      'DEBUG',
+      'INFO',
+      'WARNING',
+      'WARN',
+      'ERROR',
+      'CRITICAL',
+      'trace',
+      'debug',
+      'info',
+      'warning',
+      'warn',
+      'error',
+      'critical',
+    ],
+    'Log level of the application logger; `DEBUG` shows detector signals. Defaults to `debug` when `DEBUG=true`, else `info`.',
+  ),
+  LOG_FORMAT: oneOf(
+    ['auto', 'json', 'pretty'],
+    'auto',
+    'Log format; `auto` is pretty on a TTY and JSON otherwise.',
+  ),
+};
+
+export const metricsPiece = {
+  METRICS_ENABLED: bool(
+    true,
+    'Serves Prometheus metrics at `GET /metrics` (bearer-protected); 404 when false.',
+  ),
+};
+
+export const llmPiece = {
+  AGENT_MODEL: string('gpt-4o-mini', 'Model used for LLM calls (echo rewrite, query generation).'),
+  AGENT_API_BASE_URL: url(
+    'http://localhost:4000/v1',
+    'OpenAI-compatible chat-completions base URL; its `/v1` segment is kept (`{base}/chat/completions`).',
+  ),
+  AGENT_API_KEY: string('', 'Key sent as `Authorization: Bearer` to the LLM endpoint; empty sends none.'),
+  AGENT_TIMEOUT: int(60, 'LLM call time-out in seconds; the wall-clock budget in agent loops.', { min: 1 }),
+  AGENT_STRICT_TOOLS: bool(true, 'When false, tools are registered without strict tool schemas.'),
+};
+
+export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece };

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KernelConfig } from '../config/agent.js';
+import { requireBearer } from './auth.js';
+import { makeErrorHandler } from './errors.js';
+import { type Probe, registerHealth } from './health.js';
+import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
+
+export type KildeApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
+
+/** What a service hands to the kernel: its routes, readiness probes and clean-up. */
+export interface ServicePart {
+  name: string;
+  /** Registered inside its own encapsulated plugin, after the kernel routes. */
+  register: (app: KildeApp, ctx: PartContext) => Promise<void> | void;
+  probes?: Probe[];
+  /** Runs once at start-up (after routes are registered, before listening): warm-ups, collection checks. */
+  start?: () => Promise<void>;
+  close?: () => Promise<void>;
+}
+
+export interface PartContext {
+  /** The one bearer check, as an onRequest hook. */
+  auth: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  metrics: Registry;
+  config: KernelConfig;
+  log: Logger;
+}
+
+export interface AppDeps {
+  logger: Logger;
+  parts: ServicePart[];
+  metrics?: Registry;
+  /** Max body size for JSON bodies (multipart routes set their own limits). */
+  bodyLimit?: number;
+}
+
+/** The app factory: kernel (errors, auth, health, metrics) plus every service part. It does not listen. */
+export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<KildeApp> {
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+    },
+    requestIdHeader: false,
+    bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
+    routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true },
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(makeErrorHandler(config.DEBUG));
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' }),
+  );
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const metrics = deps.metrics ?? createMetricsRegistry();
+  const auth = requireBearer(config.API_KEY);
+  if (config.METRICS_ENABLED) {
+    registerHttpMetrics(app, metrics);
+    registerMetricsRoute(app, metrics, auth);
+  }
+  registerHealth(
+    app,
+    deps.parts.flatMap((p) => p.probes ?? []),
+  );
+
+  const ctx: PartContext = { auth, metrics, config, log: deps.logger };
+  for (const part of deps.parts) {
+    await app.register(async (scope) => part.register(scope, ctx), { name: part.name } as never);
+  }
+  app.addHook('onClose', async () => {
+    for (const part of [...deps.parts].reverse()) {
+      try {
+        await part.close?.();
+      } catch (err) {
+        deps.logger.warn({ err, part: part.name }, 'close failed');
+      }
+    }
+  });
+  return app;
+}
+
+/** Runs every part's start hook (warm-ups); call before listening. */
+export async function startParts(parts: readonly ServicePart[]) {
+  for (const part of parts) await part.start?.();
+}

@@ -1,0 +1,30 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+const PREFIX = 'Bearer ';
+
+/**
+ * The one bearer comparison used by every protected REST route and by the MCP guard.
+ * The header must start with `Bearer ` (case-sensitive); the rest is trimmed and compared in
+ * constant time as UTF-8 bytes. Non-ASCII tokens never match (and never throw).
+ */
+export function bearerMatches(header: string | string[] | undefined, apiKey: string): boolean {
+  if (typeof header !== 'string' || !header.startsWith(PREFIX)) return false;
+  const token = header.slice(PREFIX.length).trim();
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: ASCII range check
+  if (token.length === 0 || !/^[\x00-\x7f]*$/.test(token)) return false;
+  const given = Buffer.from(token, 'utf8');
+  const expected = Buffer.from(apiKey, 'utf8');
+  // Compare against a same-length buffer so the time does not depend on where a mismatch is.
+  const same = given.length === expected.length;
+  return timingSafeEqual(same ? given : expected, expected) && same;
+}
+
+/** Fastify onRequest hook: 401 `{"detail":"Invalid API key"}` with `WWW-Authenticate: Bearer`. */
+export function requireBearer(apiKey: string) {
+  return async function checkBearer(request: FastifyRequest, reply: FastifyReply) {
+    if (bearerMatches(request.headers.authorization, apiKey)) return;
+    request.log.info({ route: request.routeOptions.url }, 'rejected: invalid API key');
+    return reply.status(401).header('www-authenticate', 'Bearer').send({ detail: 'Invalid API key' });
+  };
+}
