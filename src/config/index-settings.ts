@@ -1,0 +1,82 @@
+import { bool, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
+
+/** Settings both ingestion and retrieval must agree on (spec 3, "Shared index contract"). */
+export const dataPiece = {
+  KILDE_DATA_DIR: string('./.kilde', 'Data directory of the embedded mode (LanceDB index, generated key).'),
+};
+
+export const indexPiece = {
+  VECTORDB_URI: optionalString(
+    "`http(s)://…` selects Qdrant; a path or `file://` URI selects embedded LanceDB there. Unset: `$KILDE_DATA_DIR/lancedb`. Must equal the other service's value.",
+  ),
+  VECTORDB_API_KEY: optionalString('Qdrant API key (sent as `api-key`).'),
+  VECTORDB_INDEX: string(
+    'ingestion_files',
+    'Physical collection (Qdrant) / table (LanceDB); must match between services.',
+  ),
+  VECTORDB_TIMEOUT: int(30, 'Time-out of one index call, seconds.', { min: 1 }),
+};
+
+export const EMBEDDING_PROVIDERS = ['http-compat', 'inference-server', 'inprocess', 'none'] as const;
+
+export const embeddingPiece = {
+  EMBEDDING_PROVIDER: optionalOneOf(
+    EMBEDDING_PROVIDERS,
+    'Dense embedding backend: `http-compat` (OpenAI `/embeddings`), `inference-server` (TEI `/embed`), `inprocess` (transformers.js), or `none` for lexical-only (BM25) mode. Required by `ingest`/`retrieve`; `all` defaults to `none`.',
+  ),
+  EMBEDDING_MODEL: string(
+    '',
+    'Dense model id (or local directory for `inprocess`); must match between services.',
+  ),
+  EMBEDDING_API_BASE_URL: url(
+    undefined,
+    'Base URL of the embedding endpoint (e.g. `http://tei:80` or `http://proxy/v1`).',
+  ),
+  EMBEDDING_API_KEY: string(
+    '',
+    'Key sent as `Authorization: Bearer` to the embedding endpoint; empty sends none.',
+  ),
+  EMBEDDING_DIM: int(undefined, 'Dense vector size; required unless `EMBEDDING_PROVIDER=none`.', { min: 1 }),
+  EMBEDDING_PREFIX_DOC: rawString(
+    'passage: ',
+    'Prepended to each chunk before embedding (trailing space kept).',
+  ),
+  EMBEDDING_PREFIX_QUERY: rawString(
+    'query: ',
+    'Prepended to each query before embedding (trailing space kept).',
+  ),
+  EMBEDDING_BATCH_SIZE: int(32, 'Texts per embedding request.', { min: 1 }),
+  EMBEDDING_TIMEOUT: int(60, 'Time-out of one embedding request, seconds.', { min: 1 }),
+  EMBEDDING_MAX_RETRIES: int(
+    3,
+    'Retries of a failed embedding request (429/5xx/network), with backoff honouring `Retry-After`.',
+    {
+      min: 0,
+    },
+  ),
+  EMBEDDING_MAX_TOKENS: int(
+    512,
+    "The model's input token budget (prefix included); longer inputs are split, never dropped.",
+    {
+      min: 8,
+    },
+  ),
+  EMBEDDING_OFFLINE: bool(
+    true,
+    '`inprocess` only: never download models; load from a local directory or cache.',
+  ),
+};
+
+export const SPARSE_MODELS = ['Qdrant/bm25'] as const;
+export const SPARSE_LANGUAGES = ['english', 'danish'] as const;
+
+export const sparsePiece = {
+  SPARSE_LANGUAGE: oneOf(SPARSE_LANGUAGES, 'english', 'Stemmer and stop-word language of the BM25 encoder.'),
+};
+
+export const tokenizerPiece = {
+  TOKENIZER_MODEL: optionalString(
+    'Tokenizer used to measure chunks: a local `tokenizer.json` path or directory (falls back to `EMBEDDING_MODEL`).',
+  ),
+  TOKENIZER_REVISION: string('', 'Hub revision of the tokenizer; empty means the latest.'),
+};

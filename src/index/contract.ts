@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The shared index contract: everything ingestion and retrieval must agree on lives here
+ * (spec 3 "Shared index contract", spec 2 "Stored point"). Both services import this module.
+ */
+export const DEFAULT_COLLECTION = 'ingestion_files';
+export const DENSE_VECTOR = 'text-dense';
+export const SPARSE_VECTOR = 'text-sparse';
+
+/** Payload fields with a keyword index (Qdrant) or a real column (LanceDB). */
+export const INDEXED_META_FIELDS = [
+  'collection_name',
+  'collection_type',
+  'languages',
+  'file_id',
+  'ingest_version',
+] as const;
+
+/** `meta` of a stored point, in the Haystack layout the reference deployment writes. */
+export interface ChunkMeta {
+  collection_name: string;
+  collection_type: string;
+  file_id: string;
+  ingest_version: string;
+  split_id: number;
+  name?: string;
+  source?: string;
+  user_id?: string;
+  /** Heading breadcrumb, outermost first (markdown split mode). */
+  headers?: string[];
+  /** First page the chunk lies on (1-based), when the format has pages. */
+  page?: number;
+  /** Every page the chunk touches. */
+  pages?: number[];
+  /** Character offsets of the chunk in the extracted text of its document. */
+  char_start?: number;
+  char_end?: number;
+  title?: string;
+  subject?: string;
+  authors?: string[];
+  created_at?: string;
+  /** ISO 639-1 codes. */
+  languages?: string[];
+  extractor?: string;
+  vision_profile?: string;
+  [extra: string]: unknown;
+}
+
+export interface SparseVector {
+  indices: number[];
+  values: number[];
+}
+
+/** One chunk as written: `{ content, meta }` plus its named vectors. */
+export interface IndexPoint {
+  id: string;
+  content: string;
+  meta: ChunkMeta;
+  /** `text-dense`; absent in lexical-only mode. */
+  dense?: number[];
+  /** `text-sparse`; present when sparse embedding is on. */
+  sparse?: SparseVector;
+}
+
+export interface StoredPoint {
+  id: string;
+  content: string;
+  meta: ChunkMeta;
+}
+
+export interface SearchHit extends StoredPoint {
+  /** Higher is more relevant. Dense: (cos + 1) / 2 in [0, 1]; hybrid: raw RRF; lexical: the engine's score. */
+  score: number;
+}
+
+/** Typed filters; every given condition must hold (AND). */
+export interface IndexFilter {
+  /** `meta.collection_name` in this set (tenancy). An empty set matches nothing. */
+  collectionNames?: readonly string[];
+  fileId?: string;
+  /** `meta.ingest_version` equals this. */
+  ingestVersion?: string;
+  /** `meta.ingest_version` differs from this, or is missing. */
+  notIngestVersion?: string;
+  /** `meta.languages` contains any of these. */
+  languages?: readonly string[];
+}
+
+const NAMESPACE = 'kilde/point/v1';
+
+/**
+ * Deterministic point id (a UUID in RFC 4122 layout, SHA-1 name-based) from file_id, ingest_version
+ * and split_id, so a retried write of the same chunk overwrites instead of duplicating.
+ */
+export function pointId(fileId: string, ingestVersion: string, splitId: number): string {
+  const h = createHash('sha1')
+    .update(`${NAMESPACE}\u0000${fileId}\u0000${ingestVersion}\u0000${splitId}`)
+    .digest();
+  h[6] = (h[6]! & 0x0f) | 0x50;
+  h[8] = (h[8]! & 0x3f) | 0x80;
+  const hex = h.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** Dense scores are normalised cosine: (cos + 1) / 2, clamped to [0, 1]. */
+export function normaliseCosine(cos: number): number {
+  return Math.min(1, Math.max(0, (cos + 1) / 2));
+}
