@@ -1,0 +1,26 @@
+import type { ExtractedDocument } from '../extract/extractor.js';
+
+/** A chunk of one extracted document, before embedding. */
+export interface Chunk {
+  content: string;
+  /** Heading breadcrumb, outermost first (markdown mode). */
+  headers?: string[];
+  /** Pages the chunk touches (1-based), when the document has pages. */
+  pages?: number[];
+  /** Offsets into the document's `text`. */
+  char_start: number;
+  char_end: number;
+}
+
+/** Splits documents into chunks; `split_id` is assigned sequentially by the pipeline across documents. */
+export interface Chunker {
+  readonly mode: 'token' | 'markdown' | 'word' | 'sentence' | 'passage';
+  chunk(doc: ExtractedDocument): Chunk[];
+}
+
+/** Counts tokens the way the embedding model does. */
+export interface TokenCounter {
+  count(text: string): number;
+  /** Token boundaries as character offsets [start, end) into `text` (for cutting at token limits). */
+  offsets(text: string): Array<[number, number]>;
+}
