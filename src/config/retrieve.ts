@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { bool, int, oneOf, string, url } from './fields.js';
+import { dataPiece, embeddingPiece, indexPiece, SPARSE_MODELS, sparsePiece } from './index-settings.js';
+import { kernelPieces, llmPiece } from './shared.js';
+
+export const retrievalPiece = {
+  ENABLE_HYBRID_SEARCH: bool(
+    false,
+    'Dense + lexical fusion: server-side RRF when the collection has `text-sparse` (LanceDB: its full-text index), otherwise client-side BM25 fusion.',
+  ),
+  ENABLE_RERANKING: bool(
+    false,
+    'Rescore `k × INITIAL_RETRIEVAL_MULTIPLIER` candidates with `POST {RERANK_API_BASE_URL}/v1/rerank`.',
+  ),
+  ENABLE_QUERY_GENERATION: bool(
+    true,
+    'Generate search queries from chat `messages` with the LLM (linear pipeline).',
+  ),
+  ENABLE_AGENTIC_RAG: bool(
+    false,
+    'Route to the agentic loop (not in this build yet: logged, and the linear pipeline runs).',
+  ),
+  SPARSE_QUERY_MODEL: oneOf(
+    SPARSE_MODELS,
+    'Qdrant/bm25',
+    'BM25 query encoder; must match the ingestion side.',
+  ),
+  RERANK_API_BASE_URL: url(
+    undefined,
+    'Rerank endpoint base (Cohere/Jina `/v1/rerank`; TEI `/rerank` answers accepted too).',
+  ),
+  RERANK_MODEL: string('', 'Model name sent to the rerank endpoint.'),
+  RERANK_API_KEY: string('', 'Key sent as `Authorization: Bearer` to the rerank endpoint; empty sends none.'),
+  RERANK_TIMEOUT: int(10, 'Rerank time-out, seconds; on time-out the unranked candidates are returned.', {
+    min: 1,
+  }),
+  INITIAL_RETRIEVAL_MULTIPLIER: int(3, 'Candidate multiplier when reranking.', { min: 1, max: 20 }),
+  MERGE_QUERY_RESULTS: bool(
+    false,
+    "Fuse every query's hits into the first list by RRF (the chat platform reads only `documents[0]`).",
+  ),
+  QUERY_GENERATION_MESSAGES: int(6, 'How many of the last chat messages the query generator sees.', {
+    min: 1,
+    max: 50,
+  }),
+  QUERY_GENERATION_MAX_QUERIES: int(3, 'Most queries the generator may return.', { min: 1, max: 10 }),
+  BM25_FUSION_MAX_DOCS: int(
+    20000,
+    'Client-side BM25 fusion: most chunks scrolled into memory per collection set.',
+    {
+      min: 1,
+    },
+  ),
+  BM25_FUSION_CACHE_TTL: int(60, 'Client-side BM25 fusion: seconds a scrolled corpus is reused.', { min: 0 }),
+  AGENT_MAX_ITERATIONS: int(3, 'Agentic loop: logical iteration budget (used when the loop lands).', {
+    min: 1,
+  }),
+  AGENT_INCLUDE_RAW_QUERY: bool(true, 'Agentic loop: raw-query seed retrieval.'),
+  AGENT_PREVIEW_K: int(5, 'Agentic loop: previews returned to the model per tool call.', { min: 1 }),
+  AGENT_TOOL_PREVIEW_CHARS: int(200, 'Agentic loop: characters per preview.', { min: 20 }),
+};
+
+export const retrieveSchema = z.object({
+  ...kernelPieces,
+  ...llmPiece,
+  ...dataPiece,
+  ...indexPiece,
+  ...embeddingPiece,
+  ...sparsePiece,
+  ...retrievalPiece,
+});
+export type RetrieveConfig = z.output<typeof retrieveSchema>;

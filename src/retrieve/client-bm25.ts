@@ -1,0 +1,50 @@
+import type { SparseEncoder } from '../embed/sparse.js';
+import type { SearchHit, StoredPoint } from '../index/contract.js';
+
+/**
+ * In-memory BM25 over chunks scrolled from the index, for hybrid search on a collection without
+ * `text-sparse`. Document term weights come from the shared encoder (the same tf saturation the
+ * ingestion side writes); IDF is computed over this corpus the way Qdrant's IDF modifier does:
+ * ln(1 + (N − n + 0.5) / (n + 0.5)).
+ */
+export class Bm25Corpus {
+  private readonly docs: { point: StoredPoint; weights: Map<number, number> }[];
+  private readonly df = new Map<number, number>();
+
+  constructor(points: readonly StoredPoint[], encoder: SparseEncoder) {
+    const vectors = encoder.encodeDocuments(points.map((p) => p.content));
+    this.docs = points.map((point, i) => {
+      const v = vectors[i]!;
+      const weights = new Map<number, number>();
+      v.indices.forEach((id, j) => {
+        weights.set(id, v.values[j]!);
+        this.df.set(id, (this.df.get(id) ?? 0) + 1);
+      });
+      return { point, weights };
+    });
+  }
+
+  get size(): number {
+    return this.docs.length;
+  }
+
+  search(queryIds: readonly number[], limit: number): SearchHit[] {
+    const n = this.docs.length;
+    const idf = new Map<number, number>();
+    for (const id of new Set(queryIds)) {
+      const df = this.df.get(id);
+      if (df) idf.set(id, Math.log(1 + (n - df + 0.5) / (df + 0.5)));
+    }
+    if (idf.size === 0) return [];
+    const scored: SearchHit[] = [];
+    for (const d of this.docs) {
+      let score = 0;
+      for (const [id, w] of idf) {
+        const tf = d.weights.get(id);
+        if (tf !== undefined) score += w * tf;
+      }
+      if (score > 0) scored.push({ ...d.point, score });
+    }
+    return scored.sort((a, b) => b.score - a.score).slice(0, limit);
+  }
+}

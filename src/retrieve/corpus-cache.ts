@@ -1,0 +1,52 @@
+import type { SparseEncoder } from '../embed/sparse.js';
+import type { IndexFilter, StoredPoint } from '../index/contract.js';
+import type { VectorIndex } from '../index/store.js';
+import { Bm25Corpus } from './client-bm25.js';
+
+export interface CorpusCacheOptions {
+  index: VectorIndex;
+  encoder: SparseEncoder;
+  /** Most chunks held per collection set. */
+  maxDocs: number;
+  ttlMs: number;
+  now?: () => number;
+}
+
+/**
+ * Client-side BM25 corpora per collection set, scrolled from the index (filtered to the tenant's
+ * collections), capped and kept for a TTL so a burst of searches scrolls once.
+ */
+export function createCorpusCache(o: CorpusCacheOptions) {
+  const now = o.now ?? Date.now;
+  const entries = new Map<
+    string,
+    { at: number; corpus: Promise<{ corpus: Bm25Corpus; truncated: boolean }> }
+  >();
+
+  async function load(filter: IndexFilter) {
+    const points: StoredPoint[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await o.index.scroll(filter, {
+        limit: Math.min(1000, o.maxDocs - points.length),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      points.push(...page.points);
+      cursor = page.next;
+    } while (cursor !== undefined && points.length < o.maxDocs);
+    return { corpus: new Bm25Corpus(points, o.encoder), truncated: cursor !== undefined };
+  }
+
+  return {
+    get(collectionNames: readonly string[]) {
+      const key = [...new Set(collectionNames)].sort().join('\u0000');
+      const hit = entries.get(key);
+      if (hit && now() - hit.at < o.ttlMs) return hit.corpus;
+      const corpus = load({ collectionNames });
+      entries.set(key, { at: now(), corpus });
+      corpus.catch(() => entries.delete(key));
+      for (const [k, e] of entries) if (now() - e.at >= o.ttlMs) entries.delete(k);
+      return corpus;
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { Logger } from 'pino';
+import type { DenseEmbedder } from '../embed/dense.js';
+import type { SparseEncoder } from '../embed/sparse.js';
+import type { IndexFilter, SearchHit } from '../index/contract.js';
+import type { VectorIndex } from '../index/store.js';
+import type { createCorpusCache } from './corpus-cache.js';
+import { dedupByContent, rrfFuse } from './fuse.js';
+import type { RetrieveMetrics } from './metrics.js';
+import type { Reranker } from './rerank.js';
+
+/** Which search runs, decided once per request from the configuration and the collection. */
+export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';
+
+export interface PipelineDeps {
+  index: VectorIndex;
+  dense?: DenseEmbedder | undefined;
+  sparse: SparseEncoder;
+  hybrid: boolean;
+  reranker?: Reranker | undefined;
+  multiplier: number;
+  corpus: ReturnType<typeof createCorpusCache>;
+  metrics: RetrieveMetrics;
+  log: Logger;
+}
+
+export function searchMode(d: Pick<PipelineDeps, 'dense' | 'hybrid' | 'index'>): SearchMode {
+  const lexicalInIndex = d.index.hasSparse();
+  if (!d.dense) return lexicalInIndex ? 'lexical' : 'client-bm25';
+  if (!d.hybrid) return 'dense';
+  return lexicalInIndex ? 'hybrid' : 'dense+client-bm25';
+}
+
+/**
+ * The linear pipeline for one query: embed → search (filtered to the caller's collections) →
+ * optional rerank → dedup by content MD5 → top k. Higher scores are always better.
+ */
+export async function searchOne(d: PipelineDeps, query: string, collectionNames: string[], k: number) {
+  const filter: IndexFilter = { collectionNames };
+  const mode = searchMode(d);
+  const pool = d.reranker ? k * d.multiplier : k;
+  // Over-fetch a little so dedup by content still leaves k hits.
+  const fetchN = Math.min(pool * 2, 1000);
+
+  let vector: number[] | undefined;
+  if (d.dense) {
+    const dense = d.dense;
+    vector = await d.metrics.time('embed', () => dense.embedQuery(query));
+  }
+  const sparse = d.sparse.encodeQuery(query);
+
+  const hits: SearchHit[] = await d.metrics.time('search', async () => {
+    switch (mode) {
+      case 'dense':
+        return d.index.searchDense(vector!, filter, fetchN);
+      case 'hybrid':
+        return d.index.searchHybrid({ dense: vector!, sparse, text: query }, filter, fetchN);
+      case 'lexical':
+        return d.index.searchLexical({ sparse, text: query }, filter, fetchN);
+      case 'client-bm25': {
+        const { corpus } = await d.corpus.get(collectionNames);
+        return corpus.search(sparse.indices, fetchN);
+      }
+      case 'dense+client-bm25': {
+        const [denseHits, { corpus }] = await Promise.all([
+          d.index.searchDense(vector!, filter, fetchN),
+          d.corpus.get(collectionNames),
+        ]);
+        return d.metrics.time('fuse', async () =>
+          rrfFuse([denseHits, corpus.search(sparse.indices, fetchN)], fetchN),
+        );
+      }
+    }
+  });
+
+  const candidates = dedupByContent(hits, pool);
+  if (!d.reranker || candidates.length === 0) return { mode, hits: candidates.slice(0, k) };
+  const reranker = d.reranker;
+  try {
+    const scores = await d.metrics.time('rerank', () =>
+      reranker.rerank(
+        query,
+        candidates.map((c) => c.content),
+        Math.min(k, candidates.length),
+      ),
+    );
+    const reranked = scores.slice(0, k).map((s) => ({ ...candidates[s.index]!, score: s.score }));
+    return { mode, hits: reranked };
+  } catch (err) {
+    d.metrics.fallback('rerank');
+    d.log.warn(
+      { reason: err instanceof Error ? err.message : String(err) },
+      'rerank failed; returning unranked candidates',
+    );
+    return { mode, hits: candidates.slice(0, k) };
+  }
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import type { KildeApp, PartContext } from '../http/app.js';
+import { KildeError } from '../http/errors.js';
+import type { SearchService } from './search-service.js';
+
+/** Message content may be a string or OpenAI-style parts; only the text parts are searched. */
+const content = z.union([
+  z.string().max(100_000),
+  z
+    .array(z.object({ type: z.string(), text: z.string().optional() }))
+    .max(100)
+    .transform((parts) =>
+      parts
+        .map((p) => p.text ?? '')
+        .filter(Boolean)
+        .join('\n'),
+    ),
+]);
+
+export const searchBody = z
+  .object({
+    queries: z.array(z.string().max(2000)).max(10).optional(),
+    messages: z
+      .array(z.object({ role: z.string().min(1).max(64), content }))
+      .max(50)
+      .optional(),
+    collection_names: z
+      .array(z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must match ^[A-Za-z0-9_-]{1,128}$'))
+      .min(1)
+      .max(20),
+    k: z.number().int().min(1).max(100).default(5),
+  })
+  .superRefine((b, ctx) => {
+    const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);
+    const hasMessage = (b.messages ?? []).some((m) => m.content.trim().length > 0);
+    if (!hasQuery && !hasMessage) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['queries'],
+        message: 'give at least one non-empty query or message',
+      });
+    }
+  });
+
+const searchResponse = z.object({
+  documents: z.array(z.array(z.string())),
+  metadatas: z.array(z.array(z.record(z.string(), z.unknown()))),
+  distances: z.array(z.array(z.number())),
+});
+
+export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: SearchService) {
+  // `//search` (a trailing-slash base URL joined by the chat platform) reaches this route too:
+  // the kernel's router ignores duplicate slashes.
+  app.post(
+    '/search',
+    { onRequest: ctx.auth, schema: { body: searchBody, response: { 200: searchResponse } } },
+    async (request) => {
+      const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
+        if (err instanceof KildeError) throw err;
+        throw new KildeError('SEARCH_FAILED', 502, 'Search failed', { cause: err });
+      });
+      request.log.info({ queries: queries.length, k: request.body.k }, 'search');
+      return lists;
+    },
+  );
+}

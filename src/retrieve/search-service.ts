@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { ChunkMeta, SearchHit } from '../index/contract.js';
+import type { ChatClient } from '../llm/chat-client.js';
+import { rrfFuse } from './fuse.js';
+import { type PipelineDeps, searchMode, searchOne } from './pipeline.js';
+import { type ChatTurn, resolveQueries } from './query-source.js';
+
+export interface SearchRequest {
+  queries?: string[] | undefined;
+  messages?: ChatTurn[] | undefined;
+  collection_names: string[];
+  k: number;
+}
+
+/** The chat platform's shape: one inner list per query, parallel and of equal length. */
+export interface SearchResponse {
+  documents: string[][];
+  metadatas: ChunkMeta[][];
+  distances: number[][];
+}
+
+export interface SearchServiceOptions {
+  pipeline: PipelineDeps;
+  llm?: ChatClient | undefined;
+  generateQueries: boolean;
+  lastMessages: number;
+  maxQueries: number;
+  mergeResults: boolean;
+  log: Logger;
+}
+
+function toLists(lists: SearchHit[][]): SearchResponse {
+  return {
+    documents: lists.map((l) => l.map((h) => h.content)),
+    metadatas: lists.map((l) => l.map((h) => h.meta)),
+    distances: lists.map((l) => l.map((h) => h.score)),
+  };
+}
+
+export function createSearchService(o: SearchServiceOptions) {
+  const { metrics } = o.pipeline;
+  return {
+    async search(req: SearchRequest): Promise<SearchResponse & { queries: string[] }> {
+      const { queries } = await metrics.time('generate', () =>
+        resolveQueries(req, {
+          llm: o.llm,
+          generate: o.generateQueries,
+          lastMessages: o.lastMessages,
+          maxQueries: o.maxQueries,
+          log: o.log,
+          onFallback: () => metrics.fallback('query_generation'),
+        }),
+      );
+      const mode = searchMode(o.pipeline);
+      try {
+        const results = await Promise.all(
+          queries.map((q) => searchOne(o.pipeline, q, req.collection_names, req.k)),
+        );
+        let lists = results.map((r) => r.hits);
+        if (o.mergeResults && lists.length > 1) lists = [rrfFuse(lists, req.k)];
+        metrics.search(mode, 'ok');
+        o.log.debug({ mode, queries: queries.length, hits: lists.map((l) => l.length) }, 'search done');
+        return { ...toLists(lists), queries };
+      } catch (err) {
+        metrics.search(mode, 'error');
+        throw err;
+      }
+    },
+  };
+}
+
+export type SearchService = ReturnType<typeof createSearchService>;

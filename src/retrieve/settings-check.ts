@@ -1,0 +1,58 @@
+import type { Logger } from 'pino';
+import { DENSE_VECTOR } from '../index/contract.js';
+import type { VectorIndex } from '../index/store.js';
+
+/**
+ * The spec says a settings mismatch between ingestion and retrieval is silent (wrong scores, empty
+ * hits). Kilde checks what it can at start-up and warns loudly; it never refuses to start, because
+ * the ingestion side may create the collection later.
+ */
+export async function checkIndexSettings(
+  index: VectorIndex,
+  c: {
+    VECTORDB_INDEX: string;
+    EMBEDDING_PROVIDER?: string | undefined;
+    EMBEDDING_DIM?: number | undefined;
+    ENABLE_HYBRID_SEARCH: boolean;
+  },
+  log: Logger,
+): Promise<string[]> {
+  const warnings: string[] = [];
+  let info: Awaited<ReturnType<VectorIndex['describe']>>;
+  try {
+    info = await index.describe();
+  } catch (err) {
+    const w = `cannot inspect collection "${c.VECTORDB_INDEX}": ${err instanceof Error ? err.message : String(err)}`;
+    log.warn(w);
+    return [w];
+  }
+  if (!info.exists) {
+    warnings.push(
+      `collection "${c.VECTORDB_INDEX}" does not exist yet: searches return no hits until something is ingested`,
+    );
+  } else {
+    const wantsDense = c.EMBEDDING_PROVIDER !== undefined && c.EMBEDDING_PROVIDER !== 'none';
+    if (wantsDense && info.denseSize === undefined) {
+      warnings.push(
+        `collection "${c.VECTORDB_INDEX}" has no "${DENSE_VECTOR}" vector but EMBEDDING_PROVIDER=${c.EMBEDDING_PROVIDER}`,
+      );
+    }
+    if (
+      wantsDense &&
+      info.denseSize !== undefined &&
+      c.EMBEDDING_DIM !== undefined &&
+      info.denseSize !== c.EMBEDDING_DIM
+    ) {
+      warnings.push(
+        `collection "${c.VECTORDB_INDEX}" stores ${DENSE_VECTOR} of size ${info.denseSize} but EMBEDDING_DIM=${c.EMBEDDING_DIM}: dense scores will be meaningless`,
+      );
+    }
+    if (c.ENABLE_HYBRID_SEARCH && !info.hasSparse) {
+      warnings.push(
+        `ENABLE_HYBRID_SEARCH=true but collection "${c.VECTORDB_INDEX}" has no sparse/full-text side: client-side BM25 fusion will run`,
+      );
+    }
+  }
+  for (const w of warnings) log.warn({ check: 'index-settings' }, w);
+  return warnings;
+}
