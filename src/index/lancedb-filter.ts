@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import type { IndexFilter } from './contract.js';
+
+/**
+ * Typed filters → LanceDB (DataFusion) SQL predicates. Every value is a quoted literal built here;
+ * nothing from a caller reaches the SQL text unescaped.
+ */
+
+/** A SQL string literal: single quotes, embedded quotes doubled (DataFusion treats backslashes literally). */
+export function sqlString(value: string): string {
+  if (value.includes('\u0000')) throw new Error('NUL characters are not allowed in index filter values');
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+function sqlInteger(value: number): string {
+  if (!Number.isSafeInteger(value)) throw new Error(`not an integer: ${value}`);
+  return String(value);
+}
+
+function sqlList(values: readonly string[]): string {
+  return `[${values.map(sqlString).join(', ')}]`;
+}
+
+/** The predicate of a filter; undefined when it matches everything. */
+export function filterToSql(filter: IndexFilter): string | undefined {
+  const parts: string[] = [];
+  if (filter.collectionNames !== undefined) {
+    // An empty tenant set must match nothing, never everything.
+    if (filter.collectionNames.length === 0) return 'false';
+    parts.push(`collection_name IN (${filter.collectionNames.map(sqlString).join(', ')})`);
+  }
+  if (filter.fileId !== undefined) parts.push(`file_id = ${sqlString(filter.fileId)}`);
+  if (filter.ingestVersion !== undefined) parts.push(`ingest_version = ${sqlString(filter.ingestVersion)}`);
+  if (filter.notIngestVersion !== undefined) {
+    parts.push(`(ingest_version IS NULL OR ingest_version <> ${sqlString(filter.notIngestVersion)})`);
+  }
+  if (filter.languages !== undefined) {
+    if (filter.languages.length === 0) return 'false';
+    parts.push(`array_has_any(languages, ${sqlList(filter.languages)})`);
+  }
+  return parts.length === 0 ? undefined : parts.join(' AND ');
+}
+
+/** Position after the last point of a scroll page, in (file_id, split_id, id) order. */
+export interface ScrollKey {
+  fileId: string;
+  splitId: number;
+  id: string;
+}
+
+const cursorSchema = z.tuple([z.string(), z.number().int(), z.string()]);
+
+export function encodeCursor(key: ScrollKey): string {
+  return Buffer.from(JSON.stringify([key.fileId, key.splitId, key.id]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): ScrollKey {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    throw new Error('invalid scroll cursor');
+  }
+  const parsed = cursorSchema.safeParse(raw);
+  if (!parsed.success) throw new Error('invalid scroll cursor');
+  const [fileId, splitId, id] = parsed.data;
+  return { fileId, splitId, id };
+}
+
+/** Keyset predicate: rows strictly after `key` in (file_id, split_id, id) order. */
+export function afterKeySql(key: ScrollKey): string {
+  const f = sqlString(key.fileId);
+  const s = sqlInteger(key.splitId);
+  const i = sqlString(key.id);
+  return `(file_id > ${f} OR (file_id = ${f} AND (split_id > ${s} OR (split_id = ${s} AND id > ${i}))))`;
+}
+
+/** AND of the given predicates, skipping absent ones. */
+export function andSql(...predicates: (string | undefined)[]): string | undefined {
+  const present = predicates.filter((p): p is string => p !== undefined);
+  if (present.length === 0) return undefined;
+  return present.length === 1 ? present[0] : present.map((p) => `(${p})`).join(' AND ');
+}

@@ -1,0 +1,122 @@
+import { Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from 'apache-arrow';
+import { z } from 'zod';
+import {
+  type ChunkMeta,
+  DENSE_VECTOR,
+  type IndexPoint,
+  normaliseCosine,
+  type SearchHit,
+  type StoredPoint,
+} from './contract.js';
+
+/**
+ * The LanceDB table layout: the filterable meta fields as real columns (so filters are SQL on typed
+ * columns), the whole `meta` as JSON (so every other field round-trips untouched), and `text-dense`
+ * only when the index has dense vectors.
+ */
+export const FILTER_COLUMNS = [
+  'collection_name',
+  'collection_type',
+  'file_id',
+  'ingest_version',
+  'split_id',
+  'languages',
+] as const;
+export const REQUIRED_COLUMNS = ['id', 'content', ...FILTER_COLUMNS, 'meta'] as const;
+/** What a read returns; the filter columns are never read back (meta is the source of truth). */
+export const POINT_COLUMNS = ['id', 'content', 'meta'];
+
+export function lanceSchema(denseDim: number | undefined): Schema {
+  const fields: Field[] = [
+    new Field('id', new Utf8(), false),
+    new Field('content', new Utf8(), false),
+    new Field('collection_name', new Utf8(), false),
+    new Field('collection_type', new Utf8(), true),
+    new Field('file_id', new Utf8(), false),
+    new Field('ingest_version', new Utf8(), true),
+    new Field('split_id', new Int32(), false),
+    new Field('languages', new List(new Field('item', new Utf8(), true)), true),
+    new Field('meta', new Utf8(), false),
+  ];
+  if (denseDim !== undefined) {
+    fields.push(
+      new Field(DENSE_VECTOR, new FixedSizeList(denseDim, new Field('item', new Float32(), true)), true),
+    );
+  }
+  return new Schema(fields);
+}
+
+/** Size of `text-dense` in a table schema, or undefined when the table has none. */
+export function denseSizeOf(schema: Schema): number | undefined {
+  const field = schema.fields.find((f) => f.name === DENSE_VECTOR);
+  if (!field) return undefined;
+  const type = field.type;
+  if (!(type instanceof FixedSizeList)) throw new Error(`column ${DENSE_VECTOR} is not a fixed-size vector`);
+  return type.listSize;
+}
+
+export type LanceRow = Record<string, string | number | string[] | number[] | null>;
+
+/** A point as a table row; rejects what the index could not filter or score correctly later. */
+export function pointToRow(point: IndexPoint, denseDim: number | undefined): LanceRow {
+  const m = point.meta;
+  if (typeof m.collection_name !== 'string')
+    throw new Error(`point ${point.id}: meta.collection_name missing`);
+  if (typeof m.file_id !== 'string') throw new Error(`point ${point.id}: meta.file_id missing`);
+  if (!Number.isInteger(m.split_id)) throw new Error(`point ${point.id}: meta.split_id is not an integer`);
+  const row: LanceRow = {
+    id: point.id,
+    content: point.content,
+    collection_name: m.collection_name,
+    collection_type: typeof m.collection_type === 'string' ? m.collection_type : null,
+    file_id: m.file_id,
+    ingest_version: typeof m.ingest_version === 'string' ? m.ingest_version : null,
+    split_id: m.split_id,
+    languages: Array.isArray(m.languages) ? m.languages.filter((l) => typeof l === 'string') : null,
+    meta: JSON.stringify(m),
+  };
+  if (denseDim === undefined) {
+    if (point.dense !== undefined) {
+      throw new Error(
+        `point ${point.id} has a dense vector, but the index is lexical-only (no ${DENSE_VECTOR})`,
+      );
+    }
+    return row;
+  }
+  if (point.dense !== undefined && point.dense.length !== denseDim) {
+    throw new Error(
+      `point ${point.id}: dense vector has ${point.dense.length} dimensions, the index expects ${denseDim}`,
+    );
+  }
+  row[DENSE_VECTOR] = point.dense ?? null;
+  return row;
+}
+
+const metaSchema = z.looseObject({
+  collection_name: z.string(),
+  collection_type: z.string(),
+  file_id: z.string(),
+  ingest_version: z.string(),
+  split_id: z.number(),
+});
+
+const rowSchema = z.object({ id: z.string(), content: z.string(), meta: z.string() });
+
+export function rowToPoint(raw: unknown): StoredPoint {
+  const row = rowSchema.parse(raw);
+  const meta: ChunkMeta = metaSchema.parse(JSON.parse(row.meta));
+  return { id: row.id, content: row.content, meta };
+}
+
+const distanceSchema = z.object({ _distance: z.number() });
+const scoreSchema = z.object({ _score: z.number() });
+
+/** cos = 1 − cosine distance; the contract's dense score is (cos + 1) / 2, clamped to [0, 1]. */
+export function rowToDenseHit(raw: unknown): SearchHit {
+  const d = distanceSchema.parse(raw)._distance;
+  return { ...rowToPoint(raw), score: normaliseCosine(1 - d) };
+}
+
+export function rowToLexicalHit(raw: unknown): SearchHit {
+  return { ...rowToPoint(raw), score: scoreSchema.parse(raw)._score };
+}

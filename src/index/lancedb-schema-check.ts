@@ -1,0 +1,95 @@
+import { type Connection, Index, type Table } from '@lancedb/lancedb';
+import type { Logger } from 'pino';
+import { DENSE_VECTOR } from './contract.js';
+import { denseSizeOf, lanceSchema, REQUIRED_COLUMNS } from './lancedb-rows.js';
+
+export type FtsLanguage = 'english' | 'danish';
+
+/** Full-text index options: stemmed and stop-word filtered in the corpus language. */
+export function ftsIndex(language: FtsLanguage): Index {
+  return Index.fts({
+    language: language === 'danish' ? 'Danish' : 'English',
+    stem: true,
+    removeStopWords: true,
+    lowercase: true,
+    // Folding would turn Danish æ/ø/å into a/o/ae before matching and merge distinct words (får/far).
+    asciiFolding: language !== 'danish',
+    // Kilde issues match queries only, never phrase queries; positions would only grow the index.
+    withPosition: false,
+  });
+}
+
+/** Scalar indexes that keep filtered reads and merge-by-id fast as the table grows. */
+const SCALAR_INDEXES: readonly [string, () => Index][] = [
+  ['id', () => Index.btree()],
+  ['collection_name', () => Index.bitmap()],
+  ['file_id', () => Index.btree()],
+  ['languages', () => Index.labelList()],
+];
+
+/** Opens the table, creating it (race-safe) when missing; fails loudly on an incompatible layout. */
+export async function openOrCreateTable(
+  db: Connection,
+  name: string,
+  denseDim: number | undefined,
+  where: string,
+): Promise<Table> {
+  const existing = (await db.tableNames()).includes(name);
+  const table = existing
+    ? await db.openTable(name)
+    : await db.createEmptyTable(name, lanceSchema(denseDim), { existOk: true });
+  const schema = await table.schema();
+  const names = new Set(schema.fields.map((f) => f.name));
+  const missing = REQUIRED_COLUMNS.filter((c) => !names.has(c));
+  if (missing.length > 0) {
+    throw new Error(`LanceDB table "${name}" in ${where} lacks the columns ${missing.join(', ')}`);
+  }
+  const actual = denseSizeOf(schema);
+  if (denseDim !== undefined && actual !== denseDim) {
+    throw new Error(
+      actual === undefined
+        ? `LanceDB table "${name}" in ${where} has no ${DENSE_VECTOR} vector (lexical-only), but EMBEDDING_DIM is ${denseDim}; use another VECTORDB_INDEX or re-ingest`
+        : `LanceDB table "${name}" in ${where} has ${DENSE_VECTOR} of size ${actual}, but EMBEDDING_DIM is ${denseDim}`,
+    );
+  }
+  return table;
+}
+
+/** Creates the full-text and scalar indexes that are missing; never replaces an existing one. */
+export async function ensureIndexes(table: Table, language: FtsLanguage, log: Logger): Promise<void> {
+  const indices = await table.listIndices();
+  const byColumn = new Map(indices.map((i) => [i.columns.join(','), i]));
+  const fts = byColumn.get('content');
+  if (!fts) {
+    await createIfAbsent(table, 'content', ftsIndex(language));
+  } else {
+    const details: unknown = fts.indexDetails;
+    const existing =
+      typeof details === 'object' && details !== null && 'language' in details ? details.language : undefined;
+    if (typeof existing === 'string' && existing.toLowerCase() !== language) {
+      log.warn(
+        { table: table.name, indexLanguage: existing, configured: language },
+        'full-text index was built for another language; keeping it (drop the table to rebuild)',
+      );
+    }
+  }
+  for (const [column, make] of SCALAR_INDEXES) {
+    if (!byColumn.has(column)) await createIfAbsent(table, column, make());
+  }
+}
+
+async function createIfAbsent(table: Table, column: string, config: Index): Promise<void> {
+  try {
+    await table.createIndex(column, { config, replace: false });
+  } catch (err) {
+    // Another process may have created it between our listIndices() and now.
+    const again = await table.listIndices();
+    if (!again.some((i) => i.columns.join(',') === column)) throw err;
+  }
+}
+
+/** Whether the table carries the full-text index the lexical side needs. */
+export async function hasFtsIndex(table: Table): Promise<boolean> {
+  const indices = await table.listIndices();
+  return indices.some((i) => i.indexType.toUpperCase().includes('FTS') && i.columns.join(',') === 'content');
+}

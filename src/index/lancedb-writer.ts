@@ -1,0 +1,63 @@
+/**
+ * One serialised writer per LanceDB table per process. Lance commits are optimistic: concurrent
+ * writers to one table conflict and retry, so every instance in this process that writes a given
+ * table shares one promise queue (and one optimize counter) keyed by directory and table name.
+ */
+export class SerialQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+  private pending = 0;
+
+  /** Runs `task` after every task queued before it, whether those failed or not. */
+  run<T>(task: () => Promise<T>): Promise<T> {
+    this.pending += 1;
+    const result = this.tail.then(task, task).finally(() => {
+      this.pending -= 1;
+    });
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  /** Resolves once everything queued so far has finished. */
+  async idle(): Promise<void> {
+    while (this.pending > 0) await this.tail;
+  }
+}
+
+export interface TableWriter {
+  readonly queue: SerialQueue;
+  /** Write operations since the last optimize. */
+  writesSinceOptimize: number;
+  /** Whether an optimize is queued and not yet run. */
+  optimizeQueued: boolean;
+}
+
+interface Entry {
+  writer: TableWriter;
+  refs: number;
+}
+
+const writers = new Map<string, Entry>();
+
+function keyOf(directory: string, table: string): string {
+  return `${directory}\u0000${table}`;
+}
+
+export function acquireWriter(directory: string, table: string): TableWriter {
+  const key = keyOf(directory, table);
+  const found = writers.get(key);
+  if (found) {
+    found.refs += 1;
+    return found.writer;
+  }
+  const writer: TableWriter = { queue: new SerialQueue(), writesSinceOptimize: 0, optimizeQueued: false };
+  writers.set(key, { writer, refs: 1 });
+  return writer;
+}
+
+export function releaseWriter(directory: string, table: string): void {
+  const key = keyOf(directory, table);
+  const found = writers.get(key);
+  if (!found) return;
+  found.refs -= 1;
+  if (found.refs <= 0) writers.delete(key);
+}

@@ -1,0 +1,273 @@
+import { resolve } from 'node:path';
+import { type Connection, connect, makeArrowTable, type Table } from '@lancedb/lancedb';
+import type { Logger } from 'pino';
+import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
+import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql } from './lancedb-filter.js';
+import {
+  denseSizeOf,
+  lanceSchema,
+  POINT_COLUMNS,
+  pointToRow,
+  rowToDenseHit,
+  rowToLexicalHit,
+  rowToPoint,
+} from './lancedb-rows.js';
+import { ensureIndexes, type FtsLanguage, hasFtsIndex, openOrCreateTable } from './lancedb-schema-check.js';
+import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
+import type { IndexSettings } from './open.js';
+import { fuseRrf } from './rrf.js';
+import type { CollectionInfo, HybridQuery, ScrollPage, VectorIndex } from './store.js';
+
+export interface LanceIndexOptions {
+  /**
+   * Seconds after which a read re-checks the table for commits by other processes (LanceDB's
+   * `readConsistencyInterval`); 0 checks on every read. Default 1.
+   */
+  readConsistencySeconds?: number;
+  /** Rows per merge-insert. Default 2000. */
+  batchSize?: number;
+  /** Write operations between two background `optimize()` runs (compaction + index refresh). Default 20. */
+  optimizeEvery?: number;
+  /** Old table versions are removed by optimize once this old. Default 10 minutes. */
+  cleanupOlderThanMs?: number;
+}
+
+const DENSE_NOT_NULL = `\`${DENSE_VECTOR}\` IS NOT NULL`;
+
+/** Candidates each side of a hybrid query contributes before fusion. */
+function hybridCandidates(limit: number): number {
+  return Math.max(limit * 2, 20);
+}
+
+/** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
+function lastById(points: readonly IndexPoint[]): IndexPoint[] {
+  const byId = new Map<string, IndexPoint>();
+  for (const p of points) {
+    byId.delete(p.id);
+    byId.set(p.id, p);
+  }
+  return [...byId.values()];
+}
+
+/** The embedded `VectorIndex`: one LanceDB table in a local directory. */
+export async function createLanceIndex(
+  settings: IndexSettings,
+  deps: { log: Logger },
+  options: LanceIndexOptions = {},
+): Promise<VectorIndex> {
+  const directory = resolve(settings.uri);
+  const db = await connect(directory, { readConsistencyInterval: options.readConsistencySeconds ?? 1 });
+  return new LanceIndex(db, directory, settings, deps.log, options);
+}
+
+class LanceIndex implements VectorIndex {
+  readonly engine = 'lancedb' as const;
+  private table: Table | undefined;
+  private fts = false;
+  private readonly writer: TableWriter;
+  private readonly name: string;
+  private readonly denseDim: number | undefined;
+  private readonly language: FtsLanguage;
+  private readonly exec: { timeoutMs: number };
+  private closed = false;
+
+  constructor(
+    private readonly db: Connection,
+    private readonly directory: string,
+    settings: IndexSettings,
+    private readonly log: Logger,
+    private readonly options: LanceIndexOptions,
+  ) {
+    this.name = settings.collection;
+    this.denseDim = settings.denseDim;
+    this.language = settings.language ?? 'english';
+    this.exec = { timeoutMs: settings.timeoutMs };
+    this.writer = acquireWriter(directory, settings.collection);
+  }
+
+  async ensureCollection(): Promise<void> {
+    // Through the writer queue: table and index creation are writes too.
+    await this.writer.queue.run(async () => {
+      const table = await openOrCreateTable(this.db, this.name, this.denseDim, this.directory);
+      await ensureIndexes(table, this.language, this.log);
+      this.table = table;
+    });
+    this.fts = true;
+    this.log.debug({ table: this.name, directory: this.directory }, 'lancedb table ready');
+  }
+
+  async describe(): Promise<CollectionInfo> {
+    const table = await this.openExisting();
+    if (!table) {
+      this.fts = false;
+      return { exists: false, hasSparse: false, vectorNames: [] };
+    }
+    const denseSize = denseSizeOf(await table.schema());
+    this.fts = await hasFtsIndex(table);
+    return {
+      exists: true,
+      ...(denseSize === undefined ? {} : { denseSize }),
+      hasSparse: this.fts,
+      vectorNames: denseSize === undefined ? [] : [DENSE_VECTOR],
+    };
+  }
+
+  hasSparse(): boolean {
+    return this.fts;
+  }
+
+  async upsert(points: readonly IndexPoint[]): Promise<void> {
+    if (points.length === 0) return;
+    const rows = lastById(points).map((p) => pointToRow(p, this.denseDim));
+    const table = await this.requireTable();
+    const schema = lanceSchema(this.denseDim);
+    const size = this.options.batchSize ?? 2000;
+    await this.writer.queue.run(async () => {
+      for (let start = 0; start < rows.length; start += size) {
+        const data = makeArrowTable(rows.slice(start, start + size), { schema });
+        await table
+          .mergeInsert('id')
+          .whenMatchedUpdateAll()
+          .whenNotMatchedInsertAll()
+          .execute(data, this.exec);
+      }
+    });
+    this.wrote(table);
+  }
+
+  async deleteWhere(filter: IndexFilter): Promise<number> {
+    const where = filterToSql(filter) ?? 'true';
+    if (where === 'false') return 0;
+    const table = await this.requireTable();
+    const result = await this.writer.queue.run(() => table.delete(where));
+    if (result.numDeletedRows > 0) this.wrote(table);
+    return result.numDeletedRows;
+  }
+
+  async count(filter: IndexFilter): Promise<number> {
+    const where = filterToSql(filter);
+    if (where === 'false') return 0;
+    const table = await this.requireTable();
+    return where === undefined ? table.countRows() : table.countRows(where);
+  }
+
+  async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {
+    const after = options.cursor === undefined ? undefined : afterKeySql(decodeCursor(options.cursor));
+    const where = andSql(filterToSql(filter), after);
+    if (where === 'false' || options.limit <= 0) return { points: [] };
+    const table = await this.requireTable();
+    let query = table
+      .query()
+      .select([...POINT_COLUMNS, 'file_id', 'split_id'])
+      .orderBy([{ columnName: 'file_id' }, { columnName: 'split_id' }, { columnName: 'id' }])
+      // One extra row tells whether another page exists without a second round trip.
+      .limit(options.limit + 1);
+    if (where !== undefined) query = query.where(where);
+    const rows: unknown[] = await query.toArray(this.exec);
+    const points = rows.slice(0, options.limit).map(rowToPoint);
+    const last = points.at(-1);
+    if (rows.length <= options.limit || !last) return { points };
+    return {
+      points,
+      next: encodeCursor({ fileId: last.meta.file_id, splitId: last.meta.split_id, id: last.id }),
+    };
+  }
+
+  async searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]> {
+    if (this.denseDim === undefined) {
+      throw new Error(`LanceDB table "${this.name}" is lexical-only: it has no ${DENSE_VECTOR} vector`);
+    }
+    if (vector.length !== this.denseDim) {
+      throw new Error(`query vector has ${vector.length} dimensions, the index expects ${this.denseDim}`);
+    }
+    const filterSql = filterToSql(filter);
+    if (filterSql === 'false' || limit <= 0) return [];
+    const table = await this.requireTable();
+    const rows: unknown[] = await table
+      .vectorSearch(vector)
+      .column(DENSE_VECTOR)
+      .distanceType('cosine')
+      .where(andSql(filterSql, DENSE_NOT_NULL) ?? DENSE_NOT_NULL)
+      .select([...POINT_COLUMNS, '_distance'])
+      .limit(limit)
+      .toArray(this.exec);
+    return rows.map(rowToDenseHit);
+  }
+
+  async searchLexical(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
+    const text = query.text.trim();
+    const where = filterToSql(filter);
+    if (text === '' || where === 'false' || limit <= 0) return [];
+    const table = await this.requireTable();
+    let q = table
+      .query()
+      .fullTextSearch(text, { columns: 'content' })
+      .select([...POINT_COLUMNS, '_score'])
+      .limit(limit);
+    if (where !== undefined) q = q.where(where);
+    const rows: unknown[] = await q.toArray(this.exec);
+    return rows.map(rowToLexicalHit);
+  }
+
+  async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
+    const n = hybridCandidates(limit);
+    const dense =
+      query.dense !== undefined && this.denseDim !== undefined
+        ? this.searchDense(query.dense, filter, n)
+        : Promise.resolve([]);
+    const [denseHits, lexicalHits] = await Promise.all([dense, this.searchLexical(query, filter, n)]);
+    return fuseRrf([denseHits, lexicalHits], limit);
+  }
+
+  async ping(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    const names = await this.db.tableNames();
+    signal?.throwIfAborted();
+    if (!names.includes(this.name)) {
+      throw new Error(`LanceDB table "${this.name}" does not exist in ${this.directory}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writer.queue.idle();
+    releaseWriter(this.directory, this.name);
+    this.table?.close();
+    this.db.close();
+  }
+
+  private async openExisting(): Promise<Table | undefined> {
+    if (this.table) return this.table;
+    if (!(await this.db.tableNames()).includes(this.name)) return undefined;
+    this.table = await this.db.openTable(this.name);
+    return this.table;
+  }
+
+  private async requireTable(): Promise<Table> {
+    const table = await this.openExisting();
+    if (!table) {
+      throw new Error(
+        `LanceDB table "${this.name}" does not exist in ${this.directory}; call ensureCollection()`,
+      );
+    }
+    return table;
+  }
+
+  /** Counts a write; every `optimizeEvery` writes queues one optimize behind the writes. */
+  private wrote(table: Table): void {
+    this.writer.writesSinceOptimize += 1;
+    if (this.writer.optimizeQueued || this.writer.writesSinceOptimize < (this.options.optimizeEvery ?? 20))
+      return;
+    this.writer.optimizeQueued = true;
+    void this.writer.queue
+      .run(async () => {
+        this.writer.writesSinceOptimize = 0;
+        this.writer.optimizeQueued = false;
+        const olderThan = new Date(Date.now() - (this.options.cleanupOlderThanMs ?? 600_000));
+        const stats = await table.optimize({ cleanupOlderThan: olderThan });
+        this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
+      })
+      .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb optimize failed'));
+  }
+}

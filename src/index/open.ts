@@ -1,0 +1,44 @@
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { VectorIndex } from './store.js';
+
+/** How to reach the index; both services derive it from the same variables (spec 3, "Shared index contract"). */
+export interface IndexSettings {
+  /** `http(s)://…` selects Qdrant; a filesystem path or `file://` URI selects embedded LanceDB there. */
+  uri: string;
+  apiKey?: string;
+  collection: string;
+  /** Size of `text-dense`; undefined = lexical-only: no dense vector. */
+  denseDim?: number;
+  /** Create/use `text-sparse` (Qdrant). LanceDB always keeps a full-text index instead. */
+  sparse: boolean;
+  timeoutMs: number;
+  /** Stemming/stop-word language of LanceDB's full-text index (the `SPARSE_LANGUAGE` value); default english. */
+  language?: 'english' | 'danish';
+}
+
+export type IndexEngine = 'qdrant' | 'lancedb';
+
+/** Which engine a URI selects: `http(s)://` is Qdrant, anything else a LanceDB directory. */
+export function engineFor(uri: string): IndexEngine {
+  return /^https?:\/\//i.test(uri) ? 'qdrant' : 'lancedb';
+}
+
+/** The LanceDB directory of a path or `file://` URI. */
+export function lanceDirectory(uri: string): string {
+  return uri.startsWith('file:') ? fileURLToPath(uri) : uri;
+}
+
+/** Opens (but does not create) the index the settings name; call `ensureCollection()` before writing. */
+export async function openIndex(
+  settings: IndexSettings,
+  deps: { log: Logger; fetch?: typeof fetch },
+): Promise<VectorIndex> {
+  if (engineFor(settings.uri) === 'qdrant') {
+    // Loaded lazily so the embedded mode never pulls in the Qdrant client (and vice versa).
+    const { createQdrantIndex } = await import('./qdrant.js');
+    return createQdrantIndex(settings, deps);
+  }
+  const { createLanceIndex } = await import('./lancedb.js');
+  return createLanceIndex({ ...settings, uri: lanceDirectory(settings.uri) }, { log: deps.log });
+}
