@@ -1,4 +1,4 @@
-import { Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from 'apache-arrow';
+import { DataType, Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from 'apache-arrow';
 import { z } from 'zod';
 import {
   type ChunkMeta,
@@ -51,7 +51,8 @@ export function denseSizeOf(schema: Schema): number | undefined {
   const field = schema.fields.find((f) => f.name === DENSE_VECTOR);
   if (!field) return undefined;
   const type = field.type;
-  if (!(type instanceof FixedSizeList)) throw new Error(`column ${DENSE_VECTOR} is not a fixed-size vector`);
+  // Type guards, not instanceof: LanceDB may hand back Arrow classes from its own copy of apache-arrow.
+  if (!DataType.isFixedSizeList(type)) throw new Error(`column ${DENSE_VECTOR} is not a fixed-size vector`);
   return type.listSize;
 }
 
@@ -96,7 +97,8 @@ const metaSchema = z.looseObject({
   collection_name: z.string(),
   collection_type: z.string(),
   file_id: z.string(),
-  ingest_version: z.string(),
+  // Points written without a version (legacy data) read back as '' — "no version", as filters treat them.
+  ingest_version: z.string().default(''),
   split_id: z.number(),
 });
 

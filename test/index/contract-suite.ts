@@ -1,0 +1,324 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ChunkMeta, type IndexPoint, pointId, type SparseVector } from '../../src/index/contract.js';
+import type { HybridQuery, VectorIndex } from '../../src/index/store.js';
+
+/**
+ * The one `VectorIndex` contract suite (spec 3, "Shared index contract"); every adapter runs it.
+ * `makeIndex` returns a fresh, empty, not-yet-ensured index each time.
+ */
+export type MakeIndex = (opts: { denseDim?: number; sparse: boolean }) => Promise<VectorIndex>;
+
+export interface ContractOptions {
+  /** Sparse document/query encoder for engines whose lexical side is `text-sparse` (Qdrant). */
+  sparse?: { encodeDocument(text: string): SparseVector; encodeQuery(text: string): SparseVector };
+}
+
+/** A term-frequency sparse vector over hashed lowercase words: enough for lexical ordering tests. */
+function termId(term: string): number {
+  let h = 2166136261;
+  for (const ch of term) h = Math.imul(h ^ (ch.codePointAt(0) ?? 0), 16777619);
+  return h >>> 1;
+}
+function termVector(text: string, weightOf: (tf: number) => number): SparseVector {
+  const tf = new Map<number, number>();
+  for (const w of text.toLowerCase().match(/\p{L}+/gu) ?? []) tf.set(termId(w), (tf.get(termId(w)) ?? 0) + 1);
+  const ids = [...tf.keys()].sort((a, b) => a - b);
+  return { indices: ids, values: ids.map((i) => weightOf(tf.get(i) ?? 0)) };
+}
+const termSparse = {
+  encodeDocument: (text: string) => termVector(text, (tf) => tf),
+  encodeQuery: (text: string) => termVector(text, () => 1),
+};
+
+const DIM = 4;
+
+/** A small labelled set; the dense axes are topics: [cats, finance, weather, space]. */
+const LABELLED: readonly { key: string; text: string; dense: number[]; languages: string[] }[] = [
+  {
+    key: 'cats',
+    text: 'Cats purr when they are content and sleep in the sun',
+    dense: [1, 0, 0, 0],
+    languages: ['en'],
+  },
+  {
+    key: 'markets',
+    text: 'Stock markets fell as interest rates rose sharply',
+    dense: [0, 1, 0, 0],
+    languages: ['en'],
+  },
+  {
+    key: 'rain',
+    text: 'Heavy rain and strong wind expected tomorrow',
+    dense: [0, 0, 1, 0],
+    languages: ['en'],
+  },
+  {
+    key: 'rocket',
+    text: 'The rocket carried a satellite into orbit around Mars',
+    dense: [0, 0, 0.2, 1],
+    languages: ['en', 'da'],
+  },
+  {
+    key: 'kittens',
+    text: 'Kittens chase the red laser dot across the floor',
+    dense: [0.9, 0, 0, 0.3],
+    languages: ['en'],
+  },
+  {
+    key: 'banks',
+    text: 'Central banks set interest rates to control inflation',
+    dense: [0.2, 0.9, 0, 0],
+    languages: ['en'],
+  },
+  { key: 'vejret', text: 'Regn og blæst i hele landet i morgen', dense: [0, 0, 0.9, 0.1], languages: ['da'] },
+];
+
+export function runVectorIndexContract(
+  name: string,
+  makeIndex: MakeIndex,
+  options: ContractOptions = {},
+): void {
+  const sparse = options.sparse ?? termSparse;
+  const open: VectorIndex[] = [];
+
+  async function fresh(opts: { denseDim?: number; sparse: boolean }): Promise<VectorIndex> {
+    const index = await makeIndex(opts);
+    open.push(index);
+    await index.ensureCollection();
+    return index;
+  }
+
+  function point(
+    collection: string,
+    fileId: string,
+    version: string | undefined,
+    splitId: number,
+    text: string,
+    extra: { dense?: number[]; languages?: string[] } = {},
+  ): IndexPoint {
+    const meta: Record<string, unknown> = {
+      collection_name: collection,
+      collection_type: 'knowledge',
+      file_id: fileId,
+      split_id: splitId,
+      name: `${fileId}.md`,
+      headers: ['Top', 'Sub'],
+      ...(version === undefined ? {} : { ingest_version: version }),
+      ...(extra.languages ? { languages: extra.languages } : {}),
+    };
+    return {
+      id: pointId(fileId, version ?? '', splitId),
+      content: text,
+      // Legacy points (written before versioning) lack ingest_version, which ChunkMeta's type cannot say.
+      meta: meta as ChunkMeta,
+      ...(extra.dense ? { dense: extra.dense } : {}),
+      sparse: sparse.encodeDocument(text),
+    };
+  }
+
+  /** The labelled set in `collection`, one file per document. */
+  function labelled(collection: string, dense: boolean): IndexPoint[] {
+    return LABELLED.map((d) =>
+      point(collection, `${collection}-${d.key}`, 'v1', 0, d.text, {
+        languages: d.languages,
+        ...(dense ? { dense: d.dense } : {}),
+      }),
+    );
+  }
+
+  function query(text: string, dense?: number[]): HybridQuery {
+    return { text, sparse: sparse.encodeQuery(text), ...(dense ? { dense } : {}) };
+  }
+
+  const keyOf = (fileId: string) => fileId.slice(fileId.indexOf('-') + 1);
+
+  describe(`VectorIndex contract: ${name}`, () => {
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((i) => i.close()));
+    });
+
+    it('describes the collection it ensured', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const info = await index.describe();
+      expect(info.exists).toBe(true);
+      expect(info.denseSize).toBe(DIM);
+      expect(info.vectorNames).toContain('text-dense');
+      expect(index.hasSparse()).toBe(true);
+      await index.ping();
+    });
+
+    it('never returns another collection’s points, even with identical text', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const tricky = "gamma' OR '1'='1";
+      await index.upsert([...labelled('alpha', true), ...labelled('beta', true), ...labelled(tricky, true)]);
+      const only = (c: string[]) => ({ collectionNames: c });
+      const check = (hits: { meta: ChunkMeta }[], allowed: string[]) => {
+        expect(hits.length).toBeGreaterThan(0);
+        for (const h of hits) expect(allowed).toContain(h.meta.collection_name);
+      };
+      check(await index.searchDense([1, 0, 0, 0], only(['alpha']), 50), ['alpha']);
+      check(await index.searchLexical(query('interest rates'), only(['beta']), 50), ['beta']);
+      check(await index.searchHybrid(query('interest rates', [0, 1, 0, 0]), only([tricky]), 50), [tricky]);
+      check((await index.scroll(only(['alpha', tricky]), { limit: 100 })).points, ['alpha', tricky]);
+      expect(await index.count(only([tricky]))).toBe(LABELLED.length);
+      expect(await index.count(only(['alpha', 'beta']))).toBe(2 * LABELLED.length);
+      expect(await index.count(only(["gamma'"]))).toBe(0);
+      expect(await index.count(only([]))).toBe(0);
+      expect(await index.searchDense([1, 0, 0, 0], only([]), 10)).toEqual([]);
+      expect(await index.searchHybrid(query('cats', [1, 0, 0, 0]), only(['nobody']), 10)).toEqual([]);
+    });
+
+    it('filters on languages (any of) and file', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert(labelled('alpha', true));
+      const da = await index.scroll({ collectionNames: ['alpha'], languages: ['da'] }, { limit: 50 });
+      expect(da.points.map((p) => keyOf(p.meta.file_id)).sort()).toEqual(['rocket', 'vejret']);
+      expect(await index.count({ languages: ['fr', 'da'] })).toBe(2);
+      expect(await index.count({ fileId: 'alpha-rain' })).toBe(1);
+      expect(await index.count({ fileId: 'alpha-rain', ingestVersion: 'v2' })).toBe(0);
+    });
+
+    it('deletes the other versions of a file, including points with no version', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-versioned';
+      await index.upsert([
+        ...[0, 1, 2].map((s) => point('alpha', f, 'v1', s, `old chunk ${s}`, { dense: [1, 0, 0, 0] })),
+        point('alpha', f, undefined, 0, 'legacy chunk', { dense: [1, 0, 0, 0] }),
+        ...[0, 1].map((s) => point('alpha', f, 'v2', s, `new chunk ${s}`, { dense: [1, 0, 0, 0] })),
+        point('alpha', 'file-other', 'v1', 0, 'another file', { dense: [0, 1, 0, 0] }),
+      ]);
+      expect(await index.count({ fileId: f })).toBe(6);
+      expect(await index.deleteWhere({ fileId: f, notIngestVersion: 'v2' })).toBe(4);
+      const left = await index.scroll({ fileId: f }, { limit: 10 });
+      expect(left.points.map((p) => [p.meta.ingest_version, p.meta.split_id, p.content]).sort()).toEqual([
+        ['v2', 0, 'new chunk 0'],
+        ['v2', 1, 'new chunk 1'],
+      ]);
+      expect(await index.count({})).toBe(3);
+      expect(await index.deleteWhere({ fileId: f, notIngestVersion: 'v2' })).toBe(0);
+      expect(await index.deleteWhere({ fileId: f })).toBe(2);
+      expect(await index.count({ fileId: 'file-other' })).toBe(1);
+    });
+
+    it('scrolls every matching point exactly once, page by page', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const points = [0, 1, 2].flatMap((f) =>
+        Array.from({ length: 9 }, (_, s) => point('alpha', `scroll-${f}`, 'v1', s, `chunk ${f} ${s}`)),
+      );
+      await index.upsert([...points, point('beta', 'scroll-0', 'v1', 99, 'not alpha')]);
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await index.scroll(
+          { collectionNames: ['alpha'] },
+          { limit: 7, ...(cursor ? { cursor } : {}) },
+        );
+        expect(page.points.length).toBeLessThanOrEqual(7);
+        seen.push(...page.points.map((p) => p.id));
+        cursor = page.next;
+        pages += 1;
+      } while (cursor && pages < 20);
+      expect(pages).toBe(4);
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen.sort()).toEqual(points.map((p) => p.id).sort());
+    });
+
+    it('keeps content and meta as written', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const p = point('alpha', 'meta-file', 'v7', 3, 'Ærø har æbler og øl — “quotes” \\ back\\slash', {
+        dense: [0, 0, 1, 0],
+        languages: ['da'],
+      });
+      const withExtras = { ...p, meta: { ...p.meta, page: 4, authors: ['A', 'B'], vision_profile: 'x' } };
+      await index.upsert([withExtras]);
+      const [stored] = (await index.scroll({ fileId: 'meta-file' }, { limit: 5 })).points;
+      expect(stored).toEqual({ id: p.id, content: withExtras.content, meta: withExtras.meta });
+    });
+
+    it('upserts idempotently by deterministic id and sees fresh rows at once', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      expect(pointId('f', 'v1', 2)).toBe(pointId('f', 'v1', 2));
+      expect(pointId('f', 'v1', 2)).not.toBe(pointId('f', 'v2', 2));
+      const batch = labelled('alpha', true);
+      await index.upsert(batch);
+      await index.upsert(batch);
+      expect(await index.count({ collectionNames: ['alpha'] })).toBe(LABELLED.length);
+      const rain = batch.find((p) => p.meta.file_id === 'alpha-rain')!;
+      await index.upsert([
+        {
+          ...rain,
+          content: 'Sunny skies and zebras',
+          sparse: sparse.encodeDocument('Sunny skies and zebras'),
+        },
+      ]);
+      expect(await index.count({ collectionNames: ['alpha'] })).toBe(LABELLED.length);
+      const zebra = await index.searchLexical(query('zebras'), { collectionNames: ['alpha'] }, 5);
+      expect(zebra.map((h) => h.id)).toEqual([rain.id]);
+      const wind = await index.searchLexical(query('wind'), { collectionNames: ['alpha'] }, 5);
+      expect(wind.map((h) => h.id)).not.toContain(rain.id);
+    });
+
+    it('orders dense hits by cosine, with scores (cos + 1) / 2 in [0, 1]', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert(labelled('alpha', true));
+      const hits = await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha'] }, 3);
+      expect(hits.map((h) => keyOf(h.meta.file_id))).toEqual(['cats', 'kittens', 'banks']);
+      expect(hits[0]!.score).toBeCloseTo(1, 4);
+      const kittensCos = 0.9 / Math.hypot(0.9, 0.3);
+      expect(hits[1]!.score).toBeCloseTo((kittensCos + 1) / 2, 4);
+      const opposite = await index.searchDense([-1, 0, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(opposite.length).toBe(LABELLED.length);
+      for (const h of opposite) expect(h.score).toBeGreaterThanOrEqual(0);
+      for (const h of opposite) expect(h.score).toBeLessThanOrEqual(1);
+      expect(opposite.at(-1)!.score).toBeCloseTo(0, 4);
+      expect(opposite.map((h) => h.score)).toEqual([...opposite.map((h) => h.score)].sort((a, b) => b - a));
+    });
+
+    it('ranks lexical hits by the query terms', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert([...labelled('alpha', true), ...labelled('beta', true)]);
+      const hits = await index.searchLexical(query('interest rates'), { collectionNames: ['alpha'] }, 10);
+      expect(hits.map((h) => keyOf(h.meta.file_id)).sort()).toEqual(['banks', 'markets']);
+      for (const h of hits) expect(h.score).toBeGreaterThan(0);
+      const laser = await index.searchLexical(query('laser'), { collectionNames: ['alpha'] }, 10);
+      expect(laser.map((h) => keyOf(h.meta.file_id))).toEqual(['kittens']);
+      expect(await index.searchLexical(query('xylophone'), { collectionNames: ['alpha'] }, 10)).toEqual([]);
+    });
+
+    it('fuses dense and lexical ranks in hybrid search (raw RRF scores)', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert([...labelled('alpha', true), ...labelled('beta', true)]);
+      // Dense alone puts "cats" first; the lexical side only knows "kittens"; fused, kittens wins.
+      const dense = await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha'] }, 2);
+      expect(dense.map((h) => keyOf(h.meta.file_id))).toEqual(['cats', 'kittens']);
+      const hits = await index.searchHybrid(
+        query('kittens laser', [1, 0, 0, 0]),
+        { collectionNames: ['alpha'] },
+        3,
+      );
+      expect(hits.map((h) => keyOf(h.meta.file_id)).slice(0, 2)).toEqual(['kittens', 'cats']);
+      for (const h of hits) expect(h.score).toBeGreaterThan(0);
+      for (const h of hits) expect(h.score).toBeLessThanOrEqual(1);
+      expect(hits.map((h) => h.score)).toEqual([...hits.map((h) => h.score)].sort((a, b) => b - a));
+      expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+    });
+
+    it('works lexical-only, with no dense vector at all', async () => {
+      const index = await fresh({ sparse: true });
+      const info = await index.describe();
+      expect(info.exists).toBe(true);
+      expect(info.denseSize).toBeUndefined();
+      expect(info.vectorNames).not.toContain('text-dense');
+      expect(index.hasSparse()).toBe(true);
+      await index.upsert([...labelled('alpha', false), ...labelled('beta', false)]);
+      expect(await index.count({ collectionNames: ['alpha'] })).toBe(LABELLED.length);
+      const lexical = await index.searchLexical(query('laser'), { collectionNames: ['alpha'] }, 5);
+      expect(lexical.map((h) => keyOf(h.meta.file_id))).toEqual(['kittens']);
+      const hybrid = await index.searchHybrid(query('interest rates'), { collectionNames: ['beta'] }, 5);
+      expect(hybrid.map((h) => keyOf(h.meta.file_id)).sort()).toEqual(['banks', 'markets']);
+      for (const h of hybrid) expect(h.meta.collection_name).toBe('beta');
+      expect(await index.deleteWhere({ collectionNames: ['beta'] })).toBe(LABELLED.length);
+    });
+  });
+}

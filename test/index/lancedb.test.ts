@@ -1,0 +1,199 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { connect } from '@lancedb/lancedb';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
+import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
+import { filterToSql } from '../../src/index/lancedb-filter.js';
+import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
+import type { VectorIndex } from '../../src/index/store.js';
+import { runVectorIndexContract } from './contract-suite.js';
+
+const log = pino({ level: 'silent' });
+const dirs: string[] = [];
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-'));
+  dirs.push(dir);
+  return dir;
+}
+
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+function settings(dir: string, extra: Partial<IndexSettings> = {}): IndexSettings {
+  return { uri: dir, collection: 'ingestion_files', sparse: true, timeoutMs: 10_000, ...extra };
+}
+
+runVectorIndexContract('lancedb', async (opts) =>
+  createLanceIndex(
+    settings(await tempDir(), { sparse: opts.sparse, ...(opts.denseDim ? { denseDim: opts.denseDim } : {}) }),
+    { log },
+  ),
+);
+
+function chunk(fileId: string, splitId: number, content: string, dense?: number[]): IndexPoint {
+  const meta: ChunkMeta = {
+    collection_name: 'c',
+    collection_type: 'knowledge',
+    file_id: fileId,
+    ingest_version: 'v1',
+    split_id: splitId,
+  };
+  return { id: pointId(fileId, 'v1', splitId), content, meta, ...(dense ? { dense } : {}) };
+}
+
+describe('LanceDB adapter', () => {
+  const open: VectorIndex[] = [];
+  async function index(
+    dir: string,
+    extra: Partial<IndexSettings> = {},
+    options: LanceIndexOptions = {},
+  ): Promise<VectorIndex> {
+    const i = await createLanceIndex(settings(dir, extra), { log }, options);
+    open.push(i);
+    await i.ensureCollection();
+    return i;
+  }
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((i) => i.close()));
+  });
+
+  it('quotes filter values so they stay values', () => {
+    expect(filterToSql({ collectionNames: ["a'b", 'c\\d'], notIngestVersion: "v'1" })).toBe(
+      "collection_name IN ('a''b', 'c\\d') AND (ingest_version IS NULL OR ingest_version <> 'v''1')",
+    );
+    expect(filterToSql({ languages: ["da'"] })).toBe("array_has_any(languages, ['da'''])");
+    expect(filterToSql({ collectionNames: [] })).toBe('false');
+    expect(filterToSql({})).toBeUndefined();
+  });
+
+  it('scrolls in (file_id, split_id) order', async () => {
+    const i = await index(await tempDir());
+    await i.upsert([chunk('b', 2, 'x'), chunk('a', 10, 'x'), chunk('b', 1, 'x'), chunk('a', 2, 'x')]);
+    const first = await i.scroll({}, { limit: 3 });
+    const rest = await i.scroll({}, { limit: 3, ...(first.next ? { cursor: first.next } : {}) });
+    const order = [...first.points, ...rest.points].map((p) => `${p.meta.file_id}${p.meta.split_id}`);
+    expect(order).toEqual(['a2', 'a10', 'b1', 'b2']);
+    expect(rest.next).toBeUndefined();
+    await expect(i.scroll({}, { limit: 3, cursor: 'bogus' })).rejects.toThrow('invalid scroll cursor');
+  });
+
+  it('scores hybrid hits with RRF, k = 60', async () => {
+    const i = await index(await tempDir(), { denseDim: 2 });
+    await i.upsert([chunk('f', 0, 'apples and pears', [1, 0]), chunk('f', 1, 'bananas', [0.8, 0.2])]);
+    const hits = await i.searchHybrid({ text: 'bananas', dense: [1, 0] }, {}, 5);
+    expect(hits.map((h) => h.content)).toEqual(['bananas', 'apples and pears']);
+    expect(hits[0]!.score).toBeCloseTo(1 / 62 + 1 / 61, 12);
+    expect(hits[1]!.score).toBeCloseTo(1 / 61, 12);
+  });
+
+  it('stems in the configured language (Danish)', async () => {
+    const text = 'Borgerne stemte ved valget til kommunerne';
+    const da = await index(await tempDir(), { language: 'danish' });
+    const en = await index(await tempDir(), { language: 'english' });
+    await da.upsert([chunk('f', 0, text)]);
+    await en.upsert([chunk('f', 0, text)]);
+    expect((await da.searchLexical({ text: 'borger valg' }, {}, 5)).map((h) => h.content)).toEqual([text]);
+    expect(await en.searchLexical({ text: 'borger valg' }, {}, 5)).toEqual([]);
+  });
+
+  it('keeps the full-text index current with periodic optimize', async () => {
+    const dir = await tempDir();
+    const i = await index(dir, {}, { optimizeEvery: 3 });
+    for (let n = 0; n < 3; n++) await i.upsert([chunk('f', n, `fresh words number ${n}`)]);
+    expect((await i.searchLexical({ text: 'fresh' }, {}, 10)).length).toBe(3);
+    await i.close();
+    const table = await (await connect(dir)).openTable('ingestion_files');
+    const fts = (await table.listIndices()).find((x) => x.columns.join() === 'content');
+    expect(fts).toBeDefined();
+    expect(await table.indexStats(fts!.name)).toMatchObject({ numIndexedRows: 3, numUnindexedRows: 0 });
+    table.close();
+  });
+
+  it('skips points without a dense vector in dense search', async () => {
+    const i = await index(await tempDir(), { denseDim: 2 });
+    await i.upsert([chunk('f', 0, 'with vector', [1, 0]), chunk('f', 1, 'without vector')]);
+    expect((await i.searchDense([1, 0], {}, 10)).map((h) => h.content)).toEqual(['with vector']);
+    expect((await i.searchLexical({ text: 'without' }, {}, 10)).map((h) => h.content)).toEqual([
+      'without vector',
+    ]);
+  });
+
+  it('rejects vectors of the wrong size, naming both sizes', async () => {
+    const i = await index(await tempDir(), { denseDim: 3 });
+    await expect(i.upsert([chunk('f', 0, 'x', [1, 0])])).rejects.toThrow(/2 dimensions.*expects 3/);
+    await expect(i.searchDense([1, 0], {}, 1)).rejects.toThrow(/2 dimensions.*expects 3/);
+  });
+
+  it('fails loudly when the table on disk has another dense size or none', async () => {
+    const dir = await tempDir();
+    await (await index(dir, { denseDim: 3 })).close();
+    const other = await createLanceIndex(settings(dir, { denseDim: 4 }), { log });
+    open.push(other);
+    await expect(other.ensureCollection()).rejects.toThrow(/text-dense of size 3, but EMBEDDING_DIM is 4/);
+    const lexDir = await tempDir();
+    await (await index(lexDir)).close();
+    const dense = await createLanceIndex(settings(lexDir, { denseDim: 4 }), { log });
+    open.push(dense);
+    await expect(dense.ensureCollection()).rejects.toThrow(/no text-dense vector.*EMBEDDING_DIM is 4/);
+  });
+
+  it('describes a missing table without creating it', async () => {
+    const dir = await tempDir();
+    const i = await createLanceIndex(settings(dir), { log });
+    open.push(i);
+    expect(await i.describe()).toEqual({ exists: false, hasSparse: false, vectorNames: [] });
+    await expect(i.ping()).rejects.toThrow(/does not exist/);
+    expect(await (await connect(dir)).tableNames()).toEqual([]);
+  });
+
+  it('opens LanceDB for paths and file:// URIs, Qdrant for http(s)', async () => {
+    expect(engineFor('http://qdrant:6333')).toBe('qdrant');
+    expect(engineFor('HTTPS://q.example')).toBe('qdrant');
+    expect(engineFor('/var/lib/kilde')).toBe('lancedb');
+    const dir = await tempDir();
+    const viaUrl = await openIndex(settings(pathToFileURL(dir).href), { log });
+    open.push(viaUrl);
+    expect(viaUrl.engine).toBe('lancedb');
+    await viaUrl.ensureCollection();
+    expect(await (await connect(dir)).tableNames()).toEqual(['ingestion_files']);
+    const qdrant = await openIndex(settings('http://127.0.0.1:1'), { log });
+    expect(qdrant.engine).toBe('qdrant');
+    await qdrant.close();
+  });
+
+  it('sees writes of another process within seconds', async () => {
+    const dir = await tempDir();
+    const i = await index(dir);
+    await i.upsert([chunk('parent', 0, 'written by the parent')]);
+    const child = fileURLToPath(new URL('./lance-writer-child.ts', import.meta.url));
+    const out = await new Promise<string>((resolve, reject) => {
+      const p = spawn(process.execPath, ['--import', 'tsx', child, dir], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let stdout = '';
+      p.stdout.on('data', (b: Buffer) => {
+        stdout += b.toString();
+      });
+      p.on('error', reject);
+      p.on('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`child exited ${code}`))));
+    });
+    // The child counted the parent's point before adding its own.
+    expect(out.trim()).toBe('1');
+    const started = Date.now();
+    let seen = 0;
+    while (Date.now() - started < 3000) {
+      seen = (await i.searchLexical({ text: 'child' }, {}, 5)).length;
+      if (seen === 1) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(seen).toBe(1);
+    expect(await i.count({})).toBe(2);
+  });
+});
