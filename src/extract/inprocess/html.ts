@@ -1,0 +1,60 @@
+import { readFile } from 'node:fs/promises';
+import { NodeHtmlMarkdown } from 'node-html-markdown';
+import { toIsoDate } from '../dates.js';
+import { decodeXml, splitAuthors } from '../ooxml-core.js';
+import { type ReadContent, tidyMarkdown } from './content.js';
+import { decodeText } from './text.js';
+
+/** Links keep their text only and images are dropped: URLs and icons cost tokens and say little. */
+const converter = new NodeHtmlMarkdown(
+  {
+    bulletMarker: '-',
+    codeBlockStyle: 'fenced',
+    maxConsecutiveNewlines: 2,
+    keepDataImages: false,
+    ignore: ['script', 'style', 'noscript', 'template', 'svg', 'iframe', 'nav', 'head'],
+  },
+  { a: { postprocess: ({ content }) => content }, img: { ignore: true } },
+);
+
+/** HTML → Markdown: headings stay `#` headings and tables become GFM tables (pipes escaped). */
+export function htmlToMarkdown(html: string): string {
+  return tidyMarkdown(converter.translate(html));
+}
+
+export async function readHtml(path: string): Promise<ReadContent> {
+  const html = decodeText(await readFile(path));
+  return { text: htmlToMarkdown(html), metadata: htmlMetadata(html) };
+}
+
+/** Head metadata: `<title>`, author and publication date meta tags, and the declared `lang`. */
+export function htmlMetadata(html: string): ReadContent['metadata'] {
+  const head = html.slice(0, 200_000);
+  const out: ReadContent['metadata'] = {};
+  const title = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(head)?.[1];
+  if (title && clean(title)) out.title = clean(title);
+  const author = meta(head, ['author', 'dc.creator', 'dcterms.creator']);
+  if (author) out.authors = splitAuthors(author);
+  const subject = meta(head, ['dc.subject', 'dcterms.subject']);
+  if (subject) out.subject = subject;
+  const created = toIsoDate(meta(head, ['article:published_time', 'dcterms.created', 'dc.date', 'date']));
+  if (created) out.created_at = created;
+  const lang = /<html[^>]*\blang=["']?([a-zA-Z-]+)/i.exec(head)?.[1];
+  if (lang) out.declared_language = lang;
+  return out;
+}
+
+function meta(head: string, names: string[]): string | undefined {
+  for (const tag of head.match(/<meta\b[^>]*>/gi) ?? []) {
+    const key = /\b(?:name|property)=["']([^"']+)["']/i.exec(tag)?.[1]?.toLowerCase();
+    const content = /\bcontent=["']([^"']*)["']/i.exec(tag)?.[1];
+    if (key && content && names.includes(key) && clean(content)) return clean(content);
+  }
+  return undefined;
+}
+
+function clean(s: string): string {
+  return decodeXml(s.replace(/&nbsp;/g, ' '))
+    .replace(/\s+/g, ' ')
+    .trim();
+}

@@ -1,0 +1,91 @@
+import { detectAll, toISO2, toISO3 } from 'tinyld/heavy';
+
+/** ISO 639-3 (and 639-2/B) codes that tinyld's table does not map to 639-1. */
+const EXTRA_ISO3: Record<string, string> = {
+  zho: 'zh',
+  chi: 'zh',
+  ger: 'de',
+  fre: 'fr',
+  dut: 'nl',
+  gre: 'el',
+  ell: 'el',
+  per: 'fa',
+  fas: 'fa',
+  cze: 'cs',
+  slo: 'sk',
+  rum: 'ro',
+  ice: 'is',
+  wel: 'cy',
+  arm: 'hy',
+  geo: 'ka',
+  baq: 'eu',
+  mac: 'mk',
+  alb: 'sq',
+  bur: 'my',
+  may: 'ms',
+  msa: 'ms',
+  nob: 'nb',
+  nno: 'nn',
+  nor: 'no',
+  ara: 'ar',
+  arb: 'ar',
+  est: 'et',
+  ekk: 'et',
+  lav: 'lv',
+  lvs: 'lv',
+  aze: 'az',
+  azj: 'az',
+  uzb: 'uz',
+  uzn: 'uz',
+  swa: 'sw',
+  swh: 'sw',
+  zsm: 'ms',
+  pes: 'fa',
+};
+
+/** Maps an ISO 639-3 / 639-2 / 639-1 code (or a locale like `en-US`) to ISO 639-1; undefined when unknown. */
+export function toIso6391(code: string): string | undefined {
+  const c = code.trim().toLowerCase().split(/[-_]/)[0] ?? '';
+  if (/^[a-z]{2}$/.test(c)) return c;
+  if (!/^[a-z]{3}$/.test(c)) return undefined;
+  const extra = EXTRA_ISO3[c];
+  if (extra) return extra;
+  const mapped = toISO2(c);
+  return /^[a-z]{2}$/.test(mapped) ? mapped : undefined;
+}
+
+/** ISO 639-1 → 639-3, the form Kreuzberg reports in `detected_languages`. */
+export function toIso6393(code: string): string {
+  const mapped = toISO3(code);
+  return /^[a-z]{3}$/.test(mapped) ? mapped : code;
+}
+
+const SAMPLE = 2000;
+const MAX_SAMPLES = 5;
+
+/**
+ * Detects the languages of a document, most likely first. Up to five evenly spaced samples are
+ * classified; a language is reported when it leads at least a third of them, so a bilingual
+ * document reports both while boilerplate (language menus, reference lists) does not add noise.
+ */
+export function detectLanguages(text: string): string[] {
+  const clean = text
+    .replace(/[|#*_`>[\]()-]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (clean.length < 20) return [];
+  const n = Math.min(MAX_SAMPLES, Math.ceil(clean.length / SAMPLE));
+  const step = n > 1 ? (clean.length - SAMPLE) / (n - 1) : 0;
+  const leads = new Map<string, { count: number; score: number }>();
+  for (let i = 0; i < n; i++) {
+    const start = Math.round(i * step);
+    const [top] = detectAll(clean.slice(start, start + SAMPLE)).filter((r) => /^[a-z]{2}$/.test(r.lang));
+    if (!top) continue;
+    const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
+    leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.accuracy });
+  }
+  const needed = Math.max(1, Math.ceil(n / 3));
+  const ranked = [...leads.entries()].sort((a, b) => b[1].count - a[1].count || b[1].score - a[1].score);
+  const kept = ranked.filter(([, v]) => v.count >= needed).map(([lang]) => lang);
+  return kept.length > 0 ? kept : ranked.slice(0, 1).map(([lang]) => lang);
+}
