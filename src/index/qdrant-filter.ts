@@ -1,0 +1,38 @@
+import type { Schemas } from '@qdrant/js-client-rest';
+import type { IndexFilter } from './contract.js';
+
+type Filter = Schemas['Filter'];
+type FieldCondition = Schemas['FieldCondition'];
+
+/** True when the filter can match no point at all (an empty tenant or language set). */
+export function matchesNothing(f: IndexFilter): boolean {
+  return f.collectionNames?.length === 0 || f.languages?.length === 0;
+}
+
+/**
+ * Translates the typed filter into Qdrant's payload filter. Keys are the Haystack payload paths
+ * (`meta.*`). `must_not` on `meta.ingest_version` also keeps points that lack the field, which is
+ * exactly "differs from this, or is missing". Returns undefined for an empty filter.
+ */
+export function toQdrantFilter(f: IndexFilter): Filter | undefined {
+  const must: FieldCondition[] = [];
+  const mustNot: FieldCondition[] = [];
+  if (f.collectionNames !== undefined) {
+    must.push({ key: 'meta.collection_name', match: { any: [...f.collectionNames] } });
+  }
+  if (f.fileId !== undefined) must.push({ key: 'meta.file_id', match: { value: f.fileId } });
+  if (f.ingestVersion !== undefined) {
+    must.push({ key: 'meta.ingest_version', match: { value: f.ingestVersion } });
+  }
+  if (f.notIngestVersion !== undefined) {
+    mustNot.push({ key: 'meta.ingest_version', match: { value: f.notIngestVersion } });
+  }
+  if (f.languages !== undefined) {
+    must.push({ key: 'meta.languages', match: { any: [...f.languages] } });
+  }
+  if (must.length === 0 && mustNot.length === 0) return undefined;
+  const filter: Filter = {};
+  if (must.length > 0) filter.must = must;
+  if (mustNot.length > 0) filter.must_not = mustNot;
+  return filter;
+}

@@ -1,0 +1,118 @@
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+/**
+ * A small transport for Qdrant's REST API over an injected `fetch`.
+ *
+ * Why not `QdrantClient` itself: it always calls the global `fetch` with its own undici agent (no
+ * injection point), prints to `console` when an API key travels over http, and probes the server
+ * version at construction. Request bodies are still typed with the client package's `Schemas`
+ * (Qdrant's generated OpenAPI types); responses are parsed with zod naming only what we read.
+ * No retries happen here: a failure surfaces to the caller once.
+ */
+export interface QdrantHttpOptions {
+  baseUrl: string;
+  apiKey?: string | undefined;
+  timeoutMs: number;
+  fetch: typeof fetch;
+  log: Logger;
+}
+
+export interface QdrantCall {
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  path: string;
+  query?: Record<string, string>;
+  body?: unknown;
+  signal?: AbortSignal | undefined;
+}
+
+/** A Qdrant call that failed: HTTP status (0 for network errors and time-outs) plus Qdrant's message. */
+export class QdrantError extends Error {
+  override readonly name = 'QdrantError';
+  constructor(
+    message: string,
+    readonly status: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const errorBody = z.object({ status: z.object({ error: z.string() }).partial() }).partial();
+
+export interface QdrantHttp {
+  /** Sends the call and returns the parsed `result`; throws `QdrantError` on any non-2xx. */
+  call<T>(c: QdrantCall, result: z.ZodType<T>): Promise<T>;
+  /** Like `call`, but a 404 answers `undefined` (used to tell "no collection" from an error). */
+  callOrNotFound<T>(c: QdrantCall, result: z.ZodType<T>): Promise<T | undefined>;
+}
+
+export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
+  const base = opts.baseUrl.replace(/\/+$/, '');
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (opts.apiKey) headers['api-key'] = opts.apiKey;
+
+  async function send(c: QdrantCall): Promise<{ status: number; json: unknown; text: string }> {
+    const op = `${c.method} ${c.path}`;
+    const qs = c.query ? `?${new URLSearchParams(c.query).toString()}` : '';
+    const timeout = AbortSignal.timeout(opts.timeoutMs);
+    const signal = c.signal ? AbortSignal.any([c.signal, timeout]) : timeout;
+    const init: RequestInit = { method: c.method, headers: { ...headers }, signal };
+    if (c.body !== undefined) {
+      init.headers = { ...headers, 'content-type': 'application/json' };
+      init.body = JSON.stringify(c.body);
+    }
+    const started = performance.now();
+    let res: Response;
+    let text: string;
+    try {
+      res = await opts.fetch(base + c.path + qs, init);
+      text = await res.text();
+    } catch (err) {
+      if (timeout.aborted) {
+        throw new QdrantError(`Qdrant ${op} timed out after ${opts.timeoutMs} ms`, 0, { cause: err });
+      }
+      const why = err instanceof Error ? err.message : String(err);
+      throw new QdrantError(`Qdrant ${op} failed: ${why}`, 0, { cause: err });
+    }
+    opts.log.debug({ op, status: res.status, ms: Math.round(performance.now() - started) }, 'qdrant call');
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, json, text };
+  }
+
+  function fail(c: QdrantCall, status: number, json: unknown, text: string): never {
+    const parsed = errorBody.safeParse(json);
+    const detail = (parsed.success && parsed.data.status?.error) || text.slice(0, 300) || 'no body';
+    throw new QdrantError(`Qdrant ${c.method} ${c.path} failed: HTTP ${status}: ${detail}`, status);
+  }
+
+  function parse<T>(c: QdrantCall, json: unknown, result: z.ZodType<T>): T {
+    const parsed = z.object({ result }).safeParse(json);
+    if (!parsed.success) {
+      throw new QdrantError(
+        `Qdrant ${c.method} ${c.path} answered an unexpected body: ${z.prettifyError(parsed.error)}`,
+        200,
+      );
+    }
+    return parsed.data.result;
+  }
+
+  return {
+    async call(c, result) {
+      const { status, json, text } = await send(c);
+      if (status < 200 || status > 299) fail(c, status, json, text);
+      return parse(c, json, result);
+    },
+    async callOrNotFound(c, result) {
+      const { status, json, text } = await send(c);
+      if (status === 404) return undefined;
+      if (status < 200 || status > 299) fail(c, status, json, text);
+      return parse(c, json, result);
+    },
+  };
+}

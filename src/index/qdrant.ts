@@ -1,0 +1,296 @@
+import type { Schemas } from '@qdrant/js-client-rest';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import {
+  type ChunkMeta,
+  DENSE_VECTOR,
+  type IndexFilter,
+  type IndexPoint,
+  normaliseCosine,
+  type SearchHit,
+  SPARSE_VECTOR,
+  type SparseVector,
+  type StoredPoint,
+} from './contract.js';
+import type { IndexSettings } from './open.js';
+import {
+  checkCompatibility,
+  collectionInfoSchema,
+  createCollectionBody,
+  describeInfo,
+  missingPayloadIndexes,
+  type QdrantCollectionInfo,
+} from './qdrant-collection.js';
+import { matchesNothing, toQdrantFilter } from './qdrant-filter.js';
+import { createQdrantHttp, type QdrantCall } from './qdrant-http.js';
+import type { CollectionInfo, HybridQuery, ScrollPage, VectorIndex } from './store.js';
+
+export interface QdrantDeps {
+  log: Logger;
+  fetch?: typeof fetch;
+  /** Points per upsert request (default 128: ~1.3 MB at 1024 dims, far under Qdrant's 32 MB cap). */
+  upsertBatchSize?: number;
+}
+
+/** Candidates each hybrid prefetch hands to RRF: more than `limit` so fusion can reorder. */
+function prefetchLimit(limit: number): number {
+  return Math.max(2 * limit, 20);
+}
+
+// Meta is returned exactly as stored (the chat platform shows it). Points written by other tools
+// (the Python reference, or before versioning) may lack Kilde's newer fields, so only the tenant key
+// is required and the other contract fields are type-checked when present.
+const metaFields = z.looseObject({
+  collection_name: z.string(),
+  collection_type: z.string().optional(),
+  file_id: z.string().optional(),
+  ingest_version: z.string().optional(),
+  split_id: z.number().optional(),
+});
+const metaSchema = z.custom<ChunkMeta>((v) => metaFields.safeParse(v).success, {
+  message: 'meta lacks a string collection_name or has mistyped contract fields',
+});
+const payloadSchema = z.object({ content: z.string().nullish(), meta: metaSchema });
+const pointId = z.union([z.string(), z.number()]);
+const recordSchema = z.object({ id: pointId, payload: z.unknown() });
+const scoredSchema = z.object({ id: pointId, score: z.number(), payload: z.unknown() });
+const queryResult = z.object({ points: z.array(scoredSchema) });
+const scrollResult = z.object({ points: z.array(recordSchema), next_page_offset: pointId.nullish() });
+const countResult = z.object({ count: z.number() });
+const updateResult = z.object({ status: z.string() });
+const anyResult = z.unknown();
+
+export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): VectorIndex {
+  const log = deps.log.child({ index: 'qdrant', collection: settings.collection });
+  const http = createQdrantHttp({
+    baseUrl: settings.uri,
+    apiKey: settings.apiKey,
+    timeoutMs: settings.timeoutMs,
+    fetch: deps.fetch ?? fetch,
+    log,
+  });
+  const base = `/collections/${encodeURIComponent(settings.collection)}`;
+  const batchSize = deps.upsertBatchSize ?? 128;
+  const wants = { collection: settings.collection, denseDim: settings.denseDim, sparse: settings.sparse };
+  let sparseKnown: boolean | undefined;
+
+  const getInfo = (signal?: AbortSignal) =>
+    http.callOrNotFound({ method: 'GET', path: base, signal }, collectionInfoSchema);
+
+  function toStored(id: string | number, payload: unknown): StoredPoint | undefined {
+    const p = payloadSchema.safeParse(payload);
+    if (!p.success) {
+      log.warn({ id, issue: p.error.issues[0]?.message }, 'skipping a point without {content, meta}');
+      return undefined;
+    }
+    return { id: String(id), content: p.data.content ?? '', meta: p.data.meta };
+  }
+
+  async function query(body: Schemas['QueryRequest'], normalise: boolean): Promise<SearchHit[]> {
+    const res = await http.call({ method: 'POST', path: `${base}/points/query`, body }, queryResult);
+    const hits: SearchHit[] = [];
+    for (const p of res.points) {
+      const stored = toStored(p.id, p.payload);
+      if (stored) hits.push({ ...stored, score: normalise ? normaliseCosine(p.score) : p.score });
+    }
+    return hits;
+  }
+
+  function checkDense(vector: readonly number[], what: string): void {
+    if (settings.denseDim !== undefined && vector.length !== settings.denseDim) {
+      throw new Error(
+        `${what} has ${vector.length} dimensions, but EMBEDDING_DIM (text-dense) is ${settings.denseDim}`,
+      );
+    }
+  }
+
+  // Named vectors are optional per point in Qdrant: a point without one is simply absent from
+  // that side's search (as in lexical-only writes), so only malformed vectors are refused.
+  function toPoint(p: IndexPoint): Schemas['PointStruct'] {
+    const vector: Record<string, number[] | Schemas['SparseVector']> = {};
+    if (p.dense) {
+      checkDense(p.dense, `point ${p.id}`);
+      vector[DENSE_VECTOR] = p.dense;
+    }
+    if (p.sparse) {
+      if (p.sparse.indices.length !== p.sparse.values.length) {
+        throw new Error(`point ${p.id}: sparse indices and values differ in length`);
+      }
+      vector[SPARSE_VECTOR] = sparseInput(p.sparse);
+    }
+    return { id: p.id, vector, payload: { content: p.content, meta: p.meta } };
+  }
+
+  async function count(filter: IndexFilter): Promise<number> {
+    if (matchesNothing(filter)) return 0;
+    const body: Schemas['CountRequest'] = { exact: true };
+    const f = toQdrantFilter(filter);
+    if (f) body.filter = f;
+    const res = await http.call({ method: 'POST', path: `${base}/points/count`, body }, countResult);
+    return res.count;
+  }
+
+  async function searchLexical(q: HybridQuery, filter: IndexFilter, limit: number) {
+    if (!q.sparse) throw new Error('Qdrant lexical search needs a sparse (BM25) query vector');
+    // A query of stop words only has no terms; Qdrant would match nothing either.
+    if (matchesNothing(filter) || q.sparse.indices.length === 0) return [];
+    const body: Schemas['QueryRequest'] = {
+      query: sparseInput(q.sparse),
+      using: SPARSE_VECTOR,
+      limit,
+      with_payload: true,
+    };
+    const f = toQdrantFilter(filter);
+    if (f) body.filter = f;
+    return query(body, false);
+  }
+
+  // Writes wait until applied, so a search right after sees them (and errors surface here).
+  const write = (method: 'PUT' | 'POST', path: string, body: unknown): QdrantCall => ({
+    method,
+    path,
+    query: { wait: 'true' },
+    body,
+  });
+
+  return {
+    engine: 'qdrant',
+
+    async ensureCollection() {
+      let info: QdrantCollectionInfo | undefined = await getInfo();
+      if (!info) {
+        const body = createCollectionBody(wants);
+        try {
+          await http.call({ method: 'PUT', path: base, body }, anyResult);
+          log.info({ body }, 'created qdrant collection');
+        } catch (err) {
+          // Another process may have created it between our GET and PUT; only that is fine.
+          info = await getInfo();
+          if (!info) throw err;
+        }
+        info ??= await getInfo();
+        if (!info) throw new Error(`Qdrant collection "${settings.collection}" vanished after creation`);
+      }
+      const { errors, warnings } = checkCompatibility(wants, info);
+      for (const w of warnings) log.warn(w);
+      if (errors.length > 0) throw new Error(errors.join('; '));
+      const { missing, wrongType } = missingPayloadIndexes(info);
+      if (wrongType.length > 0) {
+        log.warn({ fields: wrongType }, 'payload fields indexed with a type other than keyword');
+      }
+      for (const body of missing) {
+        await http.call(write('PUT', `${base}/index`, body), updateResult);
+      }
+      sparseKnown = describeInfo(info).hasSparse;
+      if (settings.sparse === false && sparseKnown) {
+        log.info('collection has text-sparse but sparse embeddings are off: new points get none');
+      }
+    },
+
+    async describe(): Promise<CollectionInfo> {
+      const info = await getInfo();
+      if (!info) return { exists: false, hasSparse: false, vectorNames: [] };
+      const d = describeInfo(info);
+      sparseKnown = d.hasSparse;
+      return d;
+    },
+
+    hasSparse: () => sparseKnown ?? settings.sparse,
+
+    async upsert(points) {
+      const all = points.map(toPoint);
+      for (let i = 0; i < all.length; i += batchSize) {
+        const body: Schemas['PointsList'] = { points: all.slice(i, i + batchSize) };
+        await http.call(write('PUT', `${base}/points`, body), updateResult);
+      }
+    },
+
+    async deleteWhere(filter) {
+      const f = toQdrantFilter(filter);
+      if (!f) throw new Error('refusing to delete every point: deleteWhere needs a filter');
+      if (matchesNothing(filter)) return 0;
+      // Qdrant's delete answers no count; counting first is exact unless a writer races us.
+      const n = await count(filter);
+      if (n === 0) return 0;
+      const body: Schemas['FilterSelector'] = { filter: f };
+      await http.call(write('POST', `${base}/points/delete`, body), updateResult);
+      return n;
+    },
+
+    count,
+
+    async scroll(filter, options): Promise<ScrollPage> {
+      if (matchesNothing(filter)) return { points: [] };
+      // Qdrant pages by point id; ordering by payload would disable offset paging.
+      const body: Schemas['ScrollRequest'] = {
+        limit: options.limit,
+        with_payload: true,
+        with_vector: false,
+      };
+      const f = toQdrantFilter(filter);
+      if (f) body.filter = f;
+      if (options.cursor !== undefined) body.offset = parseCursor(options.cursor);
+      const res = await http.call({ method: 'POST', path: `${base}/points/scroll`, body }, scrollResult);
+      const page: ScrollPage = { points: [] };
+      for (const r of res.points) {
+        const stored = toStored(r.id, r.payload);
+        if (stored) page.points.push(stored);
+      }
+      if (res.next_page_offset !== undefined && res.next_page_offset !== null) {
+        page.next = String(res.next_page_offset);
+      }
+      return page;
+    },
+
+    async searchDense(vector, filter, limit) {
+      checkDense(vector, 'the query vector');
+      if (matchesNothing(filter)) return [];
+      const body: Schemas['QueryRequest'] = {
+        query: vector,
+        using: DENSE_VECTOR,
+        limit,
+        with_payload: true,
+      };
+      const f = toQdrantFilter(filter);
+      if (f) body.filter = f;
+      return query(body, true);
+    },
+
+    searchLexical,
+
+    async searchHybrid(q, filter, limit) {
+      if (!q.dense) return searchLexical(q, filter, limit);
+      checkDense(q.dense, 'the query vector');
+      if (matchesNothing(filter)) return [];
+      const f = toQdrantFilter(filter);
+      const prefetch = (input: Schemas['VectorInput'], using: string): Schemas['Prefetch'] =>
+        f
+          ? { query: input, using, filter: f, limit: prefetchLimit(limit) }
+          : { query: input, using, limit: prefetchLimit(limit) };
+      const prefetches = [prefetch(q.dense, DENSE_VECTOR)];
+      if (q.sparse && q.sparse.indices.length > 0) {
+        prefetches.push(prefetch(sparseInput(q.sparse), SPARSE_VECTOR));
+      }
+      // One call: Qdrant runs both prefetches and fuses them (raw RRF scores, not normalised).
+      return query({ prefetch: prefetches, query: { fusion: 'rrf' }, limit, with_payload: true }, false);
+    },
+
+    async ping(signal) {
+      const info = await getInfo(signal);
+      if (!info) throw new Error(`Qdrant collection "${settings.collection}" does not exist`);
+    },
+
+    async close() {
+      // Nothing pooled here: connections belong to the injected fetch.
+    },
+  };
+}
+
+function sparseInput(s: SparseVector): Schemas['SparseVector'] {
+  return { indices: [...s.indices], values: [...s.values] };
+}
+
+/** Cursors are the next point id as text; numeric ids (other writers) go back as numbers. */
+function parseCursor(cursor: string): string | number {
+  return /^\d+$/.test(cursor) ? Number(cursor) : cursor;
+}

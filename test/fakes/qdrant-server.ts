@@ -1,0 +1,163 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { z } from 'zod';
+import {
+  countSchema,
+  createCollectionSchema,
+  createIndexSchema,
+  deleteSchema,
+  querySchema,
+  scrollSchema,
+  upsertSchema,
+} from './qdrant/bodies.js';
+import { UnsupportedFilter } from './qdrant/filter.js';
+import { loadOpenApiValidator, type OpenApiValidator, type Operation } from './qdrant/openapi.js';
+import { FakeHttpError, QdrantMemory } from './qdrant/store.js';
+
+/**
+ * A fake Qdrant on a loopback port. Every request is checked against Qdrant's published OpenAPI
+ * document (route, query parameters, request body) and every 200 answer against the operation's
+ * response schema; violations are recorded and the request is answered 400, so an adapter bug can
+ * not hide behind a lenient fake. Valid requests are served from in-memory Qdrant semantics
+ * (`qdrant/store.ts`).
+ */
+export interface QdrantFakeRequest {
+  method: string;
+  path: string;
+  query: string;
+  operationId?: string;
+  headers: Record<string, string | string[] | undefined>;
+  body?: unknown;
+  status: number;
+}
+
+export interface QdrantFake {
+  url: string;
+  /** Every request, in order. */
+  requests: QdrantFakeRequest[];
+  /** Schema violations (requests and responses) and unimplemented features, human-readable. */
+  violations: string[];
+  memory: QdrantMemory;
+  /** Delays every answer (to test client time-outs). */
+  setDelay(ms: number): void;
+  close(): Promise<void>;
+}
+
+let validator: OpenApiValidator | undefined;
+
+type Handler = (name: string, body: unknown) => unknown;
+const parse =
+  <T>(schema: z.ZodType<T>, fn: (name: string, body: T) => unknown): Handler =>
+  (name, body) => {
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) throw new FakeHttpError(501, `fake does not implement: ${parsed.error.message}`);
+    return fn(name, parsed.data);
+  };
+
+function handlers(m: QdrantMemory): Record<string, Handler> {
+  return {
+    get_collection: (name) => m.info(name),
+    collection_exists: (name) => m.exists(name),
+    create_collection: parse(createCollectionSchema, (n, b) => m.create(n, b)),
+    create_field_index: parse(createIndexSchema, (n, b) => m.createIndex(n, b)),
+    upsert_points: parse(upsertSchema, (n, b) => m.upsert(n, b)),
+    delete_points: parse(deleteSchema, (n, b) => m.delete(n, b)),
+    count_points: parse(countSchema, (n, b) => m.count(n, b)),
+    scroll_points: parse(scrollSchema, (n, b) => m.scroll(n, b)),
+    query_points: parse(querySchema, (n, b) => m.query(n, b)),
+    delete_collection: (name) => m.collections.delete(name),
+  };
+}
+
+export async function startQdrantFake(options: { apiKey?: string } = {}): Promise<QdrantFake> {
+  validator ??= loadOpenApiValidator();
+  const v = validator;
+  const memory = new QdrantMemory();
+  const table = handlers(memory);
+  const requests: QdrantFakeRequest[] = [];
+  const violations: string[] = [];
+  let delay = 0;
+
+  const reply = (res: ServerResponse, status: number, body: unknown) => {
+    res.statusCode = status;
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(body));
+  };
+  const error = (res: ServerResponse, status: number, message: string) =>
+    reply(res, status, { status: { error: message }, time: 0 });
+
+  const server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const rec: QdrantFakeRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search,
+      headers: req.headers,
+      status: 0,
+    };
+    requests.push(rec);
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const answer = (status: number, body: unknown) => {
+      rec.status = status;
+      if (!res.destroyed) reply(res, status, body);
+    };
+    const fail = (status: number, message: string, violation = false) => {
+      if (violation) violations.push(`${rec.method} ${rec.path}${rec.query}: ${message}`);
+      rec.status = status;
+      if (!res.destroyed) error(res, status, message);
+    };
+
+    if (options.apiKey !== undefined && req.headers['api-key'] !== options.apiKey) {
+      return fail(401, 'Invalid API key or JWT');
+    }
+    const op: Operation | undefined = v.match(rec.method, rec.path);
+    if (!op) return fail(404, `no such Qdrant route: ${rec.method} ${rec.path}`, true);
+    rec.operationId = op.operationId;
+    let body: unknown;
+    if (text.length > 0) {
+      if (!String(req.headers['content-type']).startsWith('application/json')) {
+        return fail(400, 'body sent without content-type: application/json', true);
+      }
+      try {
+        body = JSON.parse(text);
+        rec.body = body;
+      } catch {
+        return fail(400, 'body is not JSON', true);
+      }
+    }
+    const problems = v.checkRequest(op, url.searchParams, body, text.length > 0);
+    if (problems.length > 0) return fail(400, `schema: ${problems.join('; ')}`, true);
+    const handler = table[op.operationId];
+    if (!handler) return fail(501, `fake does not implement ${op.operationId}`, true);
+    try {
+      const name = op.pathParams.collection_name ?? '';
+      const envelope = { result: handler(name, body), status: 'ok', time: 0.0001 };
+      const bad = v.checkResponse(op, envelope);
+      if (bad.length > 0) violations.push(`fake answered ${op.operationId} off-schema: ${bad.join('; ')}`);
+      answer(200, envelope);
+    } catch (err) {
+      if (err instanceof UnsupportedFilter) return fail(501, `fake filter: ${err.message}`, true);
+      if (err instanceof FakeHttpError) return fail(err.status, err.message, err.status === 501);
+      return fail(500, String(err), true);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    violations,
+    memory,
+    setDelay(ms) {
+      delay = ms;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,94 @@
+import { z } from 'zod';
+
+/**
+ * The request shapes the fake implements. Bodies have already passed the OpenAPI schema; these
+ * strict schemas additionally reject members the fake does not implement (answered 501 and recorded),
+ * so a test never passes because the fake silently ignored part of a request.
+ */
+export const pointIdSchema = z.union([z.string(), z.number().int().nonnegative()]);
+export type PointId = z.infer<typeof pointIdSchema>;
+
+const filterSchema = z.unknown(); // evaluated by filter.ts, which rejects what it does not know
+export const sparseSchema = z.strictObject({
+  indices: z.array(z.number().int()),
+  values: z.array(z.number()),
+});
+export type FakeSparse = z.infer<typeof sparseSchema>;
+
+const vectorParams = z.looseObject({ size: z.number().int(), distance: z.string() });
+export const createCollectionSchema = z.strictObject({
+  vectors: z
+    .union([
+      vectorParams.transform((p) => ({ unnamed: true, named: { '': p } })),
+      z.record(z.string(), vectorParams).transform((named) => ({ unnamed: false, named })),
+    ])
+    .optional(),
+  sparse_vectors: z
+    .record(z.string(), z.strictObject({ modifier: z.enum(['none', 'idf']).nullish() }))
+    .nullish(),
+  hnsw_config: z.strictObject({ m: z.number().nullish(), payload_m: z.number().nullish() }).nullish(),
+});
+export type CreateCollectionBody = z.infer<typeof createCollectionSchema>;
+
+export const createIndexSchema = z.strictObject({
+  field_name: z.string(),
+  field_schema: z.union([
+    z.literal('keyword'),
+    z.strictObject({ type: z.literal('keyword'), is_tenant: z.boolean().nullish() }),
+  ]),
+});
+
+export const upsertSchema = z.strictObject({
+  points: z.array(
+    z.strictObject({
+      id: pointIdSchema,
+      vector: z.union([
+        z.array(z.number()),
+        z.record(z.string(), z.union([z.array(z.number()), sparseSchema])),
+      ]),
+      payload: z.record(z.string(), z.unknown()).nullish(),
+    }),
+  ),
+});
+
+export const deleteSchema = z.union([
+  z.strictObject({ filter: filterSchema }),
+  z.strictObject({ points: z.array(pointIdSchema) }),
+]);
+
+export const countSchema = z.strictObject({ filter: filterSchema.optional(), exact: z.boolean().optional() });
+
+export const scrollSchema = z.strictObject({
+  filter: filterSchema.optional(),
+  limit: z.number().int().nullish(),
+  offset: pointIdSchema.nullish(),
+  with_payload: z.boolean().nullish(),
+  with_vector: z.literal(false).optional(),
+});
+
+export const fusionSchema = z.union([
+  z.strictObject({ fusion: z.literal('rrf') }),
+  z.strictObject({ rrf: z.strictObject({ k: z.number().int().nullish() }) }),
+]);
+
+export interface QueryBody {
+  prefetch?: QueryBody | QueryBody[] | null | undefined;
+  query?: number[] | FakeSparse | z.infer<typeof fusionSchema> | null | undefined;
+  using?: string | null | undefined;
+  filter?: unknown;
+  limit?: number | null | undefined;
+  with_payload?: boolean | null | undefined;
+  with_vector?: false | undefined;
+}
+
+export const querySchema: z.ZodType<QueryBody> = z.lazy(() =>
+  z.strictObject({
+    prefetch: z.union([querySchema, z.array(querySchema)]).nullish(),
+    query: z.union([z.array(z.number()), sparseSchema, fusionSchema]).nullish(),
+    using: z.string().nullish(),
+    filter: filterSchema.optional(),
+    limit: z.number().int().nullish(),
+    with_payload: z.boolean().nullish(),
+    with_vector: z.literal(false).optional(),
+  }),
+);
