@@ -2,7 +2,9 @@ import { z } from 'zod';
 import type { AgentConfig } from '../config/agent.js';
 import type { ServicePart } from '../http/app.js';
 import { createChatClient } from '../llm/chat-client.js';
+import { McpMachinery } from '../tools/mcp-endpoint.js';
 import { createEchoService, ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
+import { rewriteTool } from './mcp.js';
 
 const echoBody = z.object({ text: z.string().min(1).max(ECHO_MAX_CHARS) });
 const echoResponse = z.object({ original: z.string(), rewritten: z.string() });
@@ -13,9 +15,13 @@ export interface AgentDeps {
 
 export interface AgentPart extends ServicePart {
   echo: EchoService;
+  mcp: McpMachinery;
 }
 
-/** The agent service: `POST /echo` (bearer) and a readiness probe of the LLM endpoint. */
+/**
+ * The agent service: `POST /echo` (bearer), the same agent as the MCP tool `rewrite_concisely` at
+ * `/mcp`, and a readiness probe of the LLM endpoint.
+ */
 export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): AgentPart {
   const llm = createChatClient({
     baseUrl: config.AGENT_API_BASE_URL,
@@ -25,9 +31,11 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const echo = createEchoService(llm);
+  const mcp = new McpMachinery({ name: 'kilde-agent', tools: [rewriteTool(echo)], settings: config });
   return {
     name: 'agent',
     echo,
+    mcp,
     probes: [{ name: 'llm', timeoutMs: 3000, check: (signal) => llm.probe(signal) }],
     register(app, ctx) {
       app.post(
@@ -35,6 +43,9 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
         { onRequest: ctx.auth, schema: { body: echoBody, response: { 200: echoResponse } } },
         async (request) => echo.rewrite(request.body.text),
       );
+      mcp.mount(app, ctx);
     },
+    start: () => mcp.start(),
+    close: () => mcp.close(),
   };
 }

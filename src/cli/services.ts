@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
+import { extractorServiceSchema } from '../config/extraction.js';
+import { toolsSchema } from '../config/tools.js';
 import type { ServicePart } from '../http/app.js';
 
 /**
@@ -22,6 +24,24 @@ export const SERVICES: readonly ServiceDef[] = [
     async create(config) {
       const { createAgentPart } = await import('../agent/part.js');
       return [createAgentPart(config as z.output<typeof agentSchema>)];
+    },
+  },
+  {
+    name: 'tools',
+    summary: 'MCP tool server: POST /mcp (get_weather), GET /weather',
+    schema: toolsSchema,
+    async create(config) {
+      const { createToolsPart } = await import('../tools/part.js');
+      return [createToolsPart(config as z.output<typeof toolsSchema>)];
+    },
+  },
+  {
+    name: 'extractor',
+    summary: 'Kreuzberg-compatible extraction sidecar: POST /extract (inprocess engine)',
+    schema: extractorServiceSchema,
+    async create(config) {
+      const { createExtractorPart } = await import('../extract/sidecar-server.js');
+      return [createExtractorPart(config as z.output<typeof extractorServiceSchema>)];
     },
   },
 ];

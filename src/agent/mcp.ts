@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { KildeError } from '../http/errors.js';
+import { RpcCode, ToolError } from '../tools/json-rpc.js';
+import { defineTool } from '../tools/tool-definition.js';
+import { ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
+
+/** The REST body's bounds (1..10000 characters), re-applied because MCP arguments skip that validator. */
+const rewriteArgs = z.object({
+  text: z
+    .string({ error: 'text must be a string' })
+    .min(1, 'text must not be empty')
+    .max(ECHO_MAX_CHARS, `text must be at most ${ECHO_MAX_CHARS} characters`)
+    .describe('The text to rewrite, in any language.'),
+});
+
+/**
+ * Agents as tools (spec 1 §1): the echo agent behind `POST /echo`, exposed over MCP as
+ * `rewrite_concisely`. Both call the very same `echo.rewrite`, so they cannot behave differently.
+ */
+export function rewriteTool(echo: EchoService) {
+  return defineTool({
+    name: 'rewrite_concisely',
+    doc: `Rewrite a text more concisely, keeping its meaning and language.
+      Call it when the user asks to shorten, tighten or simplify a text, or when a draft should
+      be made briefer before sending. Returns only the rewritten text.`,
+    input: rewriteArgs,
+    annotations: { readOnlyHint: true, openWorldHint: false },
+    async run(args, ctx) {
+      try {
+        const { rewritten } = await echo.rewrite(args.text, ctx.signal);
+        // Compact payload (spec 1 §4 rules 3-4): the caller already holds the original text, and
+        // tool results are replayed into the model's context on every later turn.
+        return JSON.stringify({ rewritten });
+      } catch (err) {
+        // The service raises the kernel's HTTP error type; tools answer with JSON-RPC errors.
+        if (err instanceof KildeError && err.code === 'LLM_TIMEOUT')
+          throw new ToolError(RpcCode.UpstreamTimeout, 'The language model timed out', { cause: err });
+        if (err instanceof KildeError && err.code === 'LLM_FAILED')
+          throw new ToolError(RpcCode.UpstreamUnavailable, 'The language model is unavailable', {
+            cause: err,
+          });
+        throw err;
+      }
+    },
+  });
+}

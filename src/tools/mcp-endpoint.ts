@@ -1,0 +1,179 @@
+import { readFileSync } from 'node:fs';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import type { McpSettings } from '../config/tools.js';
+import type { KildeApp, PartContext } from '../http/app.js';
+import { bearerGuard } from './bearer-guard.js';
+import { RpcCode, sendJsonRpcError } from './json-rpc.js';
+import { createMcpServer, type ToolMetrics, toolMetrics } from './mcp-server.js';
+import type { ToolDefinition } from './tool-definition.js';
+import { originsFromHosts, transportSecurityHook } from './transport-security.js';
+
+export const MCP_PATH = '/mcp';
+/** Same bound the SDK applies when it reads bodies itself. */
+const MCP_BODY_LIMIT = 4 * 1024 * 1024;
+
+/** Spec 1 §7: the message every `/mcp` call fails with before the machinery runs. */
+export const NOT_STARTED = 'Task group is not initialized';
+
+type State = 'new' | 'running' | 'closed';
+
+export interface McpMachineryOptions {
+  /** `serverInfo.name` in the initialize answer. */
+  name: string;
+  tools: readonly ToolDefinition[];
+  settings: McpSettings;
+}
+
+/** Where each HTTP server's `/mcp` lives: `kilde serve all` mounts several parts on one app. */
+const owners = new WeakMap<object, McpMachinery>();
+
+/**
+ * The `/mcp` endpoint of one service part: routes, transport security, the optional bearer guard,
+ * and a start/close lifecycle (spec 1 §3): `/mcp` serves only between `start()` (once per instance)
+ * and `close()`, which also ends open event streams so shutdown does not wait on them.
+ *
+ * Stateless: every POST gets a fresh SDK server and transport and no `Mcp-Session-Id`, so any
+ * replica can answer any request behind a load balancer. GET (server-initiated stream) and DELETE
+ * (session end) have nothing to do without sessions and answer 405, as the transport allows.
+ */
+export class McpMachinery {
+  private state: State = 'new';
+  /** Parts that share this machinery's `/mcp` route on the same app. */
+  private readonly members: McpMachinery[] = [this];
+  private readonly active = new Set<{ transport: StreamableHTTPServerTransport; server: Server }>();
+  private owner: McpMachinery = this;
+  private metrics: ToolMetrics | undefined;
+  private log: Logger | undefined;
+
+  constructor(private readonly o: McpMachineryOptions) {}
+
+  get tools(): readonly ToolDefinition[] {
+    return this.o.tools;
+  }
+
+  start(): Promise<void> {
+    if (this.state !== 'new')
+      return Promise.reject(new Error('MCP session manager .start() can only be called once per instance'));
+    this.state = 'running';
+    return Promise.resolve();
+  }
+
+  async close(): Promise<void> {
+    this.state = 'closed';
+    const owner = this.owner;
+    const open = [...owner.active];
+    owner.active.clear();
+    await Promise.allSettled(open.flatMap(({ transport, server }) => [transport.close(), server.close()]));
+  }
+
+  /** Registers `/mcp` on the app, or joins the machinery that already did. */
+  mount(app: KildeApp, ctx: PartContext): void {
+    const existing = owners.get(app.server);
+    if (existing) {
+      existing.members.push(this);
+      this.owner = existing;
+      return;
+    }
+    owners.set(app.server, this);
+    this.metrics = toolMetrics(ctx.metrics);
+    this.log = ctx.log;
+    const s = this.o.settings;
+    const security = transportSecurityHook({
+      allowedHosts: s.MCP_ALLOWED_HOSTS,
+      allowedOrigins: s.MCP_ALLOWED_ORIGINS ?? originsFromHosts(s.MCP_ALLOWED_HOSTS),
+    });
+    // The guard comes first, like the outermost middleware of the reference deployment.
+    const guard = s.MCP_BEARER_AUTH ? [bearerGuard(ctx.config.API_KEY)] : [];
+    app.route({
+      method: ['GET', 'POST', 'DELETE'],
+      url: MCP_PATH,
+      bodyLimit: MCP_BODY_LIMIT,
+      onRequest: [...guard, security],
+      errorHandler: (error: FastifyError, request, reply) => {
+        // Malformed or empty JSON bodies: a JSON-RPC parse error rather than the REST error shape.
+        if (error.code?.startsWith('FST_ERR_CTP')) {
+          const status = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 413 : 400;
+          request.log.info({ code: error.code }, 'mcp: unreadable body');
+          return sendJsonRpcError(reply, status, RpcCode.ParseError, `Parse error: ${error.message}`);
+        }
+        throw error;
+      },
+      handler: (request, reply) => this.handle(request, reply),
+    });
+    // The guard covers every path under /mcp, not only the endpoint itself (spec 1 §5).
+    app.all(`${MCP_PATH}/*`, { onRequest: guard }, async (request, reply) =>
+      reply.status(404).send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}` }),
+    );
+    app.addHook('preClose', async () => {
+      for (const m of this.members) await m.close();
+    });
+  }
+
+  private async handle(request: FastifyRequest, reply: FastifyReply) {
+    const members = this.members;
+    if (!members.every((m) => m.state === 'running')) {
+      const closing = members.some((m) => m.state === 'closed');
+      return sendJsonRpcError(
+        reply,
+        503,
+        RpcCode.Transport,
+        closing ? 'MCP server is shutting down' : NOT_STARTED,
+      );
+    }
+    if (request.method !== 'POST') {
+      return sendJsonRpcError(
+        reply.header('allow', 'POST'),
+        405,
+        RpcCode.Transport,
+        'Method not allowed: this MCP server is stateless (no sessions, no server-initiated stream)',
+      );
+    }
+    const server = createMcpServer(
+      { name: this.o.name, version: packageVersion() },
+      members.flatMap((m) => m.tools),
+      { log: this.log!.child({ reqId: request.id }), metrics: this.metrics! },
+    );
+    // No sessionIdGenerator: stateless mode, no Mcp-Session-Id.
+    const transport = new StreamableHTTPServerTransport({
+      enableJsonResponse: this.o.settings.MCP_JSON_RESPONSE,
+    });
+    const entry = { transport, server };
+    this.active.add(entry);
+    reply.raw.on('close', () => {
+      // The client left or the answer is complete: abort in-flight tool calls, free the pair.
+      this.active.delete(entry);
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    reply.hijack();
+    reply.raw.setHeader('x-request-id', request.id);
+    try {
+      await transport.handleRequest(request.raw, reply.raw, request.body);
+    } catch (err) {
+      request.log.error({ err }, 'mcp: transport failed');
+      if (!reply.raw.headersSent) {
+        reply.raw.writeHead(500, { 'content-type': 'application/json' });
+        reply.raw.end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: RpcCode.InternalError, message: 'Internal error' },
+            id: null,
+          }),
+        );
+      }
+    }
+  }
+}
+
+let version: string | undefined;
+/** `serverInfo.version`: Kilde's package version (src/ and dist/ both sit two levels below it). */
+function packageVersion(): string {
+  version ??= (
+    JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+  ).version;
+  return version;
+}

@@ -1,0 +1,87 @@
+import type { Dispatcher } from 'undici';
+import { z } from 'zod';
+import type { ToolsConfig } from '../config/tools.js';
+import type { ServicePart } from '../http/app.js';
+import { KildeError } from '../http/errors.js';
+import { McpMachinery } from './mcp-endpoint.js';
+import { createWeatherClient, WeatherError, type WeatherFailure } from './weather-client.js';
+import { createWeatherService, type WeatherService, weatherArgs } from './weather-service.js';
+import { weatherTool } from './weather-tool.js';
+
+export interface ToolsDeps {
+  fetch?: typeof fetch;
+  dispatcher?: Dispatcher;
+  /** Clock for the weather cache (ms). */
+  now?: () => number;
+  /** Overrides of the spec's 10 s / 3 s bounds, for tests. */
+  totalTimeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+export interface ToolsPart extends ServicePart {
+  weather: WeatherService;
+  mcp: McpMachinery;
+}
+
+const weatherResponse = z.object({
+  city: z.string(),
+  temperature_c: z.number(),
+  conditions: z.string(),
+  observed_at: z.string(),
+});
+
+/** How `GET /weather` reports an upstream failure (the tool reports the same message over JSON-RPC). */
+const REST_ERRORS: Record<WeatherFailure, { status: number; code: 'NOT_FOUND' | 'UPSTREAM_FAILED' }> = {
+  'not-found': { status: 404, code: 'NOT_FOUND' },
+  rejected: { status: 502, code: 'UPSTREAM_FAILED' },
+  unavailable: { status: 502, code: 'UPSTREAM_FAILED' },
+  timeout: { status: 504, code: 'UPSTREAM_FAILED' },
+};
+
+/**
+ * The tool server: `/mcp` with `get_weather`, the REST twin `GET /weather` (bearer), and a readiness
+ * probe of the upstream. Explicit routes are registered before the MCP endpoint (spec 1 §4).
+ */
+export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): ToolsPart {
+  const client = createWeatherClient({
+    baseUrl: config.WEATHER_API_BASE_URL,
+    apiKey: config.WEATHER_API_KEY,
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    ...(deps.dispatcher ? { dispatcher: deps.dispatcher } : {}),
+    ...(deps.totalTimeoutMs === undefined ? {} : { totalTimeoutMs: deps.totalTimeoutMs }),
+    ...(deps.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: deps.connectTimeoutMs }),
+  });
+  const weather = createWeatherService(client, {
+    ttlMs: config.WEATHER_CACHE_TTL * 1000,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  const mcp = new McpMachinery({ name: 'kilde-tools', tools: [weatherTool(weather)], settings: config });
+
+  return {
+    name: 'tools',
+    weather,
+    mcp,
+    probes: [{ name: 'weather-api', timeoutMs: 3000, check: (signal) => client.probe(signal) }],
+    register(app, ctx) {
+      app.get(
+        '/weather',
+        { onRequest: ctx.auth, schema: { querystring: weatherArgs, response: { 200: weatherResponse } } },
+        async (request) => {
+          try {
+            return await weather.current(request.query);
+          } catch (err) {
+            if (!(err instanceof WeatherError)) throw err;
+            const { status, code } = REST_ERRORS[err.kind];
+            throw new KildeError(code, status, err.message, { cause: err });
+          }
+        },
+      );
+      mcp.mount(app, ctx);
+    },
+    start: () => mcp.start(),
+    async close() {
+      await mcp.close();
+      await client.close();
+    },
+  };
+}

@@ -1,0 +1,60 @@
+import type { AddressInfo } from 'node:net';
+import { toolsSchema } from '../../src/config/tools.js';
+import type { KildeApp } from '../../src/http/app.js';
+import { createToolsPart, type ToolsDeps, type ToolsPart } from '../../src/tools/part.js';
+import { FAKE_KEY } from '../fakes/weather.js';
+import { type logSink, testApp, testConfig } from '../helpers/app.js';
+
+export interface ToolsHarness {
+  app: KildeApp;
+  part: ToolsPart;
+  logs: ReturnType<typeof logSink>;
+  /** `http://127.0.0.1:<port>` of the listening app. */
+  base: string;
+  mcpUrl: URL;
+}
+
+/** A tool server listening on a loopback port (the SDK client and the SSE tests need real sockets). */
+export async function startTools(
+  upstream: string,
+  env: Record<string, string> = {},
+  deps: ToolsDeps = {},
+): Promise<ToolsHarness> {
+  const config = testConfig(toolsSchema, {
+    WEATHER_API_BASE_URL: upstream,
+    WEATHER_API_KEY: FAKE_KEY,
+    ...env,
+  });
+  const part = createToolsPart(config, deps);
+  const { app, logs } = await testApp(config, [part]);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  return { app, part, logs, base, mcpUrl: new URL(`${base}/mcp`) };
+}
+
+export const MCP_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+};
+
+export function rpc(method: string, params: Record<string, unknown> = {}, id = 1) {
+  return JSON.stringify({ jsonrpc: '2.0', id, method, params });
+}
+
+export const INIT_PARAMS = {
+  protocolVersion: '2024-11-05',
+  capabilities: {},
+  clientInfo: { name: 'raw-test', version: '1.0.0' },
+};
+
+/** Reads JSON-RPC messages out of an SSE or JSON body. */
+export function messagesOf(contentType: string | null, body: string): Record<string, unknown>[] {
+  if (contentType?.startsWith('application/json')) {
+    const parsed = JSON.parse(body) as Record<string, unknown> | Record<string, unknown>[];
+    return Array.isArray(parsed) ? parsed : [parsed];
+  }
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith('data: '))
+    .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+}
