@@ -1,0 +1,137 @@
+import type { TokenCounter } from '../chunk/chunker.js';
+
+/**
+ * Long inputs are never dropped or truncated. The reference deployment lost whole batches when one
+ * chunk ran over the model's input limit, and truncating silently drops the tail of a chunk from the
+ * index. Kilde instead cuts an over-long input into windows that fit the budget (prefix and the
+ * model's special tokens included), embeds every window, and represents the input by the
+ * token-weighted mean of the (unit-length) window vectors, re-normalised to unit length. That is the
+ * usual "chunk-and-average" reduction for bi-encoders: the pooled vector stays in the model's space
+ * and cosine-comparable with single-window vectors.
+ */
+
+/** Tokens a BERT-like model adds around every input ([CLS] … [SEP]) when the counter does not say. */
+export const DEFAULT_SPECIAL_TOKENS = 2;
+
+/** Characters per estimated token in the fallback counter. */
+const CHARS_PER_TOKEN = 4;
+const PIECE_RE = /[\p{L}\p{M}\p{N}]+|[^\s\p{L}\p{M}\p{N}]/gu;
+
+/**
+ * Fallback when no tokenizer is configured: one token per started 4 characters of a word, one per
+ * punctuation mark or symbol. Sub-word tokenizers average ~4 characters per token on English prose
+ * and fewer on rarer words, so counting every started 4-character piece (and every symbol) errs on
+ * the side of more tokens, i.e. smaller windows.
+ */
+export const approximateTokenCounter: TokenCounter = {
+  count(text) {
+    let n = 0;
+    for (const m of text.matchAll(PIECE_RE)) n += Math.ceil(m[0].length / CHARS_PER_TOKEN);
+    return n;
+  },
+  offsets(text) {
+    const out: Array<[number, number]> = [];
+    for (const m of text.matchAll(PIECE_RE)) {
+      const end = m.index + m[0].length;
+      for (let s = m.index; s < end; ) {
+        let e = Math.min(end, s + CHARS_PER_TOKEN);
+        // never cut a surrogate pair in two
+        if (e < end && isLowSurrogate(text.charCodeAt(e))) e += 1;
+        out.push([s, e]);
+        s = e;
+      }
+    }
+    return out;
+  },
+};
+
+function isLowSurrogate(code: number): boolean {
+  return code >= 0xdc00 && code <= 0xdfff;
+}
+
+/** Special tokens the counter reports (an optional member some counters carry), else the default. */
+export function specialTokensOf(counter: TokenCounter): number {
+  if ('specialTokens' in counter && typeof counter.specialTokens === 'number') return counter.specialTokens;
+  return DEFAULT_SPECIAL_TOKENS;
+}
+
+export interface Window {
+  text: string;
+  /** Token count of `text` (without prefix); the window's weight when pooling. */
+  tokens: number;
+}
+
+/** Tokens left for the text itself once the prefix and special tokens are paid for. */
+export function textBudget(maxTokens: number, prefix: string, counter: TokenCounter): number {
+  const prefixTokens = counter.count(prefix);
+  const budget = maxTokens - prefixTokens - specialTokensOf(counter);
+  if (budget < 1) {
+    throw new Error(
+      `EMBEDDING_MAX_TOKENS=${maxTokens} leaves no room for text after the prefix ${JSON.stringify(prefix)} (${prefixTokens} tokens) and ${specialTokensOf(counter)} special tokens`,
+    );
+  }
+  return budget;
+}
+
+/**
+ * Cuts `text` at token boundaries into windows of at most `budget` tokens each; one window if it fits.
+ * A cut inside a word (between two touching tokens, e.g. WordPiece `##` pieces) moves back to the
+ * last gap between tokens, as long as that keeps at least half the window.
+ */
+export function splitToBudget(text: string, budget: number, counter: TokenCounter): Window[] {
+  const total = counter.count(text);
+  if (total <= budget) return [{ text, tokens: total }];
+  const offsets = counter.offsets(text);
+  const windows: Window[] = [];
+  for (let i = 0; i < offsets.length; ) {
+    let next = Math.min(i + budget, offsets.length);
+    if (next < offsets.length) {
+      let cut = next;
+      while (cut > i + budget / 2 && !gapBefore(offsets, cut)) cut--;
+      if (gapBefore(offsets, cut)) next = cut;
+    }
+    const start = offsets[i]?.[0] ?? 0;
+    const end = offsets[next - 1]?.[1] ?? text.length;
+    windows.push({ text: text.slice(start, end), tokens: next - i });
+    i = next;
+  }
+  return windows;
+}
+
+/** Whether token `i` starts after a gap (whitespace) rather than touching token `i - 1`. */
+function gapBefore(offsets: Array<[number, number]>, i: number): boolean {
+  const prev = offsets[i - 1];
+  const cur = offsets[i];
+  return prev !== undefined && cur !== undefined && cur[0] > prev[1];
+}
+
+/** Splits a window in two at its middle token; undefined when it has fewer than two tokens. */
+export function halve(text: string, counter: TokenCounter): [Window, Window] | undefined {
+  const offsets = counter.offsets(text);
+  if (offsets.length < 2) return undefined;
+  const mid = Math.floor(offsets.length / 2);
+  const cut = offsets[mid]?.[0] ?? Math.floor(text.length / 2);
+  return [
+    { text: text.slice(0, cut), tokens: mid },
+    { text: text.slice(cut), tokens: offsets.length - mid },
+  ];
+}
+
+/** Token-weighted mean of the unit-normalised vectors, re-normalised to unit length. */
+export function poolVectors(vectors: readonly (readonly number[])[], weights: readonly number[]): number[] {
+  const dim = vectors[0]?.length ?? 0;
+  const sum = new Array<number>(dim).fill(0);
+  vectors.forEach((v, i) => {
+    const w = Math.max(weights[i] ?? 1, 1);
+    const norm = l2(v) || 1;
+    for (let d = 0; d < dim; d++) sum[d] = (sum[d] ?? 0) + (w * (v[d] ?? 0)) / norm;
+  });
+  const norm = l2(sum) || 1;
+  return sum.map((x) => x / norm);
+}
+
+function l2(v: readonly number[]): number {
+  let s = 0;
+  for (const x of v) s += x * x;
+  return Math.sqrt(s);
+}
