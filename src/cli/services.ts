@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { extractorServiceSchema } from '../config/extraction.js';
+import { ingestSchema } from '../config/ingest.js';
 import { toolsSchema } from '../config/tools.js';
 import type { ServicePart } from '../http/app.js';
 
@@ -33,6 +34,16 @@ export const SERVICES: readonly ServiceDef[] = [
     async create(config) {
       const { createToolsPart } = await import('../tools/part.js');
       return [createToolsPart(config as z.output<typeof toolsSchema>)];
+    },
+  },
+  {
+    name: 'ingest',
+    summary:
+      'ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}',
+    schema: ingestSchema,
+    async create(config, log) {
+      const { createIngestPart } = await import('../ingest/part.js');
+      return [createIngestPart(config as z.output<typeof ingestSchema>, { log })];
     },
   },
   {

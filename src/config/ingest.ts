@@ -1,0 +1,127 @@
+import { z } from 'zod';
+import type { ObjectStoreSettings } from '../ingest/object-store.js';
+import { chunkingPiece } from './chunking.js';
+import { extractionPiece } from './extraction.js';
+import { bool, type EnvDoc, int, list, optionalString, string, url } from './fields.js';
+import { dataPiece, embeddingPiece, indexPiece, sparsePiece, tokenizerPiece } from './index-settings.js';
+import { ConfigError } from './parse.js';
+import { kernelPieces } from './shared.js';
+
+/** A boolean whose default depends on another variable: unset stays `undefined`. */
+function optionalBool(doc: string, def: string) {
+  const TRUE = new Set(['true', '1', 'yes']);
+  const FALSE = new Set(['false', '0', 'no']);
+  const meta: EnvDoc = { type: 'boolean', default: def, doc };
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const s = v?.trim().toLowerCase();
+      if (s === undefined || s === '') return undefined;
+      if (TRUE.has(s)) return true;
+      if (FALSE.has(s)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
+      return z.NEVER;
+    })
+    .meta({ env: meta });
+}
+
+export const objectStorePiece = {
+  OBJECTSTORE_ENDPOINT: url(
+    undefined,
+    'S3-compatible endpoint (e.g. `http://minio:9000`); unset uses `AWS_ENDPOINT_URL_S3`/`AWS_ENDPOINT_URL`, else AWS S3.',
+  ),
+  OBJECTSTORE_REGION: optionalString(
+    'Object-storage region; falls back to `AWS_REGION`, `AWS_DEFAULT_REGION`, then `us-east-1`.',
+  ),
+  OBJECTSTORE_ACCESS_KEY: optionalString(
+    'Access key id; falls back to `AWS_ACCESS_KEY_ID`. Without any key the AWS SDK default chain applies (IAM role, web identity, profile).',
+  ),
+  OBJECTSTORE_SECRET_KEY: optionalString('Secret access key; falls back to `AWS_SECRET_ACCESS_KEY`.'),
+  OBJECTSTORE_FORCE_PATH_STYLE: optionalBool(
+    'Path-style addressing (`{endpoint}/{bucket}/{key}`), as MinIO needs.',
+    'true when an endpoint is set, else false',
+  ),
+  OBJECTSTORE_ALLOWED_BUCKETS: list(
+    'Buckets ingest may read from (comma-separated); empty allows any. Others are refused with 403.',
+  ),
+  AWS_ENDPOINT_URL_S3: url(undefined, 'Standard AWS variable; fallback for `OBJECTSTORE_ENDPOINT`.'),
+  AWS_ENDPOINT_URL: url(undefined, 'Standard AWS variable; second fallback for `OBJECTSTORE_ENDPOINT`.'),
+  AWS_REGION: optionalString('Standard AWS variable; fallback for `OBJECTSTORE_REGION`.'),
+  AWS_DEFAULT_REGION: optionalString('Standard AWS variable; second fallback for `OBJECTSTORE_REGION`.'),
+  AWS_ACCESS_KEY_ID: optionalString('Standard AWS variable; fallback for `OBJECTSTORE_ACCESS_KEY`.'),
+  AWS_SECRET_ACCESS_KEY: optionalString('Standard AWS variable; fallback for `OBJECTSTORE_SECRET_KEY`.'),
+  AWS_SESSION_TOKEN: optionalString('Standard AWS variable: session token sent with the fallback AWS keys.'),
+};
+
+export const ingestPiece = {
+  ENABLE_SPARSE_EMBEDDINGS: bool(
+    false,
+    'Adds the BM25 `text-sparse` vector to every point (needed for hybrid search on Qdrant).',
+  ),
+  SPARSE_EMBEDDING_MODEL: string(
+    'Qdrant/bm25',
+    "Sparse document encoder; must match retrieval's `SPARSE_QUERY_MODEL`. `Qdrant/bm25` is supported.",
+  ),
+  MAX_UPLOAD_BYTES: int(
+    100 * 1024 * 1024,
+    'Largest accepted file (100 MiB): enforced on multipart uploads as they stream and via HeadObject before an object is fetched (413).',
+    { min: 1 },
+  ),
+  ENABLE_INSPECTION_API: bool(
+    false,
+    'Serves the read-only `GET /api/v1/documents/{file_id}/chunks`; 404 (after the bearer check) when false.',
+  ),
+};
+
+export const ingestSchema = z
+  .object({
+    ...kernelPieces,
+    ...dataPiece,
+    ...indexPiece,
+    ...embeddingPiece,
+    ...sparsePiece,
+    ...tokenizerPiece,
+    ...extractionPiece,
+    ...chunkingPiece,
+    ...ingestPiece,
+    ...objectStorePiece,
+  })
+  // Only `kilde serve ingest` demands an explicit choice; `all` merges shapes (dropping this) and
+  // defaults to lexical-only.
+  .superRefine((c, ctx) => {
+    if (c.EMBEDDING_PROVIDER === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['EMBEDDING_PROVIDER'],
+        message:
+          'is required by `kilde serve ingest`: http-compat, inference-server, inprocess, or none (lexical-only, no dense vectors)',
+      });
+    }
+  });
+export type IngestConfig = z.output<typeof ingestSchema>;
+
+/** OBJECTSTORE_* first, then the standard AWS variables; path style defaults on with an endpoint. */
+export function objectStoreSettings(c: IngestConfig): ObjectStoreSettings {
+  const endpoint = c.OBJECTSTORE_ENDPOINT ?? c.AWS_ENDPOINT_URL_S3 ?? c.AWS_ENDPOINT_URL;
+  const usingOwnKeys = c.OBJECTSTORE_ACCESS_KEY !== undefined || c.OBJECTSTORE_SECRET_KEY !== undefined;
+  const accessKeyId = usingOwnKeys ? c.OBJECTSTORE_ACCESS_KEY : c.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = usingOwnKeys ? c.OBJECTSTORE_SECRET_KEY : c.AWS_SECRET_ACCESS_KEY;
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError(
+      usingOwnKeys
+        ? 'Configuration error: OBJECTSTORE_ACCESS_KEY and OBJECTSTORE_SECRET_KEY must be set together'
+        : 'Configuration error: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together',
+    );
+  }
+  const sessionToken = usingOwnKeys ? undefined : c.AWS_SESSION_TOKEN;
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    region: c.OBJECTSTORE_REGION ?? c.AWS_REGION ?? c.AWS_DEFAULT_REGION ?? 'us-east-1',
+    ...(accessKeyId && secretAccessKey
+      ? { credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) } }
+      : {}),
+    forcePathStyle: c.OBJECTSTORE_FORCE_PATH_STYLE ?? endpoint !== undefined,
+    allowedBuckets: c.OBJECTSTORE_ALLOWED_BUCKETS,
+  };
+}

@@ -1,0 +1,132 @@
+import type { Logger } from 'pino';
+import { createChunker } from '../chunk/create-chunker.js';
+import { chooseTokenCounter } from '../chunk/tokenizer.js';
+import { chunkingSettings } from '../config/chunking.js';
+import type { IngestConfig } from '../config/ingest.js';
+import { ConfigError } from '../config/parse.js';
+import { createDenseEmbedder } from '../embed/create-dense.js';
+import { createSparseEncoder } from '../embed/create-sparse.js';
+import { createExtractor } from '../extract/create-extractor.js';
+import type { Extractor } from '../extract/extractor.js';
+import { engineFor, openIndex } from '../index/open.js';
+import { indexSettingsFrom } from '../index/settings-from-config.js';
+import type { VectorIndex } from '../index/store.js';
+import type { StageObserver } from './pipeline.js';
+import { IngestService } from './service.js';
+
+export interface BuildDeps {
+  log: Logger;
+  /** Outbound HTTP of the embedder, extractor and Qdrant adapter (tests pass their own). */
+  fetch?: typeof fetch;
+  observer?: StageObserver;
+}
+
+export interface BuiltPipeline {
+  service: IngestService;
+  index: VectorIndex;
+  /** The configured engine (EXTRACTION_ENGINE). */
+  extractor: Extractor;
+  /** Any concrete engine by name, for the extraction probe. */
+  extractorFor(engine: string): Extractor;
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the pipeline once, at start-up: tokenizer and chunker, the extraction engine, dense and
+ * sparse encoders and the index with its collection ensured. It throws (start-up fails loudly) when
+ * any of them cannot be built, e.g. an incompatible existing collection.
+ */
+export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps): Promise<BuiltPipeline> {
+  const { log } = deps;
+  const http = deps.fetch ? { fetch: deps.fetch } : {};
+  const chunking = chunkingSettings(config);
+  const tokens = await chooseTokenCounter({
+    tokenizerModel: config.TOKENIZER_MODEL,
+    embeddingModel: config.EMBEDDING_MODEL,
+  });
+  if (tokens.warning) log.warn(tokens.warning);
+
+  const dense = createDenseEmbedder(config, { log, counter: tokens.counter, ...http });
+  if (!dense) {
+    log.warn(
+      'lexical-only mode (EMBEDDING_PROVIDER=none): points carry no dense vector; set EMBEDDING_PROVIDER, EMBEDDING_MODEL and EMBEDDING_DIM to enable dense search',
+    );
+  }
+  const chunker = createChunker(
+    {
+      ...chunking,
+      ...(dense
+        ? {
+            prefixTokens: tokens.counter.count(config.EMBEDDING_PREFIX_DOC),
+            maxTokens: config.EMBEDDING_MAX_TOKENS,
+          }
+        : {}),
+    },
+    tokens.counter,
+  );
+  const indexSettings = {
+    ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
+    language: config.SPARSE_LANGUAGE,
+  };
+  if (!dense && !config.ENABLE_SPARSE_EMBEDDINGS && engineFor(indexSettings.uri) === 'qdrant') {
+    throw new ConfigError(
+      'Configuration error: EMBEDDING_PROVIDER=none on Qdrant needs ENABLE_SPARSE_EMBEDDINGS=true (points would carry no vector at all)',
+    );
+  }
+  const sparse = config.ENABLE_SPARSE_EMBEDDINGS
+    ? createSparseEncoder(config.SPARSE_EMBEDDING_MODEL, config.SPARSE_LANGUAGE)
+    : undefined;
+  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, { log, ...http });
+  // The probe route may name another engine; each is built once, on first use.
+  const engines = new Map<string, Extractor>([[extractor.name, extractor]]);
+  const extractorFor = (engine: string): Extractor => {
+    const known = engines.get(engine);
+    if (known) return known;
+    const made = createExtractor(engine, config, { log, ...http });
+    engines.set(engine, made);
+    return made;
+  };
+
+  const index = await openIndex(indexSettings, { log, ...http });
+  try {
+    await index.ensureCollection();
+  } catch (err) {
+    await index.close().catch(() => undefined);
+    throw err;
+  }
+  log.info(
+    {
+      extraction: extractor.name,
+      chunking: chunking.mode,
+      chunkSize: chunking.size,
+      tokenizer: tokens.counter.source ?? 'approximate',
+      dense: dense ? `${dense.provider}:${dense.model} (${dense.dim})` : 'none',
+      sparse: sparse?.model ?? 'off',
+      index: index.engine,
+    },
+    'ingestion pipeline ready',
+  );
+  const service = new IngestService({
+    extractor,
+    chunker,
+    index,
+    log,
+    ...(dense ? { dense } : {}),
+    ...(sparse ? { sparse } : {}),
+    ...(deps.observer ? { observer: deps.observer } : {}),
+  });
+  return {
+    service,
+    index,
+    extractor,
+    extractorFor,
+    async close() {
+      await Promise.allSettled([
+        index.close(),
+        dense?.close?.(),
+        tokens.counter.close?.(),
+        ...[...engines.values()].map((e) => e.close?.()),
+      ]);
+    },
+  };
+}

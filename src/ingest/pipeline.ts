@@ -1,0 +1,230 @@
+import type { Logger } from 'pino';
+import type { Chunk, Chunker } from '../chunk/chunker.js';
+import type { DenseEmbedder } from '../embed/dense.js';
+import type { SparseEncoder } from '../embed/sparse.js';
+import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extractor.js';
+import { type ErrorCode, KildeError } from '../http/errors.js';
+import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
+import type { VectorIndex } from '../index/store.js';
+import type { IngestTarget } from './request.js';
+import { discardVersion, retireOtherVersions, type VersionScope } from './versioning.js';
+
+/** Pipeline stages in order (spec 2 §3); `fetch` is the object-storage download before them. */
+export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
+
+export interface StageObserver {
+  stage(stage: Stage, seconds: number): void;
+}
+
+/** The stages, built once at start-up and reused by every request. */
+export interface PipelineParts {
+  extractor: Extractor;
+  chunker: Chunker;
+  /** Absent in lexical-only mode (`EMBEDDING_PROVIDER=none`): points carry no dense vector. */
+  dense?: DenseEmbedder;
+  /** Present when ENABLE_SPARSE_EMBEDDINGS is on. */
+  sparse?: SparseEncoder;
+  index: VectorIndex;
+  log: Logger;
+  observer?: StageObserver;
+}
+
+export interface IngestResult {
+  collectionName: string;
+  chunksCount: number;
+  ingestVersion: string;
+  extraction: { engine: string; profile: string | null };
+}
+
+/** Times `fn` as one stage and turns whatever it throws into that stage's error code. */
+export async function timed<T>(
+  observer: StageObserver | undefined,
+  stage: Stage,
+  failure: { code: ErrorCode; status: number; message: string },
+  fn: () => Promise<T> | T,
+): Promise<T> {
+  const started = performance.now();
+  try {
+    return await fn();
+  } catch (err) {
+    throw asStageError(err, failure);
+  } finally {
+    observer?.stage(stage, (performance.now() - started) / 1000);
+  }
+}
+
+function asStageError(err: unknown, f: { code: ErrorCode; status: number; message: string }): KildeError {
+  if (err instanceof KildeError) {
+    // Gating errors (413 on a download) pass unchanged.
+    if (err.code === 'INVALID_REQUEST') return err;
+    // A 4xx is about the caller's file (unsupported type, nothing to read): its message helps them.
+    if (err.statusCode < 500) {
+      return err.code === f.code
+        ? err
+        : new KildeError(f.code, err.statusCode, err.message, {
+            cause: err,
+            detail: err.detail ?? err.message,
+          });
+    }
+    // A 5xx message may name internal endpoints: the client gets the stage's message, DEBUG the rest.
+    return new KildeError(f.code, err.statusCode, f.message, {
+      cause: err,
+      detail: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`,
+    });
+  }
+  return new KildeError(f.code, f.status, f.message, { cause: err });
+}
+
+/**
+ * convert → chunk → dense → sparse → write, then retire the other versions. Runs under the caller's
+ * per-file_id lock. On any failure after the first write it deletes only this run's points.
+ */
+export async function runPipeline(
+  parts: PipelineParts,
+  target: IngestTarget,
+  file: SourceFile,
+  version: string,
+): Promise<IngestResult> {
+  const { observer, log } = parts;
+  const docs = await timed(
+    observer,
+    'convert',
+    { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
+    () => parts.extractor.extract(file),
+  );
+  const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
+  const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
+
+  const points = await timed(
+    observer,
+    'chunk',
+    { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
+    () => toPoints(parts.chunker, docs, target, version, parts.extractor.name),
+  );
+  if (points.length === 0) {
+    throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
+  }
+  const texts = points.map((p) => p.content);
+
+  const { dense, sparse } = parts;
+  if (dense) {
+    const vectors = await timed(
+      observer,
+      'dense',
+      { code: 'EMBEDDING_FAILED', status: 502, message: 'Embedding failed' },
+      async () => {
+        const v = await dense.embedDocuments(texts);
+        if (v.length !== texts.length)
+          throw new Error(`embedder returned ${v.length} vectors for ${texts.length} texts`);
+        return v;
+      },
+    );
+    points.forEach((p, i) => {
+      p.dense = vectors[i]!;
+    });
+  }
+  if (sparse) {
+    const vectors = await timed(
+      observer,
+      'sparse',
+      { code: 'SPARSE_EMBEDDING_FAILED', status: 500, message: 'Sparse embedding failed' },
+      () => sparse.encodeDocuments(texts),
+    );
+    points.forEach((p, i) => {
+      p.sparse = vectors[i]!;
+    });
+  }
+
+  const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
+  try {
+    await timed(
+      observer,
+      'write',
+      { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+      async () => {
+        await parts.index.upsert(points);
+        const retired = await retireWithRetry(parts.index, scope, log);
+        log.debug({ ...scope, retired }, 'retired previous versions');
+      },
+    );
+  } catch (err) {
+    await discardVersion(parts.index, scope, log);
+    throw err;
+  }
+  return {
+    collectionName: target.collectionName,
+    chunksCount: points.length,
+    ingestVersion: version,
+    extraction: { engine, profile },
+  };
+}
+
+/** One retry: a transient index error here would otherwise throw away a complete new version. */
+async function retireWithRetry(index: VectorIndex, scope: VersionScope, log: Logger): Promise<number> {
+  try {
+    return await retireOtherVersions(index, scope);
+  } catch (err) {
+    log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
+    return retireOtherVersions(index, scope);
+  }
+}
+
+function toPoints(
+  chunker: Chunker,
+  docs: readonly ExtractedDocument[],
+  target: IngestTarget,
+  version: string,
+  engine: string,
+): IndexPoint[] {
+  const points: IndexPoint[] = [];
+  for (const doc of docs) {
+    for (const chunk of chunker.chunk(doc)) {
+      if (chunk.content.trim() === '') continue;
+      const splitId = points.length;
+      points.push({
+        id: pointId(target.fileId, version, splitId),
+        content: chunk.content,
+        meta: chunkMeta(target, doc, chunk, splitId, version, engine),
+      });
+    }
+  }
+  return points;
+}
+
+/** `meta` in the Haystack layout of the reference deployment (spec 2 "Stored point"). */
+export function chunkMeta(
+  target: IngestTarget,
+  doc: ExtractedDocument,
+  chunk: Chunk,
+  splitId: number,
+  version: string,
+  engine: string,
+): ChunkMeta {
+  const md = doc.metadata;
+  const meta: ChunkMeta = {
+    collection_name: target.collectionName,
+    collection_type: target.collectionType,
+    file_id: target.fileId,
+    ingest_version: version,
+    split_id: splitId,
+    name: target.filename,
+    source: target.source,
+    user_id: target.userId,
+    char_start: chunk.char_start,
+    char_end: chunk.char_end,
+    extraction_engine: doc.extractor ?? engine,
+  };
+  if (chunk.headers && chunk.headers.length > 0) meta.headers = [...chunk.headers];
+  if (chunk.pages && chunk.pages.length > 0) {
+    meta.page = chunk.pages[0]!;
+    meta.pages = [...chunk.pages];
+  }
+  if (md.title) meta.title = md.title;
+  if (md.subject) meta.subject = md.subject;
+  if (md.authors && md.authors.length > 0) meta.authors = [...md.authors];
+  if (md.created_at) meta.created_at = md.created_at;
+  if (md.languages.length > 0) meta.languages = [...md.languages];
+  if (doc.extractor) meta.extractor = doc.extractor;
+  if (doc.vision_profile) meta.vision_profile = doc.vision_profile;
+  return meta;
+}

@@ -1,0 +1,145 @@
+import { z } from 'zod';
+import { KildeError } from '../http/errors.js';
+
+/** What every ingest needs to know about the file, whichever way it arrived. */
+export interface IngestTarget {
+  fileId: string;
+  filename: string;
+  collectionName: string;
+  collectionType: string;
+  userId: string;
+  overwrite: boolean;
+  /** `meta.source`: `s3://bucket/key` or the uploaded file's name. */
+  source: string;
+}
+
+const required = (name: string) =>
+  z
+    .string({ error: `${name} must be a string` })
+    .trim()
+    .min(1, `${name} must not be blank`);
+const optional = (name: string) => required(name).optional();
+
+const TRUE = new Set(['true', '1', 'yes']);
+const FALSE = new Set(['false', '0', 'no']);
+
+/** `true/1/yes` or `false/0/no` (case-insensitive); anything else is a 400. */
+export function parseFlag(name: string, value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (TRUE.has(v)) return true;
+  if (FALSE.has(v)) return false;
+  throw invalid(400, `${name} must be one of true/1/yes or false/0/no`);
+}
+
+/** JSON body (the object-storage reference). The chat platform sends `s3_bucket`/`s3_key`; the spec says `bucket`/`key`. */
+const jsonBody = z.strictObject({
+  s3_bucket: optional('s3_bucket'),
+  s3_key: optional('s3_key'),
+  bucket: optional('bucket'),
+  key: optional('key'),
+  file_id: required('file_id'),
+  filename: optional('filename'),
+  collection_name: required('collection_name'),
+  collection_type: optional('collection_type'),
+  user_id: required('user_id'),
+  overwrite: z.union([z.boolean(), z.string()], { error: 'overwrite must be a boolean' }).optional(),
+});
+
+export interface ObjectIngest extends IngestTarget {
+  bucket: string;
+  key: string;
+}
+
+export function parseJsonIngest(body: unknown): ObjectIngest {
+  if (body === undefined || body === null) throw invalid(400, 'Request body is empty');
+  const result = jsonBody.safeParse(body);
+  if (!result.success) throw invalid(400, `Invalid request: ${describeIssues(result.error)}`);
+  const parsed = result.data;
+  const bucket = pick('bucket', parsed.s3_bucket, parsed.bucket);
+  const key = pick('key', parsed.s3_key, parsed.key);
+  const filename = parsed.filename ?? key.split('/').at(-1) ?? key;
+  return {
+    bucket,
+    key,
+    fileId: parsed.file_id,
+    filename,
+    collectionName: parsed.collection_name,
+    collectionType: parsed.collection_type ?? 'file',
+    userId: parsed.user_id,
+    overwrite:
+      typeof parsed.overwrite === 'string'
+        ? parseFlag('overwrite', parsed.overwrite)
+        : (parsed.overwrite ?? true),
+    source: `s3://${bucket}/${key}`,
+  };
+}
+
+function pick(name: string, a: string | undefined, b: string | undefined): string {
+  if (a !== undefined && b !== undefined && a !== b) {
+    throw invalid(400, `Invalid request: s3_${name} and ${name} disagree`);
+  }
+  const v = a ?? b;
+  if (v === undefined) throw invalid(400, `Invalid request: s3_${name} (or ${name}) is required`);
+  return v;
+}
+
+/** Form fields of a multipart upload (all strings on the wire). */
+const formFields = z.strictObject({
+  file_id: required('file_id'),
+  filename: optional('filename'),
+  collection_name: required('collection_name'),
+  collection_type: optional('collection_type'),
+  user_id: required('user_id'),
+  overwrite: optional('overwrite'),
+});
+
+export const FORM_FIELDS = Object.keys(formFields.shape);
+
+export function parseFormIngest(
+  fields: Record<string, string>,
+  uploadedName: string | undefined,
+): IngestTarget {
+  const result = formFields.safeParse(fields);
+  if (!result.success) throw invalid(400, `Invalid request: ${describeIssues(result.error)}`);
+  const f = result.data;
+  const filename = f.filename ?? (uploadedName?.trim() || undefined);
+  if (filename === undefined) throw invalid(400, 'Invalid request: filename is required');
+  return {
+    fileId: f.file_id,
+    filename,
+    collectionName: f.collection_name,
+    collectionType: f.collection_type ?? 'file',
+    userId: f.user_id,
+    overwrite: f.overwrite === undefined ? true : parseFlag('overwrite', f.overwrite),
+    source: filename,
+  };
+}
+
+/**
+ * Tenant rules: `file-…` collections belong to one file and `user-memory-…` collections to one user,
+ * so a caller cannot write into another file's or user's collection by naming it. Others pass.
+ */
+export function checkCollection(target: Pick<IngestTarget, 'collectionName' | 'fileId' | 'userId'>) {
+  const { collectionName, fileId, userId } = target;
+  if (collectionName.startsWith('file-') && collectionName !== `file-${fileId}`) {
+    throw invalid(403, 'collection_name must be file-{file_id} for file collections');
+  }
+  if (collectionName.startsWith('user-memory-') && collectionName !== `user-memory-${userId}`) {
+    throw invalid(403, 'collection_name must be user-memory-{user_id} for user memory collections');
+  }
+}
+
+export function invalid(status: number, message: string): KildeError {
+  return new KildeError('INVALID_REQUEST', status, message);
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((i) => {
+      if (i.code === 'unrecognized_keys') return `unknown field(s) ${i.keys.join(', ')}`;
+      const path = i.path.map(String).join('.');
+      if (i.code === 'invalid_type' && i.input === undefined) return `${path} is required`;
+      return i.message.startsWith(path) || path === '' ? i.message : `${path}: ${i.message}`;
+    })
+    .join('; ');
+}

@@ -1,0 +1,245 @@
+import multipart from '@fastify/multipart';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { CONCRETE_ENGINES } from '../config/extraction.js';
+import type { KildeApp, PartContext } from '../http/app.js';
+import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
+import type { BuiltPipeline } from './build.js';
+import { tooLarge } from './byte-limit.js';
+import type { IngestMetrics } from './metrics.js';
+import { receiveMultipart } from './multipart.js';
+import type { ObjectStore } from './object-store.js';
+import { timed } from './pipeline.js';
+import { checkCollection, invalid, parseFormIngest, parseJsonIngest } from './request.js';
+import type { IngestOutcome } from './service.js';
+import { sourcePath, withTempDir } from './temp-dir.js';
+
+export interface RouteDeps {
+  /** The warm pipeline; throws 503 while start-up has not finished. */
+  pipeline: () => BuiltPipeline;
+  objectStore: ObjectStore;
+  metrics: IngestMetrics;
+  maxBytes: number;
+  inspection: boolean;
+  debug: boolean;
+}
+
+/** Ingestion failures answer `{status: false, error, code}` (spec 2 §2). */
+export const ingestErrorBody: ErrorBodyFormat = (p) => ({
+  status: false,
+  error: p.message,
+  code: p.code,
+  ...(p.debug === undefined ? {} : { debug: p.debug }),
+});
+
+const chunksQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(1000).default(50),
+  offset: z.string().min(1).optional(),
+  include_content: z.enum(['false', 'preview', 'full']).default('false'),
+});
+const PREVIEW_CHARS = 200;
+
+/** Thin routes: parse and gate the request, then hand over to the IngestService. */
+export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps: RouteDeps) {
+  const errorCodes = new WeakMap<FastifyRequest, string>();
+  const handle = makeErrorHandler(deps.debug, ingestErrorBody);
+  app.setErrorHandler((error, request, reply) => {
+    errorCodes.set(request, toErrorPayload(error, deps.debug).code);
+    return handle(error, request, reply);
+  });
+  // Only JSON and multipart bodies: anything else (text/plain included) is a 415 before any work.
+  app.removeContentTypeParser('text/plain');
+  await app.register(multipart, { limits: { fileSize: deps.maxBytes } });
+
+  const countIngest = async (request: FastifyRequest, reply: FastifyReply) => {
+    const ok = reply.statusCode < 400;
+    const code = ok
+      ? 'OK'
+      : (errorCodes.get(request) ?? (reply.statusCode === 401 ? 'UNAUTHORIZED' : 'INVALID_REQUEST'));
+    deps.metrics.ingest(ok ? 'success' : 'failure', code, reply.elapsedTime / 1000);
+  };
+
+  app.put('/api/v1/ingest', { onRequest: ctx.auth, onResponse: countIngest }, async (request) => {
+    const outcome = request.isMultipart() ? await ingestUpload(request) : await ingestObject(request.body);
+    deps.metrics.document(outcome.bytes, outcome.chunksCount);
+    return {
+      status: true,
+      collection_name: outcome.collectionName,
+      chunks_count: outcome.chunksCount,
+      extraction: outcome.extraction,
+    };
+  });
+
+  async function ingestObject(body: unknown): Promise<IngestOutcome> {
+    const req = parseJsonIngest(body);
+    if (!deps.objectStore.allows(req.bucket)) throw invalid(403, `Bucket ${req.bucket} is not allowed`);
+    checkCollection(req);
+    const { service } = deps.pipeline();
+    const head = await deps.objectStore.head(req.bucket, req.key);
+    if (head.bytes > deps.maxBytes) throw tooLarge(deps.maxBytes);
+    return withTempDir((dir) =>
+      service.ingest(req, () =>
+        timed(
+          deps.metrics,
+          'fetch',
+          { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
+          async () => {
+            const path = sourcePath(dir, req.filename);
+            const bytes = await deps.objectStore.download(req.bucket, req.key, path, deps.maxBytes);
+            return {
+              path,
+              bytes,
+              filename: req.filename,
+              ...(head.contentType && head.contentType !== 'application/octet-stream'
+                ? { mimeType: head.contentType }
+                : {}),
+            };
+          },
+        ),
+      ),
+    );
+  }
+
+  async function ingestUpload(request: FastifyRequest): Promise<IngestOutcome> {
+    const { service } = deps.pipeline();
+    return withTempDir(async (dir) => {
+      const form = await receiveMultipart(request, dir, {
+        maxBytes: deps.maxBytes,
+        // Fields sent before the file are judged before a byte of it is stored.
+        early: (fields) => {
+          if ('file_id' in fields && 'collection_name' in fields && 'user_id' in fields) {
+            checkCollection(parseFormIngest(fields, 'upload'));
+          }
+        },
+      });
+      const target = parseFormIngest(form.fields, form.file.filename);
+      return service.ingest(target, async () => ({
+        path: form.file.path,
+        bytes: form.file.bytes,
+        filename: target.filename,
+        ...(form.file.mimeType ? { mimeType: form.file.mimeType } : {}),
+      }));
+    });
+  }
+
+  app.post('/api/v1/extract', { onRequest: ctx.auth }, async (request) => {
+    if (!request.isMultipart())
+      throw invalid(415, 'POST /api/v1/extract takes a multipart body with a "file" part');
+    const pipeline = deps.pipeline();
+    return withTempDir(async (dir) => {
+      const query = request.query as Record<string, unknown>;
+      const form = await receiveMultipart(request, dir, { maxBytes: deps.maxBytes });
+      const unknown = Object.keys(form.fields).filter((k) => k !== 'engine' && k !== 'profile');
+      if (unknown.length > 0) throw invalid(400, `Invalid request: unknown field(s) ${unknown.join(', ')}`);
+      const engine = text(form.fields.engine ?? query.engine) ?? pipeline.extractor.name;
+      const profile = text(form.fields.profile ?? query.profile);
+      if (engine === 'auto') throw invalid(400, 'engine must be a concrete engine; auto is a routing mode');
+      if (!(CONCRETE_ENGINES as readonly string[]).includes(engine)) {
+        throw invalid(
+          400,
+          `Unknown or unavailable engine "${engine}"; choose one of ${CONCRETE_ENGINES.join(', ')}`,
+        );
+      }
+      let extractor: ReturnType<BuiltPipeline['extractorFor']>;
+      try {
+        extractor = pipeline.extractorFor(engine);
+      } catch (err) {
+        throw invalid(
+          400,
+          `Engine ${engine} is not usable: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      }
+      if (profile !== undefined && !extractor.acceptsProfile) {
+        throw invalid(400, `profile is accepted only by vision engines, not by ${engine}`);
+      }
+      const documents = await timed(
+        deps.metrics,
+        'convert',
+        { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
+        () =>
+          extractor.extract(
+            {
+              path: form.file.path,
+              filename: form.file.filename || 'upload',
+              ...(form.file.mimeType ? { mimeType: form.file.mimeType } : {}),
+            },
+            profile === undefined ? {} : { profile },
+          ),
+      );
+      return { status: true, engine, profile: profile ?? null, documents };
+    });
+  });
+
+  app.delete<{ Params: { file_id: string } }>(
+    '/api/v1/documents/:file_id',
+    { onRequest: ctx.auth },
+    async (request) => {
+      const fileId = fileIdParam(request.params.file_id);
+      try {
+        const deleted = await deps.pipeline().service.deleteFile(fileId);
+        deps.metrics.deleted('success');
+        return { status: true, file_id: fileId, chunks_deleted: deleted };
+      } catch (err) {
+        deps.metrics.deleted('failure');
+        throw err;
+      }
+    },
+  );
+
+  app.get<{ Params: { file_id: string } }>(
+    '/api/v1/documents/:file_id/chunks',
+    { onRequest: ctx.auth },
+    async (request) => {
+      if (!deps.inspection) {
+        throw new KildeError('NOT_FOUND', 404, 'Chunk inspection is disabled (ENABLE_INSPECTION_API=false)');
+      }
+      const fileId = fileIdParam(request.params.file_id);
+      const parsed = chunksQuery.safeParse(request.query);
+      if (!parsed.success) {
+        throw invalid(
+          400,
+          `Invalid query: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
+      }
+      const q = parsed.data;
+      const page = await deps.pipeline().service.chunks(fileId, q.limit, q.offset);
+      const first = page.points[0]?.meta;
+      return {
+        status: true,
+        file_id: fileId,
+        returned: page.points.length,
+        limit: q.limit,
+        ...(page.next === undefined ? {} : { next_offset: page.next }),
+        stats: {
+          total_chunks: page.total,
+          extraction_engine: first ? String(first.extraction_engine ?? first.extractor ?? '') || null : null,
+          languages: first?.languages ?? [],
+          name: first?.name ?? null,
+          collection_name: first?.collection_name ?? null,
+        },
+        chunks: page.points.map((p) => ({
+          split_id: p.meta.split_id,
+          content_length: p.content.length,
+          ...(q.include_content === 'full'
+            ? { content: p.content }
+            : q.include_content === 'preview'
+              ? { content: p.content.slice(0, PREVIEW_CHARS) }
+              : {}),
+          meta: p.meta,
+        })),
+      };
+    },
+  );
+}
+
+function fileIdParam(raw: string): string {
+  const id = raw.trim();
+  if (id === '') throw invalid(400, 'file_id must not be blank');
+  return id;
+}
+
+function text(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}

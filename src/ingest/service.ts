@@ -1,0 +1,103 @@
+import type { Logger } from 'pino';
+import type { SourceFile } from '../extract/extractor.js';
+import { KildeError } from '../http/errors.js';
+import type { StoredPoint } from '../index/contract.js';
+import { KeyedMutex } from './lock.js';
+import { type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
+import { checkCollection, type IngestTarget, invalid } from './request.js';
+import { hasIndexedVersion, newIngestVersion } from './versioning.js';
+
+/** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
+export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
+
+export interface IngestOutcome extends IngestResult {
+  bytes: number;
+}
+
+export interface ChunkPage {
+  total: number;
+  points: StoredPoint[];
+  next?: string;
+}
+
+/**
+ * The ingestion service behind `PUT /api/v1/ingest`, `DELETE /api/v1/documents/{file_id}`, the
+ * inspection route and the CLI's `kilde ingest`: one pipeline, one lock, one versioning rule.
+ */
+export class IngestService {
+  readonly #lock = new KeyedMutex();
+
+  constructor(private readonly parts: PipelineParts) {}
+
+  get log(): Logger {
+    return this.parts.log;
+  }
+
+  /**
+   * Ingests one file as a new version of `target.fileId`. Requests for the same file_id wait for each
+   * other; `overwrite=false` is checked under the lock so two such requests cannot both pass.
+   */
+  async ingest(target: IngestTarget, load: SourceLoader): Promise<IngestOutcome> {
+    checkCollection(target);
+    return this.#lock.run(target.fileId, async () => {
+      const { index, observer } = this.parts;
+      if (!target.overwrite) {
+        const exists = await timed(
+          observer,
+          'write',
+          { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
+          () => hasIndexedVersion(index, target.fileId, target.collectionName),
+        );
+        if (exists) {
+          throw invalid(
+            409,
+            `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
+          );
+        }
+      }
+      const file = await load();
+      const version = newIngestVersion();
+      const started = performance.now();
+      const result = await runPipeline(this.parts, target, file, version);
+      this.parts.log.info(
+        {
+          fileId: target.fileId,
+          collection: target.collectionName,
+          chunks: result.chunksCount,
+          version,
+          engine: result.extraction.engine,
+          bytes: file.bytes,
+          ms: Math.round(performance.now() - started),
+        },
+        'ingested',
+      );
+      return { ...result, bytes: file.bytes };
+    });
+  }
+
+  /** Deletes every point of the file: every version, every collection. Waits for a running ingest. */
+  async deleteFile(fileId: string): Promise<number> {
+    return this.#lock.run(fileId, async () => {
+      try {
+        const deleted = await this.parts.index.deleteWhere({ fileId });
+        this.parts.log.info({ fileId, deleted }, 'deleted file');
+        return deleted;
+      } catch (err) {
+        throw new KildeError('DELETE_FAILED', 502, 'Deleting from the vector index failed', { cause: err });
+      }
+    });
+  }
+
+  /** One page of a file's stored chunks (read-only inspection). */
+  async chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
+    try {
+      const [total, page] = await Promise.all([
+        this.parts.index.count({ fileId }),
+        this.parts.index.scroll({ fileId }, { limit, ...(cursor === undefined ? {} : { cursor }) }),
+      ]);
+      return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
+    } catch (err) {
+      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    }
+  }
+}

@@ -1,0 +1,254 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createChunker } from '../../src/chunk/create-chunker.js';
+import { loadTokenCounter } from '../../src/chunk/tokenizer.js';
+import { createSparseEncoder } from '../../src/embed/create-sparse.js';
+import type { SparseEncoder } from '../../src/embed/sparse.js';
+import { KildeError } from '../../src/http/errors.js';
+import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
+import type { VectorIndex } from '../../src/index/store.js';
+import type { PipelineParts } from '../../src/ingest/pipeline.js';
+import { IngestService } from '../../src/ingest/service.js';
+import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
+import { AUTH } from '../helpers/app.js';
+import {
+  FIXTURES,
+  type Harness,
+  multipartBody,
+  pointsOf,
+  startIngest,
+  TOKENIZER,
+  versionsOf,
+} from './helpers/harness.js';
+
+const DOC = `# Handbook\n\n${Array.from({ length: 12 }, (_, i) => `Paragraph ${i} explains the municipal procedure number ${i} in plain words for citizens.`).join('\n\n')}\n`;
+
+let embed: FakeEmbeddingsServer;
+let h: Harness;
+
+beforeAll(async () => {
+  embed = await startFakeOpenAIEmbeddings({ dim: 16 });
+  h = await startIngest({
+    EMBEDDING_PROVIDER: 'http-compat',
+    EMBEDDING_API_BASE_URL: embed.baseUrl,
+    EMBEDDING_MODEL: 'fake-embed',
+    EMBEDDING_DIM: '16',
+    EMBEDDING_MAX_RETRIES: '0',
+    TOKENIZER_MODEL: TOKENIZER,
+    CHUNK_SIZE: '40',
+    CHUNK_OVERLAP: '5',
+  });
+});
+afterAll(async () => {
+  await h?.close();
+  await embed?.close();
+});
+beforeEach(() => {
+  embed.always = undefined;
+});
+
+async function upload(fileId: string, name: string, content: Buffer | string) {
+  const { body, headers } = multipartBody(
+    { file_id: fileId, collection_name: `file-${fileId}`, user_id: 'u1' },
+    { name, content },
+  );
+  return h.app.inject({
+    method: 'PUT',
+    url: '/api/v1/ingest',
+    headers: { ...AUTH, ...headers },
+    payload: body,
+  });
+}
+
+/** Ingests DOC once and returns the indexed points: the "previous version" every failure must keep. */
+async function previousVersion(fileId: string): Promise<StoredPoint[]> {
+  const res = await upload(fileId, 'handbook.md', DOC);
+  expect(res.statusCode).toBe(200);
+  const points = await pointsOf(h.index, fileId);
+  expect(points.length).toBeGreaterThan(2);
+  expect(versionsOf(points)).toHaveLength(1);
+  return points;
+}
+
+describe('a failed ingest leaves the previous version searchable', () => {
+  it('convert: a corrupt PDF fails with EXTRACTION_FAILED', async () => {
+    const before = await previousVersion('fail-convert');
+    const res = await upload(
+      'fail-convert',
+      'broken.pdf',
+      Buffer.from('%PDF-1.7\nthis is not a real pdf body'),
+    );
+    expect(res.json()).toMatchObject({ status: false, code: 'EXTRACTION_FAILED' });
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(await pointsOf(h.index, 'fail-convert')).toEqual(before);
+  });
+
+  it('convert: zero chunks answers 422 "no text could be extracted"', async () => {
+    const before = await previousVersion('fail-empty');
+    const res = await upload('fail-empty', 'blank.txt', '   \n\n  \n');
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toEqual({
+      status: false,
+      error: 'no text could be extracted',
+      code: 'EXTRACTION_FAILED',
+    });
+    expect(await pointsOf(h.index, 'fail-empty')).toEqual(before);
+  });
+
+  it('dense: the embedding endpoint answering 500 fails with EMBEDDING_FAILED', async () => {
+    const before = await previousVersion('fail-dense');
+    embed.always = { kind: 'status', status: 500 };
+    const res = await upload('fail-dense', 'handbook-v2.md', `${DOC}\nA new closing paragraph.\n`);
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toMatchObject({ status: false, code: 'EMBEDDING_FAILED' });
+    expect(res.json().error).toBe('Embedding failed');
+    expect(await pointsOf(h.index, 'fail-dense')).toEqual(before);
+  });
+
+  it('dense: an unreachable embedding endpoint fails the same way', async () => {
+    const before = await previousVersion('fail-dense2');
+    embed.always = { kind: 'hang-up' };
+    const res = await upload('fail-dense2', 'handbook.md', DOC);
+    expect(res.json()).toMatchObject({ status: false, code: 'EMBEDDING_FAILED' });
+    expect(await pointsOf(h.index, 'fail-dense2')).toEqual(before);
+  });
+
+  it('hides internals unless DEBUG', async () => {
+    embed.always = { kind: 'status', status: 500 };
+    const res = await upload('fail-debug', 'handbook.md', DOC);
+    expect(res.json()).not.toHaveProperty('debug');
+    expect(JSON.stringify(res.json())).not.toMatch(/127\.0\.0\.1|stack/);
+  });
+});
+
+/**
+ * The sparse and write stages run in process (BM25) or against the embedded engine, so their faults
+ * are injected at the interface: a BM25 encoder that throws, and a LanceDB index whose writes or
+ * clean-up fail part-way (after really writing some points).
+ */
+describe('service-level faults on the real LanceDB index', () => {
+  const log = pino({ level: 'silent' });
+  let parts: PipelineParts;
+
+  beforeAll(async () => {
+    const built = h.part.pipeline();
+    parts = {
+      extractor: built.extractor,
+      chunker: createChunker({ mode: 'token', size: 40, overlap: 5 }, await loadTokenCounter(TOKENIZER)),
+      sparse: createSparseEncoder('Qdrant/bm25', 'english'),
+      index: built.index,
+      log,
+    };
+  });
+
+  async function ingestWith(fileId: string, over: Partial<PipelineParts>) {
+    const path = join(h.dataDir, `${fileId}.md`);
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(path, `${DOC}\nRevised.\n`);
+    const service = new IngestService({ ...parts, ...over });
+    const target = {
+      fileId,
+      filename: 'handbook.md',
+      collectionName: `file-${fileId}`,
+      collectionType: 'file',
+      userId: 'u1',
+      overwrite: true,
+      source: 'handbook.md',
+    };
+    return service.ingest(target, async () => ({ path, filename: 'handbook.md', bytes: 1 }));
+  }
+
+  it('sparse: a failing encoder fails with SPARSE_EMBEDDING_FAILED', async () => {
+    const before = await previousVersion('fail-sparse');
+    const failing: SparseEncoder = {
+      model: 'Qdrant/bm25',
+      encodeDocuments: () => {
+        throw new Error('vocabulary file unreadable');
+      },
+      encodeQuery: () => ({ indices: [], values: [] }),
+    };
+    const err = (await ingestWith('fail-sparse', { sparse: failing }).catch((e: unknown) => e)) as KildeError;
+    expect(err).toBeInstanceOf(KildeError);
+    expect(err.code).toBe('SPARSE_EMBEDDING_FAILED');
+    expect(await pointsOf(h.index, 'fail-sparse')).toEqual(before);
+  });
+
+  it('write: a write failing half-way removes the points it wrote', async () => {
+    const before = await previousVersion('fail-write');
+    let written: IndexPoint[] = [];
+    const halfWrite: VectorIndex = Object.create(parts.index, {
+      upsert: {
+        value: async (points: readonly IndexPoint[]) => {
+          written = points.slice(0, Math.ceil(points.length / 2));
+          await parts.index.upsert(written);
+          throw new Error('disk full');
+        },
+      },
+    });
+    const err = (await ingestWith('fail-write', { index: halfWrite }).catch((e: unknown) => e)) as KildeError;
+    expect(err.code).toBe('VECTORDB_WRITE_FAILED');
+    expect(err.statusCode).toBe(502);
+    expect(written.length).toBeGreaterThan(0);
+    expect(await pointsOf(h.index, 'fail-write')).toEqual(before);
+  });
+
+  it('write: when retiring the old version fails twice, the new version is rolled back', async () => {
+    const before = await previousVersion('fail-retire');
+    let retireCalls = 0;
+    const noRetire: VectorIndex = Object.create(parts.index, {
+      deleteWhere: {
+        value: async (filter: Parameters<VectorIndex['deleteWhere']>[0]) => {
+          if (filter.notIngestVersion !== undefined) {
+            retireCalls++;
+            throw new Error('timeout');
+          }
+          return parts.index.deleteWhere(filter);
+        },
+      },
+    });
+    const err = (await ingestWith('fail-retire', { index: noRetire }).catch((e: unknown) => e)) as KildeError;
+    expect(err.code).toBe('VECTORDB_WRITE_FAILED');
+    expect(retireCalls).toBe(2);
+    expect(await pointsOf(h.index, 'fail-retire')).toEqual(before);
+  });
+
+  it('write: one transient clean-up failure is retried and the ingest succeeds', async () => {
+    await previousVersion('retire-once');
+    let failures = 1;
+    const flaky: VectorIndex = Object.create(parts.index, {
+      deleteWhere: {
+        value: async (filter: Parameters<VectorIndex['deleteWhere']>[0]) => {
+          if (filter.notIngestVersion !== undefined && failures-- > 0) throw new Error('timeout');
+          return parts.index.deleteWhere(filter);
+        },
+      },
+    });
+    const out = await ingestWith('retire-once', { index: flaky });
+    const after = await pointsOf(h.index, 'retire-once');
+    expect(versionsOf(after)).toEqual([out.ingestVersion]);
+    expect(after).toHaveLength(out.chunksCount);
+  });
+});
+
+describe('concurrent ingests of one file_id', () => {
+  it('serialise: 20 at once end with exactly one version and no duplicate points', async () => {
+    const pdf = await readFile(join(FIXTURES, 'multi_page.pdf'));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        i % 2 === 0
+          ? upload('busy', 'handbook.md', `${DOC}\nRevision ${i}.\n`)
+          : upload('busy', 'multi_page.pdf', pdf),
+      ),
+    );
+    expect(results.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
+    const points = await pointsOf(h.index, 'busy');
+    expect(versionsOf(points)).toHaveLength(1);
+    expect(new Set(points.map((p) => p.id)).size).toBe(points.length);
+    expect(points.map((p) => p.meta.split_id)).toEqual(points.map((_, i) => i));
+    // the survivor is one complete run: its chunk count, one file name throughout
+    expect(results.map((r) => r.json().chunks_count)).toContain(points.length);
+    expect(new Set(points.map((p) => p.meta.name)).size).toBe(1);
+  });
+});

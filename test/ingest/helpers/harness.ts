@@ -1,0 +1,106 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type IngestConfig, ingestSchema } from '../../../src/config/ingest.js';
+import { buildApp, type KildeApp } from '../../../src/http/app.js';
+import { createLogger } from '../../../src/http/logger.js';
+import type { StoredPoint } from '../../../src/index/contract.js';
+import type { VectorIndex } from '../../../src/index/store.js';
+import { createIngestPart, type IngestPart } from '../../../src/ingest/part.js';
+import { logSink, testConfig } from '../../helpers/app.js';
+
+export const SHARED = new URL('../../../../shared/', import.meta.url).pathname;
+export const FIXTURES = join(SHARED, 'fixtures/documents');
+export const DANISH = join(SHARED, 'data/da-citizenship/corpus');
+export const TOKENIZER = join(SHARED, 'models/all-MiniLM-L6-v2/tokenizer.json');
+
+export interface Harness {
+  app: KildeApp;
+  part: IngestPart;
+  config: IngestConfig;
+  index: VectorIndex;
+  logs: ReturnType<typeof logSink>;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `kilde serve ingest` in process on the embedded defaults: LanceDB in a temp dir, the inprocess
+ * extractor, real chunker and BM25. Env entries override (e.g. a fake embedding server).
+ */
+export async function startIngest(
+  env: Record<string, string> = {},
+  opts: { start?: boolean; dataDir?: string } = {},
+): Promise<Harness> {
+  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'kilde-ingest-test-')));
+  const config = testConfig(ingestSchema, {
+    KILDE_DATA_DIR: dataDir,
+    EMBEDDING_PROVIDER: 'none',
+    EXTRACTION_ENGINE: 'inprocess',
+    ENABLE_SPARSE_EMBEDDINGS: 'true',
+    ENABLE_INSPECTION_API: 'true',
+    ...env,
+  });
+  const logs = logSink();
+  const log = createLogger({ ...config, LOG_LEVEL_APP: 'debug' }, logs.stream);
+  const part = createIngestPart(config, { log });
+  const app = await buildApp(config, { logger: log, parts: [part] });
+  if (opts.start !== false) await part.start?.();
+  return {
+    app,
+    part,
+    config,
+    get index() {
+      return part.pipeline().index;
+    },
+    logs,
+    dataDir,
+    async close() {
+      await app.close();
+      if (!opts.dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Every stored point of a file, in split order. */
+export async function pointsOf(index: VectorIndex, fileId: string): Promise<StoredPoint[]> {
+  const all: StoredPoint[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await index.scroll({ fileId }, { limit: 500, ...(cursor ? { cursor } : {}) });
+    all.push(...page.points);
+    cursor = page.next;
+  } while (cursor);
+  return all.sort((a, b) => a.meta.split_id - b.meta.split_id);
+}
+
+export function versionsOf(points: readonly StoredPoint[]): string[] {
+  return [...new Set(points.map((p) => p.meta.ingest_version))];
+}
+
+/** A multipart body as the chat platform's client builds it (fields, then the file part). */
+export function multipartBody(
+  fields: Record<string, string>,
+  file?: { name: string; content: Buffer | string; type?: string },
+): { body: Buffer; headers: Record<string, string> } {
+  const boundary = `----kilde${Math.random().toString(16).slice(2)}`;
+  const chunks: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields)) {
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  }
+  if (file) {
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\n` +
+          `Content-Type: ${file.type ?? 'application/octet-stream'}\r\n\r\n`,
+      ),
+      Buffer.isBuffer(file.content) ? file.content : Buffer.from(file.content),
+      Buffer.from('\r\n'),
+    );
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return {
+    body: Buffer.concat(chunks),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  };
+}
