@@ -26,6 +26,9 @@ export interface Bm25Options {
 
 export const BM25_MODEL = 'Qdrant/bm25';
 
+/** Distinct tokens remembered per encoder; a vocabulary's worth, dropped wholesale when full. */
+const STEM_CACHE_SIZE = 200_000;
+
 const STEMMERS: Record<Bm25Language, (word: string) => string> = {
   // The edition fastembed's py_rust_stemmers (rust-stemmers 1.2) implements.
   english: (word) => stemEnglish(word, 'snowball-2'),
@@ -46,6 +49,8 @@ export class Bm25Encoder implements SparseEncoder {
   private readonly tokenMaxLength: number;
   private readonly stopwords: ReadonlySet<string>;
   private readonly stem: (word: string) => string;
+  /** token -> stem, '' when the token is filtered out; text repeats words, stemming is the cost. */
+  private readonly stems = new Map<string, string>();
 
   constructor(options: Bm25Options) {
     if (!Object.hasOwn(STEMMERS, options.language)) {
@@ -60,19 +65,29 @@ export class Bm25Encoder implements SparseEncoder {
     this.stem = STEMMERS[options.language];
   }
 
-  /** fastembed's `_stem`: filters in this order, on the already lower-cased tokens. */
+  /** The stemmed terms of `text`, in order, as fastembed's `raw_embed` derives them. */
   terms(text: string): string[] {
     const terms: string[] = [];
     for (const token of tokenize(text)) {
-      if (isPunctuation(token)) continue;
-      // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
-      // already did, and lower-casing is idempotent.
-      if (this.stopwords.has(token)) continue;
-      if (token.length > this.tokenMaxLength && codePointLength(token) > this.tokenMaxLength) continue;
-      const stemmed = this.stem(token);
+      let stemmed = this.stems.get(token);
+      if (stemmed === undefined) {
+        stemmed = this.filterAndStem(token);
+        if (this.stems.size >= STEM_CACHE_SIZE) this.stems.clear();
+        this.stems.set(token, stemmed);
+      }
       if (stemmed.length > 0) terms.push(stemmed);
     }
     return terms;
+  }
+
+  /** fastembed's `_stem` for one (already lower-cased) token: filters in this order. */
+  private filterAndStem(token: string): string {
+    if (isPunctuation(token)) return '';
+    // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
+    // already did, and lower-casing is idempotent.
+    if (this.stopwords.has(token)) return '';
+    if (token.length > this.tokenMaxLength && codePointLength(token) > this.tokenMaxLength) return '';
+    return this.stem(token);
   }
 
   encodeDocuments(texts: readonly string[]): SparseVector[] {

@@ -9,11 +9,12 @@
  */
 
 const NON_WORD = /[^\p{L}\p{N}_]+/gu;
+const WORD = /[\p{L}\p{N}_]+/gu;
 
 export function tokenize(text: string): string[] {
-  // Lower-casing can yield non-word characters (İ -> i + U+0307), hence the second pass.
-  const lowered = text.replace(NON_WORD, ' ').toLowerCase().replace(NON_WORD, ' ');
-  return lowered.split(' ').filter((token) => token.length > 0);
+  // Taking word runs after lower-casing is step 2's replace-and-split in one go; it matters
+  // because lower-casing can yield non-word characters (İ -> i + U+0307).
+  return text.replace(NON_WORD, ' ').toLowerCase().match(WORD) ?? [];
 }
 
 /** Python's `len()`: code points, not UTF-16 units. */
