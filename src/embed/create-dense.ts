@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { approximateTokenCounter } from '../chunk/approx-counter.js';
 import type { TokenCounter } from '../chunk/chunker.js';
 import { embeddingPiece } from '../config/index-settings.js';
 import { createBudgetedEmbedder } from './budgeted-embedder.js';
@@ -9,7 +10,7 @@ import { createHttpCompatBackend } from './http-compat.js';
 import { DEFAULT_BACKOFF, type RetryPolicy } from './http-retry.js';
 import { createInprocessBackend } from './inprocess.js';
 import { createTeiBackend } from './tei.js';
-import { approximateTokenCounter, textBudget } from './token-budget.js';
+import { textBudget } from './token-budget.js';
 
 const embeddingSettings = z.object(embeddingPiece);
 /** The parsed `EMBEDDING_*` variables (output of the `embeddingPiece` fields). */
@@ -19,8 +20,9 @@ export interface DenseEmbedderDeps {
   log: Logger;
   fetch?: typeof fetch;
   /**
-   * Counts tokens the way the embedding model does (`loadTokenCounter`). Without one, a conservative
-   * estimate (one token per started 4 characters of a word) sizes the windows of long inputs.
+   * Counts tokens the way the embedding model does (`loadTokenCounter`). Without one, the conservative
+   * estimate of `approx-counter.ts` (one token per started 4 characters of a word, per punctuation
+   * mark, per ideograph) sizes the windows of long inputs.
    */
   counter?: TokenCounter;
   /** Back-off of the HTTP providers; defaults: 500 ms doubling, each wait capped at 30 s. */
@@ -43,7 +45,7 @@ export function createDenseEmbedder(
       `EMBEDDING_DIM is required with EMBEDDING_PROVIDER=${provider} (the model's vector size)`,
     );
   }
-  const counter = deps.counter ?? approximateTokenCounter;
+  const counter = deps.counter ?? approximateTokenCounter();
   for (const [name, prefix] of [
     ['EMBEDDING_PREFIX_DOC', config.EMBEDDING_PREFIX_DOC],
     ['EMBEDDING_PREFIX_QUERY', config.EMBEDDING_PREFIX_QUERY],

@@ -13,46 +13,9 @@ import type { TokenCounter } from '../chunk/chunker.js';
 /** Tokens a BERT-like model adds around every input ([CLS] … [SEP]) when the counter does not say. */
 export const DEFAULT_SPECIAL_TOKENS = 2;
 
-/** Characters per estimated token in the fallback counter. */
-const CHARS_PER_TOKEN = 4;
-const PIECE_RE = /[\p{L}\p{M}\p{N}]+|[^\s\p{L}\p{M}\p{N}]/gu;
-
-/**
- * Fallback when no tokenizer is configured: one token per started 4 characters of a word, one per
- * punctuation mark or symbol. Sub-word tokenizers average ~4 characters per token on English prose
- * and fewer on rarer words, so counting every started 4-character piece (and every symbol) errs on
- * the side of more tokens, i.e. smaller windows.
- */
-export const approximateTokenCounter: TokenCounter = {
-  count(text) {
-    let n = 0;
-    for (const m of text.matchAll(PIECE_RE)) n += Math.ceil(m[0].length / CHARS_PER_TOKEN);
-    return n;
-  },
-  offsets(text) {
-    const out: Array<[number, number]> = [];
-    for (const m of text.matchAll(PIECE_RE)) {
-      const end = m.index + m[0].length;
-      for (let s = m.index; s < end; ) {
-        let e = Math.min(end, s + CHARS_PER_TOKEN);
-        // never cut a surrogate pair in two
-        if (e < end && isLowSurrogate(text.charCodeAt(e))) e += 1;
-        out.push([s, e]);
-        s = e;
-      }
-    }
-    return out;
-  },
-};
-
-function isLowSurrogate(code: number): boolean {
-  return code >= 0xdc00 && code <= 0xdfff;
-}
-
-/** Special tokens the counter reports (an optional member some counters carry), else the default. */
+/** Special tokens the counter reports, else the default. */
 export function specialTokensOf(counter: TokenCounter): number {
-  if ('specialTokens' in counter && typeof counter.specialTokens === 'number') return counter.specialTokens;
-  return DEFAULT_SPECIAL_TOKENS;
+  return counter.specialTokens ?? DEFAULT_SPECIAL_TOKENS;
 }
 
 export interface Window {

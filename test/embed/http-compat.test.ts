@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
 import { createDenseEmbedder } from '../../src/embed/create-dense.js';
 import type { DenseEmbedder } from '../../src/embed/dense.js';
-import { approximateTokenCounter } from '../../src/embed/token-budget.js';
 import { KildeError } from '../../src/http/errors.js';
 import { hashEmbedding } from '../fakes/hash-embedding.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
@@ -269,7 +269,7 @@ describe('http-compat long inputs', () => {
     // the token-weighted mean of the window vectors, re-normalised
     const sum = new Array<number>(DIM).fill(0);
     for (const w of windows) {
-      const weight = approximateTokenCounter.count(w.slice('passage: '.length));
+      const weight = approximateTokenCounter().count(w.slice('passage: '.length));
       hashEmbedding(w, DIM).forEach((x, d) => {
         sum[d] = (sum[d] ?? 0) + weight * x;
       });
