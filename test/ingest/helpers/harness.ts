@@ -30,7 +30,7 @@ export interface Harness {
  */
 export async function startIngest(
   env: Record<string, string> = {},
-  opts: { start?: boolean; dataDir?: string } = {},
+  opts: { start?: boolean; dataDir?: string; fetch?: typeof fetch } = {},
 ): Promise<Harness> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'kilde-ingest-test-')));
   const config = testConfig(ingestSchema, {
@@ -43,7 +43,7 @@ export async function startIngest(
   });
   const logs = logSink();
   const log = createLogger({ ...config, LOG_LEVEL_APP: 'debug' }, logs.stream);
-  const part = createIngestPart(config, { log });
+  const part = createIngestPart(config, { log, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
   const app = await buildApp(config, { logger: log, parts: [part] });
   if (opts.start !== false) await part.start?.();
   return {

@@ -1,0 +1,197 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DENSE_VECTOR, SPARSE_VECTOR } from '../../src/index/contract.js';
+import { hashEmbedding } from '../fakes/hash-embedding.js';
+import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
+import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
+import { AUTH } from '../helpers/app.js';
+import { type Harness, multipartBody, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
+import { type FakeS3, S3_KEYS, startS3 } from './helpers/s3.js';
+
+const LONG = Array.from(
+  { length: 300 },
+  (_, i) => `Rule ${i} of the municipal handbook covers case ${i} and its appeal path.`,
+).join(' ');
+const SHORT = 'A short policy note about waste collection on Tuesdays and recycling of glass.';
+
+let qdrant: QdrantFake;
+let embed: FakeEmbeddingsServer;
+let s3: FakeS3;
+let h: Harness;
+
+/** Faults at the network boundary between Kilde and Qdrant. */
+const faults = { failUpsertNo: 0, upserts: 0, failRetire: 0 };
+const faultyFetch: typeof fetch = async (input, init) => {
+  const url = String(input instanceof Request ? input.url : input);
+  const method = init?.method ?? 'GET';
+  if (url.startsWith(qdrant.url) && method === 'PUT' && /\/points(\?|$)/.test(url)) {
+    faults.upserts++;
+    if (faults.upserts === faults.failUpsertNo) {
+      return new Response(JSON.stringify({ status: { error: 'Service unavailable' }, time: 0 }), {
+        status: 503,
+      });
+    }
+  }
+  if (url.startsWith(qdrant.url) && /\/points\/delete/.test(url) && String(init?.body).includes('must_not')) {
+    if (faults.failRetire > 0) {
+      faults.failRetire--;
+      return new Response(JSON.stringify({ status: { error: 'timeout' }, time: 0 }), { status: 500 });
+    }
+  }
+  return fetch(input, init);
+};
+
+beforeAll(async () => {
+  qdrant = await startQdrantFake();
+  embed = await startFakeOpenAIEmbeddings({ dim: 16 });
+  s3 = await startS3();
+  await s3.createBucket('uploads');
+  await s3.put('uploads', 'short.txt', SHORT, 'text/plain');
+  h = await startIngest(
+    {
+      VECTORDB_URI: qdrant.url,
+      EMBEDDING_PROVIDER: 'http-compat',
+      EMBEDDING_API_BASE_URL: embed.baseUrl,
+      EMBEDDING_MODEL: 'fake-embed',
+      EMBEDDING_DIM: '16',
+      EMBEDDING_MAX_RETRIES: '0',
+      CHUNK_SPLIT_BY: 'word',
+      CHUNK_SIZE: '12',
+      CHUNK_OVERLAP: '2',
+      OBJECTSTORE_ENDPOINT: s3.endpoint,
+      OBJECTSTORE_ACCESS_KEY: S3_KEYS.accessKeyId,
+      OBJECTSTORE_SECRET_KEY: S3_KEYS.secretAccessKey,
+    },
+    { fetch: faultyFetch },
+  );
+});
+afterAll(async () => {
+  await h?.close();
+  await Promise.all([qdrant?.close(), embed?.close(), s3?.close()]);
+});
+beforeEach(() => {
+  Object.assign(faults, { failUpsertNo: 0, upserts: 0, failRetire: 0 });
+});
+
+const upload = async (fileId: string, content: string) => {
+  const { body, headers } = multipartBody(
+    { file_id: fileId, collection_name: `file-${fileId}`, user_id: 'u1' },
+    { name: 'handbook.txt', content },
+  );
+  return h.app.inject({
+    method: 'PUT',
+    url: '/api/v1/ingest',
+    headers: { ...AUTH, ...headers },
+    payload: body,
+  });
+};
+
+function stored(fileId: string) {
+  const c = qdrant.memory.collections.get('ingestion_files')!;
+  return [...c.points.values()].filter((p) => (p.payload.meta as { file_id?: string }).file_id === fileId);
+}
+
+describe('ingest into (schema-validated) Qdrant', () => {
+  it('creates the collection with both named vectors and the keyword payload indexes', () => {
+    const info = qdrant.memory.info('ingestion_files') as {
+      config: {
+        params: { vectors: Record<string, { size: number }>; sparse_vectors: Record<string, unknown> };
+      };
+      payload_schema: Record<string, unknown>;
+    };
+    expect(info.config.params.vectors[DENSE_VECTOR]!.size).toBe(16);
+    expect(info.config.params.sparse_vectors).toHaveProperty(SPARSE_VECTOR);
+    expect(Object.keys(info.payload_schema).sort()).toEqual(
+      [
+        'meta.collection_name',
+        'meta.collection_type',
+        'meta.file_id',
+        'meta.ingest_version',
+        'meta.languages',
+      ].sort(),
+    );
+  });
+
+  it('writes an S3 object as points with dense + sparse vectors and the Haystack payload', async () => {
+    const res = await h.app.inject({
+      method: 'PUT',
+      url: '/api/v1/ingest',
+      headers: AUTH,
+      payload: {
+        bucket: 'uploads',
+        key: 'short.txt',
+        file_id: 'q-s3',
+        collection_name: 'file-q-s3',
+        user_id: 'u1',
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    const points = stored('q-s3');
+    expect(points).toHaveLength(res.json().chunks_count);
+    for (const p of points) {
+      const content = p.payload.content as string;
+      expect(p.dense.get(DENSE_VECTOR)).toEqual(
+        hashEmbedding(`passage: ${content}`, 16)
+          .map((x) => Math.fround(x))
+          .map((x) => expect.closeTo(x, 5)),
+      );
+      expect(p.sparse.get(SPARSE_VECTOR)!.indices.length).toBeGreaterThan(0);
+      expect(p.payload.meta).toMatchObject({
+        file_id: 'q-s3',
+        source: 's3://uploads/short.txt',
+        name: 'short.txt',
+      });
+    }
+    expect(qdrant.violations).toEqual([]);
+  });
+
+  it('writes a multipart upload in several batches and replaces it on re-ingest', async () => {
+    const first = await upload('q-up', LONG);
+    expect(first.statusCode).toBe(200);
+    expect(first.json().chunks_count).toBeGreaterThan(128);
+    expect(faults.upserts).toBeGreaterThanOrEqual(2);
+    const again = await upload('q-up', LONG);
+    expect(again.statusCode).toBe(200);
+    const points = await pointsOf(h.index, 'q-up');
+    expect(points).toHaveLength(again.json().chunks_count);
+    expect(versionsOf(points)).toHaveLength(1);
+    expect(qdrant.violations).toEqual([]);
+  });
+
+  it('a Qdrant write failing on the second batch keeps the previous version and removes the first batch', async () => {
+    expect((await upload('q-fail', LONG)).statusCode).toBe(200);
+    const before = await pointsOf(h.index, 'q-fail');
+    faults.upserts = 0;
+    faults.failUpsertNo = 2;
+    const res = await upload('q-fail', `${LONG} An added final rule.`);
+    expect(res.statusCode).toBe(502);
+    expect(res.json()).toEqual({
+      status: false,
+      error: 'Writing to the vector index failed',
+      code: 'VECTORDB_WRITE_FAILED',
+    });
+    expect(await pointsOf(h.index, 'q-fail')).toEqual(before);
+    expect(stored('q-fail')).toHaveLength(before.length);
+    expect(qdrant.violations).toEqual([]);
+  });
+
+  it('a failing clean-up of the old version rolls the new one back', async () => {
+    expect((await upload('q-retire', SHORT)).statusCode).toBe(200);
+    const before = await pointsOf(h.index, 'q-retire');
+    faults.failRetire = 2;
+    const res = await upload('q-retire', `${SHORT} Updated.`);
+    expect(res.json().code).toBe('VECTORDB_WRITE_FAILED');
+    expect(await pointsOf(h.index, 'q-retire')).toEqual(before);
+  });
+
+  it('deletes every point of a file', async () => {
+    expect((await upload('q-del', SHORT)).statusCode).toBe(200);
+    const n = stored('q-del').length;
+    const res = await h.app.inject({ method: 'DELETE', url: '/api/v1/documents/q-del', headers: AUTH });
+    expect(res.json()).toEqual({ status: true, file_id: 'q-del', chunks_deleted: n });
+    expect(stored('q-del')).toHaveLength(0);
+  });
+
+  it('is ready when Qdrant answers', async () => {
+    expect((await h.app.inject({ url: '/health/ready' })).statusCode).toBe(200);
+  });
+});
