@@ -67,12 +67,14 @@ export function originAllowed(origin: string, patterns: readonly string[]): bool
     return false; // includes the opaque origin "null"
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  const given = url.port === '' ? url.hostname : `${url.hostname}:${url.port}`;
+  // URL drops a default port; a pattern may name it (`api.example.com:443`) or not.
+  const defaultPort = url.protocol === 'https:' ? '443' : '80';
+  const given = url.port === '' ? [url.hostname, `${url.hostname}:${defaultPort}`] : [`${url.hostname}:${url.port}`];
   return patterns.some((pattern) => {
     const i = pattern.indexOf('://');
     if (i < 0) return false;
     const scheme = `${pattern.slice(0, i).toLowerCase()}:`;
-    return scheme === url.protocol && hostAllowed(given, [pattern.slice(i + 3)]);
+    return scheme === url.protocol && given.some((g) => hostAllowed(g, [pattern.slice(i + 3)]));
   });
 }
 

@@ -54,13 +54,12 @@ export async function startFakeWeather(): Promise<FakeWeather> {
     arrived = deferred();
     if (req.path !== '/weather') return sendJson(res, 404, { error: 'no such route' });
     if (req.headers.authorization !== `Bearer ${FAKE_KEY}`) return sendJson(res, 401, { error: 'bad key' });
+    const mode = state.mode;
+    if (mode.kind === 'status') return sendJson(res, mode.status, { error: `status ${mode.status}` });
     const city = req.url.searchParams.get('city');
     const units = req.url.searchParams.get('units') ?? 'metric';
     if (!city) return sendJson(res, 400, { error: 'city is required' });
-    const mode = state.mode;
     switch (mode.kind) {
-      case 'status':
-        return sendJson(res, mode.status, { error: `status ${mode.status}` });
       case 'slow':
         await new Promise((r) => setTimeout(r, mode.delayMs));
         return sendJson(res, 200, observation(city, units));
@@ -110,4 +109,13 @@ export async function startSilentListener(): Promise<{ port: number; close(): Pr
         server.close(() => r());
       }),
   };
+}
+
+/** A loopback port nothing listens on (connections are refused). */
+export async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }

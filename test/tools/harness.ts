@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import { toolsSchema } from '../../src/config/tools.js';
 import type { KildeApp } from '../../src/http/app.js';
 import { createToolsPart, type ToolsDeps, type ToolsPart } from '../../src/tools/part.js';
@@ -57,4 +58,23 @@ export function messagesOf(contentType: string | null, body: string): Record<str
     .split('\n')
     .filter((l) => l.startsWith('data: '))
     .map((l) => JSON.parse(l.slice(6)) as Record<string, unknown>);
+}
+
+export interface RawAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+/** A raw HTTP request with full control of Host/Origin (fetch forbids setting Host). */
+export async function raw(
+  url: string,
+  o: { method?: 'GET' | 'POST' | 'DELETE'; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawAnswer> {
+  const res = await request(url, {
+    method: o.method ?? 'POST',
+    headers: o.headers ?? {},
+    ...(o.body === undefined ? {} : { body: o.body }),
+  });
+  return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
 }
