@@ -69,7 +69,8 @@ export function originAllowed(origin: string, patterns: readonly string[]): bool
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
   // URL drops a default port; a pattern may name it (`api.example.com:443`) or not.
   const defaultPort = url.protocol === 'https:' ? '443' : '80';
-  const given = url.port === '' ? [url.hostname, `${url.hostname}:${defaultPort}`] : [`${url.hostname}:${url.port}`];
+  const given =
+    url.port === '' ? [url.hostname, `${url.hostname}:${defaultPort}`] : [`${url.hostname}:${url.port}`];
   return patterns.some((pattern) => {
     const i = pattern.indexOf('://');
     if (i < 0) return false;
