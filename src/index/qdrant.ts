@@ -2,14 +2,11 @@ import type { Schemas } from '@qdrant/js-client-rest';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import {
-  type ChunkMeta,
   DENSE_VECTOR,
   type IndexFilter,
-  type IndexPoint,
   normaliseCosine,
   type SearchHit,
   SPARSE_VECTOR,
-  type SparseVector,
   type StoredPoint,
 } from './contract.js';
 import type { IndexSettings } from './open.js';
@@ -23,6 +20,17 @@ import {
 } from './qdrant-collection.js';
 import { matchesNothing, toQdrantFilter } from './qdrant-filter.js';
 import { createQdrantHttp, type QdrantCall } from './qdrant-http.js';
+import {
+  checkDense,
+  countResult,
+  parseCursor,
+  queryResult,
+  scrollResult,
+  sparseInput,
+  toPointStruct,
+  toStored,
+  updateResult,
+} from './qdrant-points.js';
 import type { CollectionInfo, HybridQuery, ScrollPage, VectorIndex } from './store.js';
 
 export interface QdrantDeps {
@@ -37,27 +45,6 @@ function prefetchLimit(limit: number): number {
   return Math.max(2 * limit, 20);
 }
 
-// Meta is returned exactly as stored (the chat platform shows it). Points written by other tools
-// (the Python reference, or before versioning) may lack Kilde's newer fields, so only the tenant key
-// is required and the other contract fields are type-checked when present.
-const metaFields = z.looseObject({
-  collection_name: z.string(),
-  collection_type: z.string().optional(),
-  file_id: z.string().optional(),
-  ingest_version: z.string().optional(),
-  split_id: z.number().optional(),
-});
-const metaSchema = z.custom<ChunkMeta>((v) => metaFields.safeParse(v).success, {
-  message: 'meta lacks a string collection_name or has mistyped contract fields',
-});
-const payloadSchema = z.object({ content: z.string().nullish(), meta: metaSchema });
-const pointId = z.union([z.string(), z.number()]);
-const recordSchema = z.object({ id: pointId, payload: z.unknown() });
-const scoredSchema = z.object({ id: pointId, score: z.number(), payload: z.unknown() });
-const queryResult = z.object({ points: z.array(scoredSchema) });
-const scrollResult = z.object({ points: z.array(recordSchema), next_page_offset: pointId.nullish() });
-const countResult = z.object({ count: z.number() });
-const updateResult = z.object({ status: z.string() });
 const anyResult = z.unknown();
 
 export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): VectorIndex {
@@ -77,48 +64,21 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
   const getInfo = (signal?: AbortSignal) =>
     http.callOrNotFound({ method: 'GET', path: base, signal }, collectionInfoSchema);
 
-  function toStored(id: string | number, payload: unknown): StoredPoint | undefined {
-    const p = payloadSchema.safeParse(payload);
-    if (!p.success) {
-      log.warn({ id, issue: p.error.issues[0]?.message }, 'skipping a point without {content, meta}');
-      return undefined;
-    }
-    return { id: String(id), content: p.data.content ?? '', meta: p.data.meta };
+  function stored(id: string | number, payload: unknown): StoredPoint | undefined {
+    const r = toStored(id, payload);
+    if ('point' in r) return r.point;
+    log.warn({ id, issue: r.issue }, 'skipping a point without {content, meta}');
+    return undefined;
   }
 
   async function query(body: Schemas['QueryRequest'], normalise: boolean): Promise<SearchHit[]> {
     const res = await http.call({ method: 'POST', path: `${base}/points/query`, body }, queryResult);
     const hits: SearchHit[] = [];
     for (const p of res.points) {
-      const stored = toStored(p.id, p.payload);
-      if (stored) hits.push({ ...stored, score: normalise ? normaliseCosine(p.score) : p.score });
+      const point = stored(p.id, p.payload);
+      if (point) hits.push({ ...point, score: normalise ? normaliseCosine(p.score) : p.score });
     }
     return hits;
-  }
-
-  function checkDense(vector: readonly number[], what: string): void {
-    if (settings.denseDim !== undefined && vector.length !== settings.denseDim) {
-      throw new Error(
-        `${what} has ${vector.length} dimensions, but EMBEDDING_DIM (text-dense) is ${settings.denseDim}`,
-      );
-    }
-  }
-
-  // Named vectors are optional per point in Qdrant: a point without one is simply absent from
-  // that side's search (as in lexical-only writes), so only malformed vectors are refused.
-  function toPoint(p: IndexPoint): Schemas['PointStruct'] {
-    const vector: Record<string, number[] | Schemas['SparseVector']> = {};
-    if (p.dense) {
-      checkDense(p.dense, `point ${p.id}`);
-      vector[DENSE_VECTOR] = p.dense;
-    }
-    if (p.sparse) {
-      if (p.sparse.indices.length !== p.sparse.values.length) {
-        throw new Error(`point ${p.id}: sparse indices and values differ in length`);
-      }
-      vector[SPARSE_VECTOR] = sparseInput(p.sparse);
-    }
-    return { id: p.id, vector, payload: { content: p.content, meta: p.meta } };
   }
 
   async function count(filter: IndexFilter): Promise<number> {
@@ -198,7 +158,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     hasSparse: () => sparseKnown ?? settings.sparse,
 
     async upsert(points) {
-      const all = points.map(toPoint);
+      const all = points.map((p) => toPointStruct(p, settings.denseDim));
       for (let i = 0; i < all.length; i += batchSize) {
         const body: Schemas['PointsList'] = { points: all.slice(i, i + batchSize) };
         await http.call(write('PUT', `${base}/points`, body), updateResult);
@@ -233,8 +193,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       const res = await http.call({ method: 'POST', path: `${base}/points/scroll`, body }, scrollResult);
       const page: ScrollPage = { points: [] };
       for (const r of res.points) {
-        const stored = toStored(r.id, r.payload);
-        if (stored) page.points.push(stored);
+        const point = stored(r.id, r.payload);
+        if (point) page.points.push(point);
       }
       if (res.next_page_offset !== undefined && res.next_page_offset !== null) {
         page.next = String(res.next_page_offset);
@@ -243,7 +203,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     },
 
     async searchDense(vector, filter, limit) {
-      checkDense(vector, 'the query vector');
+      checkDense(vector, settings.denseDim, 'the query vector');
       if (matchesNothing(filter)) return [];
       const body: Schemas['QueryRequest'] = {
         query: vector,
@@ -260,7 +220,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
 
     async searchHybrid(q, filter, limit) {
       if (!q.dense) return searchLexical(q, filter, limit);
-      checkDense(q.dense, 'the query vector');
+      checkDense(q.dense, settings.denseDim, 'the query vector');
       if (matchesNothing(filter)) return [];
       const f = toQdrantFilter(filter);
       const prefetch = (input: Schemas['VectorInput'], using: string): Schemas['Prefetch'] =>
@@ -284,13 +244,4 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       // Nothing pooled here: connections belong to the injected fetch.
     },
   };
-}
-
-function sparseInput(s: SparseVector): Schemas['SparseVector'] {
-  return { indices: [...s.indices], values: [...s.values] };
-}
-
-/** Cursors are the next point id as text; numeric ids (other writers) go back as numbers. */
-function parseCursor(cursor: string): string | number {
-  return /^\d+$/.test(cursor) ? Number(cursor) : cursor;
 }

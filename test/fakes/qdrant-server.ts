@@ -11,8 +11,9 @@ import {
   upsertSchema,
 } from './qdrant/bodies.js';
 import { UnsupportedFilter } from './qdrant/filter.js';
+import { FakeHttpError } from './qdrant/model.js';
 import { loadOpenApiValidator, type OpenApiValidator, type Operation } from './qdrant/openapi.js';
-import { FakeHttpError, QdrantMemory } from './qdrant/store.js';
+import { QdrantMemory } from './qdrant/store.js';
 
 /**
  * A fake Qdrant on a loopback port. Every request is checked against Qdrant's published OpenAPI

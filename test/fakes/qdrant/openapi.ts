@@ -80,7 +80,8 @@ export interface OpenApiValidator {
 }
 
 function errorsOf(v: ValidateFunction, where: string): string[] {
-  return (v.errors ?? []).slice(0, 8).map((e) => `${where}${e.instancePath} ${e.message ?? ''}`);
+  const all = (v.errors ?? []).map((e) => `${where}${e.instancePath} ${e.message ?? ''}`);
+  return [...new Set(all)].slice(0, 8);
 }
 
 /** Query values arrive as text; coerce them the way Qdrant's router does before validating. */
