@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { int, number, oneOf, optionalOneOf, optionalString, string, url } from './fields.js';
+import { kernelPieces } from './shared.js';
 
 /** Engines this build ships (`createExtractor` builds them). */
 export const CONCRETE_ENGINES = [
@@ -117,3 +118,14 @@ export const extractionPiece = {
 
 export const extractionSchema = z.object(extractionPiece);
 export type ExtractionSettings = z.output<typeof extractionSchema>;
+
+/** `kilde serve extractor`: a Kreuzberg-compatible `POST /extract` served by the `inprocess` engine. */
+export const extractorServiceSchema = z.object({
+  ...kernelPieces,
+  EXTRACTOR_MAX_UPLOAD_BYTES: int(
+    100 * 1024 * 1024,
+    'Largest file `kilde serve extractor` accepts per multipart part (100 MiB, as Kreuzberg); larger parts get 413.',
+    { min: 1 },
+  ),
+});
+export type ExtractorServiceConfig = z.output<typeof extractorServiceSchema>;
