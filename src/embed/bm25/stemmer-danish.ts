@@ -10,40 +10,12 @@ const VOWELS = new Set('aeiouyæåø');
 const S_ENDING = new Set('abcdfghjklmnoprtvyzå');
 const isV = (c: string | undefined): boolean => c !== undefined && VOWELS.has(c);
 
-const MAIN_SUFFIXES = byLengthDesc([
-  'hed',
-  'ethed',
-  'ered',
-  'e',
-  'erede',
-  'ende',
-  'erende',
-  'ene',
-  'erne',
-  'ere',
-  'en',
-  'heden',
-  'eren',
-  'er',
-  'heder',
-  'erer',
-  'heds',
-  'es',
-  'endes',
-  'erendes',
-  'enes',
-  'ernes',
-  'eres',
-  'ens',
-  'hedens',
-  'erens',
-  'ers',
-  'ets',
-  'erets',
-  'et',
-  'eret',
-  's',
-]);
+const MAIN_SUFFIXES = byLengthDesc(
+  (
+    'hed ethed ered e erede ende erende ene erne ere en heden eren er heder erer heds es endes erendes ' +
+    'enes ernes eres ens hedens erens ers ets erets et eret s'
+  ).split(' '),
+);
 const CONSONANT_PAIRS = ['gd', 'dt', 'gt', 'kt'];
 const OTHER_SUFFIXES = byLengthDesc(['ig', 'lig', 'elig', 'els', 'løst']);
 

@@ -42,16 +42,9 @@ const EXCEPTIONS_2 = new Map<string, string>([
 ]);
 
 /** snowball-2 leaves these untouched once Step 1a has run. */
-const EXCEPTIONS_AFTER_1A = new Set([
-  'inning',
-  'outing',
-  'canning',
-  'herring',
-  'earring',
-  'proceed',
-  'exceed',
-  'succeed',
-]);
+const EXCEPTIONS_AFTER_1A = new Set(
+  'inning outing canning herring earring proceed exceed succeed'.split(' '),
+);
 
 const isV = (c: string | undefined): boolean =>
   c === 'a' || c === 'e' || c === 'i' || c === 'o' || c === 'u' || c === 'y';
@@ -226,26 +219,9 @@ function step3(w: string, { p1, p2 }: Regions): string {
   return w.slice(0, start) + STEP_3.get(suffix)!;
 }
 
-const STEP_4 = byLengthDesc([
-  'al',
-  'ance',
-  'ence',
-  'er',
-  'ic',
-  'able',
-  'ible',
-  'ant',
-  'ement',
-  'ment',
-  'ent',
-  'ism',
-  'ate',
-  'iti',
-  'ous',
-  'ive',
-  'ize',
-  'ion',
-]);
+const STEP_4 = byLengthDesc(
+  'al ance ence er ic able ible ant ement ment ent ism ate iti ous ive ize ion'.split(' '),
+);
 
 function step4(w: string, { p2 }: Regions): string {
   const suffix = longestSuffix(w, STEP_4);
