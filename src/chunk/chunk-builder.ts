@@ -54,11 +54,15 @@ export function pagesOf(
   return holder === undefined ? undefined : [holder];
 }
 
-/** Sentence starts and ends of the whole text (computed once per document). */
+/** Sentence starts and ends and heading starts of the whole text (computed once per document). */
 export function boundariesOf(text: string): Boundaries {
   const spans: Span[] = sentenceSpans(text);
+  const headingStarts = new Set<number>();
+  for (const m of text.matchAll(/^[ \t]{0,3}#{1,6}(?:[ \t]|$)/gm))
+    headingStarts.add(m.index + m[0].indexOf('#'));
   return {
     sentenceStarts: new Set(spans.map((s) => s[0])),
     sentenceEnds: new Set(spans.map((s) => s[1])),
+    headingStarts,
   };
 }

@@ -63,8 +63,14 @@ if (tok) tok.encode('', null, { addSpecialTokens: true }).then(
 );
 `;
 
-/** How long one encode may block the caller before we give up (a wedged worker must not hang ingest). */
-const CALL_TIMEOUT_MS = 60_000;
+/**
+ * How long one encode may block the caller before we give up (a wedged worker must not hang ingest):
+ * a base plus 20 µs per character, some 25 times the measured encoding cost, so a large document is
+ * never mistaken for a wedged worker.
+ */
+function timeoutFor(chars: number): number {
+  return 30_000 + Math.ceil(chars / 50);
+}
 
 class TimeoutError extends Error {
   override readonly name = 'TimeoutError';
@@ -144,10 +150,12 @@ function call(
   flag: Int32Array,
   request: { text: string } | { texts: string[] },
 ): Int32Array {
+  const chars = 'text' in request ? request.text.length : request.texts.reduce((n, t) => n + t.length, 0);
+  const timeoutMs = timeoutFor(chars);
   Atomics.store(flag, 0, 0);
   port.postMessage(request);
-  if (Atomics.wait(flag, 0, 0, CALL_TIMEOUT_MS) === 'timed-out') {
-    throw new TimeoutError(`tokenizer did not answer within ${CALL_TIMEOUT_MS / 1000} s`);
+  if (Atomics.wait(flag, 0, 0, timeoutMs) === 'timed-out') {
+    throw new TimeoutError(`tokenizer did not answer within ${Math.round(timeoutMs / 1000)} s`);
   }
   const received = receiveMessageOnPort(port);
   const reply = received?.message as Reply | undefined;

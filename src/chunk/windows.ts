@@ -4,6 +4,8 @@ import type { Span } from './sentences.js';
 export interface Boundaries {
   sentenceStarts: Set<number>;
   sentenceEnds: Set<number>;
+  /** Starts of Markdown heading lines: the best place to end a chunk is right before one. */
+  headingStarts?: Set<number>;
 }
 
 /** A chunk may end this much short of its budget to end at a sentence or word boundary. */
@@ -11,8 +13,8 @@ const SLACK = 0.3;
 
 /**
  * Windows over tokens `[from, to)` of `toks`, each at most `budget` tokens, consecutive windows
- * sharing about `overlap` tokens. A window prefers to end at a sentence end, else between words,
- * within the last 30% of its budget; the next one prefers to start at a sentence start, else a word
+ * sharing about `overlap` tokens. A window prefers to end before a heading, else at a sentence end,
+ * else between words, within the last 30% of its budget; the next one prefers to start at a sentence start, else a word
  * start, inside the overlap. Returns token index ranges [start, end).
  */
 export function tokenWindows(
@@ -33,10 +35,12 @@ export function tokenWindows(
     }
     const hardEnd = start + budget;
     const minEnd = Math.max(start + ov + 1, start + Math.ceil(budget * (1 - SLACK)));
-    let end = hardEnd;
-    const sentenceEnd = findDown(hardEnd, minEnd, (e) => bounds.sentenceEnds.has(toks[e - 1]![1]));
-    if (sentenceEnd !== undefined) end = sentenceEnd;
-    else end = findDown(hardEnd, minEnd, (e) => isGap(toks, e)) ?? hardEnd;
+    const headings = bounds.headingStarts;
+    const end =
+      (headings && findDown(hardEnd, minEnd, (e) => headings.has(toks[e]![0]))) ??
+      findDown(hardEnd, minEnd, (e) => bounds.sentenceEnds.has(toks[e - 1]![1])) ??
+      findDown(hardEnd, minEnd, (e) => isGap(toks, e)) ??
+      hardEnd;
     out.push([start, end]);
     start = Math.max(overlapStart(toks, start, end, ov, bounds), start + 1);
   }

@@ -69,6 +69,14 @@ describe('token mode', () => {
     for (const c of chunks) expect(c.content).toMatch(/^This is sentence \d+ here\..*\.$/);
   });
 
+  it('ends a chunk before a heading rather than right after it', () => {
+    const text = chapter('1.9.md');
+    const chunks = createChunker({ mode: 'token', size: 150, overlap: 0 }, minilm).chunk(doc(text));
+    const endingInHeading = chunks.filter((c) => /(^|\n)#+ [^\n]*$/.test(c.content));
+    expect(endingInHeading).toEqual([]);
+    expect(chunks.filter((c) => c.content.startsWith('## ')).length).toBeGreaterThan(0);
+  });
+
   it('starts an overlapping chunk at a sentence start inside the overlap', () => {
     const text = Array.from({ length: 12 }, (_, i) => `This is sentence ${i} here.`).join(' ');
     const chunks = createChunker({ mode: 'token', size: 20, overlap: 8 }, minilm).chunk(doc(text));
