@@ -4,6 +4,8 @@
  * the vector is L2-normalised. Texts sharing words get a higher cosine, so tests can expect meaningful
  * dense rankings; any test can recompute the exact vector a fake returned.
  *
+ * With few dimensions words collide; use `dim` >= 64 where rankings should be meaningful.
+ *
  * The text is embedded exactly as received, prefix included (`query: ` / `passage: ` add one shared
  * word to every query / every chunk, which does not change rankings among chunks).
  */
