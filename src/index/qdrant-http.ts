@@ -47,8 +47,22 @@ export interface QdrantHttp {
   callOrNotFound<T>(c: QdrantCall, result: z.ZodType<T>): Promise<T | undefined>;
 }
 
+/**
+ * The REST base URL of a `VECTORDB_URI`. Like Qdrant's official clients (Python and JS), a URI
+ * without an explicit port means port 6333, so one `VECTORDB_URI` reaches the same server from Kilde
+ * and from the reference deployment; write the port (`https://host:443`) to override.
+ */
+export function qdrantBaseUrl(uri: string): string {
+  const authority = /^[a-z]+:\/\/([^/?#]*)/i.exec(uri)?.[1] ?? '';
+  const hostPort = authority.slice(authority.lastIndexOf('@') + 1);
+  const url = new URL(uri);
+  // Taken from the text, since `new URL` drops default ports (443, 80) that were written out.
+  const host = /:\d+$/.test(hostPort) ? hostPort : `${url.hostname}:6333`;
+  return `${url.protocol}//${host}${url.pathname.replace(/\/+$/, '')}`;
+}
+
 export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
-  const base = opts.baseUrl.replace(/\/+$/, '');
+  const base = qdrantBaseUrl(opts.baseUrl);
   const headers: Record<string, string> = { accept: 'application/json' };
   if (opts.apiKey) headers['api-key'] = opts.apiKey;
 
