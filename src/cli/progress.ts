@@ -1,0 +1,60 @@
+import { Bar, Presets } from 'cli-progress';
+
+export interface FileOutcome {
+  file: string;
+  ok: boolean;
+  chunks: number;
+  ms: number;
+  error?: string;
+  code?: string;
+}
+
+export interface Summary {
+  ok: number;
+  failed: number;
+  chunks: number;
+  seconds: number;
+  failures: FileOutcome[];
+}
+
+/**
+ * Ingest progress: a bar (files, chunks, throughput, ETA) on a TTY; one JSON line per file
+ * otherwise, so scripts and CI logs can parse it.
+ */
+export function createProgress(total: number, tty: boolean, out: NodeJS.WritableStream = process.stdout) {
+  const started = Date.now();
+  const outcomes: FileOutcome[] = [];
+  let chunks = 0;
+  const bar = tty
+    ? new Bar(
+        {
+          format: ' {bar} {value}/{total} files | {chunks} chunks | {rate} chunks/s | ETA {eta_formatted} | {file}',
+          hideCursor: true,
+          stream: out as NodeJS.WriteStream,
+        },
+        Presets.shades_classic,
+      )
+    : undefined;
+  bar?.start(total, 0, { chunks: 0, rate: '0', file: '' });
+
+  return {
+    record(o: FileOutcome) {
+      outcomes.push(o);
+      chunks += o.chunks;
+      const secs = (Date.now() - started) / 1000;
+      if (bar) bar.increment(1, { chunks, rate: secs > 0 ? (chunks / secs).toFixed(1) : '0', file: o.file.slice(-40) });
+      else out.write(`${JSON.stringify(o)}\n`);
+    },
+    finish(): Summary {
+      bar?.stop();
+      const failures = outcomes.filter((o) => !o.ok);
+      return {
+        ok: outcomes.length - failures.length,
+        failed: failures.length,
+        chunks,
+        seconds: Math.round((Date.now() - started) / 100) / 10,
+        failures,
+      };
+    },
+  };
+}
