@@ -1,0 +1,120 @@
+/**
+ * Ingestion throughput: documents/s, chunks/s and peak RSS through the real pipeline (inprocess
+ * extraction, token chunking with the all-MiniLM-L6-v2 tokenizer, BM25, LanceDB in a temp dir) with
+ * a zero-cost dense embedder, so the figures measure Kilde rather than an embedding model.
+ * Sets: the docling fixtures, the Danish textbook, and one large generated PDF.
+ * Prints figures; asserts nothing. Usage: npm run bench:ingest [-- <pages of the generated PDF>]
+ */
+import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { createChunker } from '../src/chunk/create-chunker.js';
+import { loadTokenCounter } from '../src/chunk/tokenizer.js';
+import { extractionSchema } from '../src/config/extraction.js';
+import { parseConfig } from '../src/config/parse.js';
+import { createSparseEncoder } from '../src/embed/create-sparse.js';
+import type { DenseEmbedder } from '../src/embed/dense.js';
+import { createExtractor } from '../src/extract/create-extractor.js';
+import { openIndex } from '../src/index/open.js';
+import type { Stage } from '../src/ingest/pipeline.js';
+import { IngestService } from '../src/ingest/service.js';
+import { writeTextPdf } from './text-pdf.js';
+
+const PDF_PAGES = Number(process.argv[2] ?? 300);
+const DIM = 384;
+const shared = resolve('../shared');
+const log = pino({ level: 'warn' });
+
+/** Answers one fixed unit vector per text: the pipeline's cost without a model's. */
+const zeroCostEmbedder: DenseEmbedder = {
+  provider: 'zero-cost',
+  model: 'none',
+  dim: DIM,
+  embedDocuments: async (texts) => {
+    const v = new Array<number>(DIM).fill(0);
+    v[0] = 1;
+    return texts.map(() => v);
+  },
+  embedQuery: async () => [1, ...new Array<number>(DIM - 1).fill(0)],
+};
+
+let peakSampled = 0;
+const sampler = setInterval(() => {
+  peakSampled = Math.max(peakSampled, process.memoryUsage.rss());
+}, 10);
+sampler.unref();
+
+const work = await mkdtemp(join(tmpdir(), 'kilde-bench-ingest-'));
+const counter = await loadTokenCounter(join(shared, 'models/all-MiniLM-L6-v2/tokenizer.json'));
+const stageTotals = new Map<Stage, number>();
+const index = await openIndex(
+  { uri: join(work, 'lancedb'), collection: 'bench', denseDim: DIM, sparse: true, timeoutMs: 30_000 },
+  { log },
+);
+await index.ensureCollection();
+const service = new IngestService({
+  extractor: createExtractor('inprocess', parseConfig(extractionSchema, {}), { log }),
+  chunker: createChunker({ mode: 'token', size: 400, overlap: 80, prefixTokens: 3, maxTokens: 512 }, counter),
+  dense: zeroCostEmbedder,
+  sparse: createSparseEncoder('Qdrant/bm25', 'english'),
+  index,
+  log,
+  observer: { stage: (s, sec) => stageTotals.set(s, (stageTotals.get(s) ?? 0) + sec) },
+});
+
+async function run(label: string, files: string[]) {
+  stageTotals.clear();
+  peakSampled = process.memoryUsage.rss();
+  let bytes = 0;
+  let chunks = 0;
+  const t0 = performance.now();
+  for (const [i, path] of files.entries()) {
+    const size = (await stat(path)).size;
+    bytes += size;
+    const filename = path.split('/').at(-1)!;
+    const out = await service.ingest(
+      {
+        fileId: `${label}-${i}`,
+        filename,
+        collectionName: label,
+        collectionType: 'file',
+        userId: 'bench',
+        overwrite: true,
+        source: filename,
+      },
+      async () => ({ path, filename, bytes: size }),
+    );
+    chunks += out.chunksCount;
+  }
+  const s = (performance.now() - t0) / 1000;
+  const stages = [...stageTotals].map(([k, v]) => `${k} ${((v / s) * 100).toFixed(0)}%`).join(', ');
+  console.log(
+    `${label.padEnd(10)} ${String(files.length).padStart(3)} docs ${(bytes / 1024 / 1024).toFixed(1).padStart(5)} MiB ` +
+      `${chunks} chunks in ${s.toFixed(2)} s: ${(files.length / s).toFixed(1)} docs/s, ${(chunks / s).toFixed(0)} chunks/s, ` +
+      `peak RSS ${(peakSampled / 1024 / 1024).toFixed(0)} MiB (stages: ${stages})`,
+  );
+}
+
+try {
+  const fixtures = join(shared, 'fixtures/documents');
+  const fixtureFiles = (await readdir(fixtures))
+    .filter((f) => /\.(pdf|docx|pptx|xlsx|html)$/.test(f))
+    .map((f) => join(fixtures, f));
+  const danish = join(shared, 'data/da-citizenship/corpus');
+  const danishFiles = (await readdir(danish)).filter((f) => f.endsWith('.md')).map((f) => join(danish, f));
+  const bigPdf = join(work, 'generated.pdf');
+  await writeFile(bigPdf, writeTextPdf(PDF_PAGES, 45));
+
+  // one warm-up pass so module loading and JIT do not count against the first set
+  await run('warm-up', fixtureFiles.slice(0, 3));
+  console.log('---');
+  await run('fixtures', fixtureFiles);
+  await run('danish', danishFiles);
+  await run(`pdf-${PDF_PAGES}p`, [bigPdf]);
+  console.log(`process max RSS (getrusage): ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+} finally {
+  await index.close();
+  await counter.close?.();
+  await rm(work, { recursive: true, force: true });
+}
