@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { extractorServiceSchema } from '../config/extraction.js';
 import { ingestSchema } from '../config/ingest.js';
+import { retrieveSchema } from '../config/retrieve.js';
 import { toolsSchema } from '../config/tools.js';
 import type { ServicePart } from '../http/app.js';
 
@@ -44,6 +45,15 @@ export const SERVICES: readonly ServiceDef[] = [
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
       return [createIngestPart(config as z.output<typeof ingestSchema>, { log })];
+    },
+  },
+  {
+    name: 'retrieve',
+    summary: 'retrieval service: POST /search',
+    schema: retrieveSchema,
+    async create(config, log) {
+      const { createRetrievePart } = await import('../retrieve/part.js');
+      return [await createRetrievePart(config as z.output<typeof retrieveSchema>, { log })];
     },
   },
   {

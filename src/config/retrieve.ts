@@ -60,13 +60,25 @@ export const retrievalPiece = {
   AGENT_TOOL_PREVIEW_CHARS: int(200, 'Agentic loop: characters per preview.', { min: 20 }),
 };
 
-export const retrieveSchema = z.object({
-  ...kernelPieces,
-  ...llmPiece,
-  ...dataPiece,
-  ...indexPiece,
-  ...embeddingPiece,
-  ...sparsePiece,
-  ...retrievalPiece,
-});
+export const retrieveSchema = z
+  .object({
+    ...kernelPieces,
+    ...llmPiece,
+    ...dataPiece,
+    ...indexPiece,
+    ...embeddingPiece,
+    ...sparsePiece,
+    ...retrievalPiece,
+  })
+  // Only `kilde serve retrieve` demands an explicit choice; `all` merges shapes and defaults to lexical-only.
+  .superRefine((c, ctx) => {
+    if (c.EMBEDDING_PROVIDER === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['EMBEDDING_PROVIDER'],
+        message:
+          'is required by `kilde serve retrieve`: http-compat, inference-server, inprocess, or none (lexical-only)',
+      });
+    }
+  });
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

@@ -1,23 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SearchHit } from '../index/contract.js';
 
-/** The usual RRF constant (Qdrant and LanceDB use 60 too). */
-export const RRF_K = 60;
-
-/** Reciprocal rank fusion of ranked lists, keyed by point id; scores are the raw RRF sums. */
-export function rrfFuse(lists: readonly (readonly SearchHit[])[], limit: number, k = RRF_K): SearchHit[] {
-  const fused = new Map<string, SearchHit>();
-  for (const list of lists) {
-    list.forEach((hit, rank) => {
-      const add = 1 / (k + rank + 1);
-      const seen = fused.get(hit.id);
-      if (seen) seen.score += add;
-      else fused.set(hit.id, { ...hit, score: add });
-    });
-  }
-  return [...fused.values()].sort((a, b) => b.score - a.score).slice(0, limit);
-}
-
 export function contentHash(content: string): string {
   return createHash('md5').update(content, 'utf8').digest('hex');
 }

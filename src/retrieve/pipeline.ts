@@ -2,9 +2,10 @@ import type { Logger } from 'pino';
 import type { DenseEmbedder } from '../embed/dense.js';
 import type { SparseEncoder } from '../embed/sparse.js';
 import type { IndexFilter, SearchHit } from '../index/contract.js';
+import { fuseRrf } from '../index/rrf.js';
 import type { VectorIndex } from '../index/store.js';
 import type { createCorpusCache } from './corpus-cache.js';
-import { dedupByContent, rrfFuse } from './fuse.js';
+import { dedupByContent } from './fuse.js';
 import type { RetrieveMetrics } from './metrics.js';
 import type { Reranker } from './rerank.js';
 
@@ -66,7 +67,7 @@ export async function searchOne(d: PipelineDeps, query: string, collectionNames:
           d.corpus.get(collectionNames),
         ]);
         return d.metrics.time('fuse', async () =>
-          rrfFuse([denseHits, corpus.search(sparse.indices, fetchN)], fetchN),
+          fuseRrf([denseHits, corpus.search(sparse.indices, fetchN)], fetchN),
         );
       }
     }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ChunkMeta, SearchHit } from '../index/contract.js';
+import { fuseRrf } from '../index/rrf.js';
 import type { ChatClient } from '../llm/chat-client.js';
-import { rrfFuse } from './fuse.js';
 import { type PipelineDeps, searchMode, searchOne } from './pipeline.js';
 import { type ChatTurn, resolveQueries } from './query-source.js';
 
@@ -57,7 +57,7 @@ export function createSearchService(o: SearchServiceOptions) {
           queries.map((q) => searchOne(o.pipeline, q, req.collection_names, req.k)),
         );
         let lists = results.map((r) => r.hits);
-        if (o.mergeResults && lists.length > 1) lists = [rrfFuse(lists, req.k)];
+        if (o.mergeResults && lists.length > 1) lists = [fuseRrf(lists, req.k)];
         metrics.search(mode, 'ok');
         o.log.debug({ mode, queries: queries.length, hits: lists.map((l) => l.length) }, 'search done');
         return { ...toLists(lists), queries };
