@@ -90,13 +90,16 @@ export class IngestService {
 
   /** One page of a file's stored chunks (read-only inspection). */
   async chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
+    const { index } = this.parts;
+    const total = await index.count({ fileId }).catch((err: unknown) => {
+      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    });
     try {
-      const [total, page] = await Promise.all([
-        this.parts.index.count({ fileId }),
-        this.parts.index.scroll({ fileId }, { limit, ...(cursor === undefined ? {} : { cursor }) }),
-      ]);
+      const page = await index.scroll({ fileId }, { limit, ...(cursor === undefined ? {} : { cursor }) });
       return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
     } catch (err) {
+      // The index just answered the count, so a failing page with a cursor is the cursor's fault.
+      if (cursor !== undefined) throw invalid(400, 'offset is not a cursor this endpoint returned');
       throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
     }
   }

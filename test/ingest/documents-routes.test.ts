@@ -135,7 +135,7 @@ describe('GET /api/v1/documents/{file_id}/chunks', () => {
     for (const c of preview.chunks) expect(c.content.length).toBeLessThanOrEqual(200);
   });
 
-  it.each(['limit=0', 'limit=1001', 'limit=x', 'include_content=yes', 'colour=red'])(
+  it.each(['limit=0', 'limit=1001', 'limit=x', 'include_content=yes', 'colour=red', 'offset=not-a-cursor'])(
     'rejects %s with 400',
     async (q) => {
       const res = await h.app.inject({ url: `/api/v1/documents/insp/chunks?${q}`, headers: AUTH });

@@ -97,6 +97,20 @@ describe('a failed ingest leaves the previous version searchable', () => {
     expect(await pointsOf(h.index, 'fail-empty')).toEqual(before);
   });
 
+  it('convert: an unsupported file type fails with EXTRACTION_FAILED naming the type', async () => {
+    const before = await previousVersion('fail-type');
+    const res = await upload(
+      'fail-type',
+      'tool.exe',
+      Buffer.from([0x4d, 0x5a, 0x90, 0x00, 0x03, 0, 0, 0, 0xff, 0xfe, 0x00, 0x01]),
+    );
+    expect(res.statusCode).toBeGreaterThanOrEqual(400);
+    expect(res.statusCode).toBeLessThan(500);
+    expect(res.json()).toMatchObject({ status: false, code: 'EXTRACTION_FAILED' });
+    expect(res.json().error).toMatch(/unsupported|not supported/i);
+    expect(await pointsOf(h.index, 'fail-type')).toEqual(before);
+  });
+
   it('dense: the embedding endpoint answering 500 fails with EMBEDDING_FAILED', async () => {
     const before = await previousVersion('fail-dense');
     embed.always = { kind: 'status', status: 500 };
@@ -113,6 +127,38 @@ describe('a failed ingest leaves the previous version searchable', () => {
     const res = await upload('fail-dense2', 'handbook.md', DOC);
     expect(res.json()).toMatchObject({ status: false, code: 'EMBEDDING_FAILED' });
     expect(await pointsOf(h.index, 'fail-dense2')).toEqual(before);
+  });
+
+  it('shows the upstream detail with DEBUG=true', async () => {
+    const debug = await startIngest({
+      DEBUG: 'true',
+      EMBEDDING_PROVIDER: 'http-compat',
+      EMBEDDING_API_BASE_URL: embed.baseUrl,
+      EMBEDDING_MODEL: 'fake-embed',
+      EMBEDDING_DIM: '16',
+      EMBEDDING_MAX_RETRIES: '0',
+    });
+    try {
+      embed.always = { kind: 'status', status: 500 };
+      const { body, headers } = multipartBody(
+        { file_id: 'dbg', collection_name: 'c', user_id: 'u1' },
+        { name: 'handbook.md', content: DOC },
+      );
+      const res = await debug.app.inject({
+        method: 'PUT',
+        url: '/api/v1/ingest',
+        headers: { ...AUTH, ...headers },
+        payload: body,
+      });
+      expect(res.json()).toMatchObject({
+        status: false,
+        error: 'Embedding failed',
+        code: 'EMBEDDING_FAILED',
+      });
+      expect(res.json().debug).toMatch(/HTTP 500/);
+    } finally {
+      await debug.close();
+    }
   });
 
   it('hides internals unless DEBUG', async () => {
