@@ -140,6 +140,9 @@ export class McpMachinery {
     const transport = new StreamableHTTPServerTransport({
       enableJsonResponse: this.o.settings.MCP_JSON_RESPONSE,
     });
+    // The SDK reports what it refused (406 Accept, 400 batch...) here and answers the client itself.
+    transport.onerror = (err) => request.log.info({ reason: err.message }, 'mcp: transport refused request');
+    server.onerror = (err) => request.log.debug({ reason: err.message }, 'mcp: protocol error');
     const entry = { transport, server };
     this.active.add(entry);
     reply.raw.on('close', () => {

@@ -204,6 +204,16 @@ describe('raw JSON-RPC on /mcp', () => {
     expect(JSON.parse(notRpc.text).error.code).toBe(-32700);
   });
 
+  it('answers 406 when Accept does not list both media types, and logs why', async () => {
+    const h = await tools();
+    const res = await raw(h.mcpUrl.href, {
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: rpc('ping'),
+    });
+    expect(res.status).toBe(406);
+    expect(h.logs.text()).toMatch(/Not Acceptable.*mcp: transport refused request/);
+  });
+
   it('answers unknown methods with -32601', async () => {
     const h = await tools({ MCP_JSON_RESPONSE: 'true' });
     const res = await fetch(h.mcpUrl, { method: 'POST', headers: MCP_HEADERS, body: rpc('prompts/list') });
@@ -254,6 +264,27 @@ describe('lifecycle', () => {
     const result = await cb.callTool({ name: 'get_weather', arguments: { city: 'Oslo' } });
     expect(JSON.parse((result.content as { text: string }[])[0]!.text).city).toBe('Oslo');
     await expect(ca.listTools()).rejects.toThrow();
+  });
+
+  it('aborts the tool call (and its upstream request) when the client goes away', async () => {
+    const h = await tools();
+    up.mode = { kind: 'gated' };
+    const arrived = up.nextRequest();
+    const ac = new AbortController();
+    const res = await fetch(h.mcpUrl, {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: rpc('tools/call', { name: 'get_weather', arguments: { city: 'Oslo' } }),
+      signal: ac.signal,
+    });
+    expect(res.status).toBe(200);
+    await arrived;
+    ac.abort();
+    await expect
+      .poll(() => h.logs.text(), { timeout: 5_000 })
+      .toMatch(/"code":-32013.*mcp: tool call failed/);
+    expect(h.logs.lines.filter((l) => (l.level as number) >= 50)).toEqual([]);
+    up.release();
   });
 
   it('ends open event streams on shutdown instead of waiting for them', async () => {
