@@ -95,9 +95,10 @@ export class McpMachinery {
       errorHandler: (error: FastifyError, request, reply) => {
         // Malformed or empty JSON bodies: a JSON-RPC parse error rather than the REST error shape.
         if (error.code?.startsWith('FST_ERR_CTP')) {
-          const status = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' ? 413 : 400;
           request.log.info({ code: error.code }, 'mcp: unreadable body');
-          return sendJsonRpcError(reply, status, RpcCode.ParseError, `Parse error: ${error.message}`);
+          if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+            return sendJsonRpcError(reply, 413, RpcCode.Transport, 'Request body too large');
+          return sendJsonRpcError(reply, 400, RpcCode.ParseError, `Parse error: ${error.message}`);
         }
         throw error;
       },
@@ -105,7 +106,9 @@ export class McpMachinery {
     });
     // The guard covers every path under /mcp, not only the endpoint itself (spec 1 §5).
     app.all(`${MCP_PATH}/*`, { onRequest: guard }, async (request, reply) =>
-      reply.status(404).send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}` }),
+      reply
+        .status(404)
+        .send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' }),
     );
     app.addHook('preClose', async () => {
       for (const m of this.members) await m.close();

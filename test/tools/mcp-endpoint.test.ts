@@ -202,6 +202,12 @@ describe('raw JSON-RPC on /mcp', () => {
     const notRpc = await raw(h.mcpUrl.href, { headers: MCP_HEADERS, body: '{"hello": 1}' });
     expect(notRpc.status).toBe(400);
     expect(JSON.parse(notRpc.text).error.code).toBe(-32700);
+    const huge = await raw(h.mcpUrl.href, {
+      headers: MCP_HEADERS,
+      body: rpc('tools/call', { name: 'get_weather', arguments: { city: 'x'.repeat(5 * 1024 * 1024) } }),
+    });
+    expect(huge.status).toBe(413);
+    expect(up.requests).toHaveLength(0);
   });
 
   it('answers 406 when Accept does not list both media types, and logs why', async () => {
