@@ -27,6 +27,8 @@ export interface TableWriter {
   readonly queue: SerialQueue;
   /** Write operations since the last optimize. */
   writesSinceOptimize: number;
+  /** Rows written since the last optimize. */
+  rowsSinceOptimize: number;
   /** Whether an optimize is queued and not yet run. */
   optimizeQueued: boolean;
 }
@@ -49,7 +51,12 @@ export function acquireWriter(directory: string, table: string): TableWriter {
     found.refs += 1;
     return found.writer;
   }
-  const writer: TableWriter = { queue: new SerialQueue(), writesSinceOptimize: 0, optimizeQueued: false };
+  const writer: TableWriter = {
+    queue: new SerialQueue(),
+    writesSinceOptimize: 0,
+    rowsSinceOptimize: 0,
+    optimizeQueued: false,
+  };
   writers.set(key, { writer, refs: 1 });
   return writer;
 }

@@ -28,6 +28,11 @@ export interface LanceIndexOptions {
   batchSize?: number;
   /** Write operations between two background `optimize()` runs (compaction + index refresh). Default 20. */
   optimizeEvery?: number;
+  /**
+   * Rows written that also trigger an optimize: rows outside the full-text index are searched by
+   * brute force, which grows slow long before `optimizeEvery` large batches have passed. Default 10 000.
+   */
+  optimizeRows?: number;
   /** Old table versions are removed by optimize once this old. Default 10 minutes. */
   cleanupOlderThanMs?: number;
 }
@@ -132,7 +137,7 @@ class LanceIndex implements VectorIndex {
           .execute(data, this.exec);
       }
     });
-    this.wrote(table);
+    this.wrote(table, rows.length);
   }
 
   async deleteWhere(filter: IndexFilter): Promise<number> {
@@ -140,7 +145,7 @@ class LanceIndex implements VectorIndex {
     if (where === 'false') return 0;
     const table = await this.requireTable();
     const result = await this.writer.queue.run(() => table.delete(where));
-    if (result.numDeletedRows > 0) this.wrote(table);
+    if (result.numDeletedRows > 0) this.wrote(table, 0);
     return result.numDeletedRows;
   }
 
@@ -254,16 +259,21 @@ class LanceIndex implements VectorIndex {
     return table;
   }
 
-  /** Counts a write; every `optimizeEvery` writes queues one optimize behind the writes. */
-  private wrote(table: Table): void {
-    this.writer.writesSinceOptimize += 1;
-    if (this.writer.optimizeQueued || this.writer.writesSinceOptimize < (this.options.optimizeEvery ?? 20))
-      return;
-    this.writer.optimizeQueued = true;
-    void this.writer.queue
+  /** Counts a write; after enough writes or rows, queues one optimize behind the writes. */
+  private wrote(table: Table, rows: number): void {
+    const w = this.writer;
+    w.writesSinceOptimize += 1;
+    w.rowsSinceOptimize += rows;
+    const due =
+      w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
+      w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);
+    if (w.optimizeQueued || !due) return;
+    w.optimizeQueued = true;
+    void w.queue
       .run(async () => {
-        this.writer.writesSinceOptimize = 0;
-        this.writer.optimizeQueued = false;
+        w.writesSinceOptimize = 0;
+        w.rowsSinceOptimize = 0;
+        w.optimizeQueued = false;
         const olderThan = new Date(Date.now() - (this.options.cleanupOlderThanMs ?? 600_000));
         const stats = await table.optimize({ cleanupOlderThan: olderThan });
         this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
