@@ -28,6 +28,10 @@ export async function serve(app: KildeApp, o: ServeOptions): Promise<string> {
       process.exit(1);
     }, o.graceS * 1000);
     force.unref();
+    // Connections that finish their in-flight request become idle after close() began; close them
+    // as they do, instead of waiting for the keep-alive time-out.
+    const reaper = setInterval(() => app.server.closeIdleConnections(), 100);
+    reaper.unref();
     app.close().then(
       () => {
         app.log.info('closed');
