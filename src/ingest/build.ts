@@ -19,6 +19,8 @@ export interface BuildDeps {
   /** Outbound HTTP of the embedder, extractor and Qdrant adapter (tests pass their own). */
   fetch?: typeof fetch;
   observer?: StageObserver;
+  /** An already open index (`kilde serve all` shares one with retrieval); the caller closes it. */
+  index?: VectorIndex;
 }
 
 export interface BuiltPipeline {
@@ -87,11 +89,12 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     return made;
   };
 
-  const index = await openIndex(indexSettings, { log, ...http });
+  const ownsIndex = deps.index === undefined;
+  const index = deps.index ?? (await openIndex(indexSettings, { log, ...http }));
   try {
     await index.ensureCollection();
   } catch (err) {
-    await index.close().catch(() => undefined);
+    if (ownsIndex) await index.close().catch(() => undefined);
     throw err;
   }
   log.info(
@@ -122,7 +125,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     extractorFor,
     async close() {
       await Promise.allSettled([
-        index.close(),
+        ownsIndex ? index.close() : undefined,
         dense?.close?.(),
         tokens.counter.close?.(),
         ...[...engines.values()].map((e) => e.close?.()),

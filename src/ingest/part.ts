@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
 import type { ServicePart } from '../http/app.js';
 import { KildeError } from '../http/errors.js';
+import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
@@ -11,6 +12,8 @@ import { registerIngestRoutes } from './routes.js';
 export interface IngestPartDeps {
   log: Logger;
   fetch?: typeof fetch;
+  /** An already open index shared with other parts (`kilde serve all`); the caller closes it. */
+  index?: VectorIndex;
 }
 
 export interface IngestPart extends ServicePart {
@@ -67,6 +70,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       built = await buildIngestPipeline(config, {
         log: deps.log,
         ...(deps.fetch ? { fetch: deps.fetch } : {}),
+        ...(deps.index ? { index: deps.index } : {}),
         // Stage timings reach the metrics once routes are registered (the CLI has none).
         observer: { stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds) },
       });
