@@ -193,16 +193,18 @@ describe('PUT /api/v1/ingest with an object-storage reference', () => {
     expect(embed.requests).toHaveLength(0);
   });
 
-  it('answers 502 OBJECT_FETCH_FAILED for a missing object', async () => {
-    const res = await put(
-      s3Body({ s3_key: 'u1/missing.pdf', file_id: 'f-missing', collection_name: 'file-f-missing' }),
-    );
+  it('answers 502 OBJECT_FETCH_FAILED for a missing object, keeping the previous version', async () => {
+    const target = { file_id: 'f-gone', collection_name: 'file-f-gone' };
+    expect((await put(s3Body(target))).statusCode).toBe(200);
+    const before = await pointsOf(h.index, 'f-gone');
+    const res = await put(s3Body({ ...target, s3_key: 'u1/missing.pdf' }));
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({
       status: false,
       error: 'Could not fetch s3://uploads/u1/missing.pdf: object not found',
       code: 'OBJECT_FETCH_FAILED',
     });
+    expect(await pointsOf(h.index, 'f-gone')).toEqual(before);
   });
 });
 
