@@ -4,9 +4,13 @@ import { bool, int, oneOf, optionalOneOf, requiredString, string, url } from './
 export const serverPiece = {
   HOST: string('0.0.0.0', 'Bind address.'),
   PORT: int(8000, 'Bind port.', { min: 0, max: 65535 }),
-  REQUEST_TIMEOUT: int(120, 'Server-side bound on handling one request, in seconds (0 disables).', {
-    min: 0,
-  }),
+  REQUEST_TIMEOUT: int(
+    120,
+    'Seconds allowed to receive one whole request, body included (0 disables); raise it for slow large uploads.',
+    {
+      min: 0,
+    },
+  ),
   SHUTDOWN_GRACE: int(10, 'Seconds to drain in-flight requests on SIGTERM/SIGINT before closing.', {
     min: 0,
   }),
