@@ -2,6 +2,7 @@ import { Bar, Presets } from 'cli-progress';
 
 export interface FileOutcome {
   file: string;
+  file_id?: string;
   ok: boolean;
   chunks: number;
   ms: number;
@@ -28,7 +29,8 @@ export function createProgress(total: number, tty: boolean, out: NodeJS.Writable
   const bar = tty
     ? new Bar(
         {
-          format: ' {bar} {value}/{total} files | {chunks} chunks | {rate} chunks/s | ETA {eta_formatted} | {file}',
+          format:
+            ' {bar} {value}/{total} files | {chunks} chunks | {rate} chunks/s | ETA {eta_formatted} | {file}',
           hideCursor: true,
           stream: out as NodeJS.WriteStream,
         },
@@ -42,7 +44,12 @@ export function createProgress(total: number, tty: boolean, out: NodeJS.Writable
       outcomes.push(o);
       chunks += o.chunks;
       const secs = (Date.now() - started) / 1000;
-      if (bar) bar.increment(1, { chunks, rate: secs > 0 ? (chunks / secs).toFixed(1) : '0', file: o.file.slice(-40) });
+      if (bar)
+        bar.increment(1, {
+          chunks,
+          rate: secs > 0 ? (chunks / secs).toFixed(1) : '0',
+          file: o.file.slice(-40),
+        });
       else out.write(`${JSON.stringify(o)}\n`);
     },
     finish(): Summary {

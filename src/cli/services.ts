@@ -5,6 +5,7 @@ import { extractorServiceSchema } from '../config/extraction.js';
 import { ingestSchema } from '../config/ingest.js';
 import { retrieveSchema } from '../config/retrieve.js';
 import { toolsSchema } from '../config/tools.js';
+import { allOverrides } from '../embedded/all-config.js';
 import type { ServicePart } from '../http/app.js';
 
 /**
@@ -67,18 +68,20 @@ export const SERVICES: readonly ServiceDef[] = [
   },
 ];
 
-/** `all`: every service's routes on one port; its schema is the union of theirs. */
+/**
+ * `all`: every service's routes on one port over one shared index; its schema is the union of
+ * theirs with the embedded defaults of `allOverrides` on top (lexical-only, markdown chunks, ...).
+ */
 export function allService(): ServiceDef {
   const members = SERVICES.filter((s) => s.name !== 'extractor');
-  const shape = Object.assign({}, ...members.map((s) => s.schema.shape)) as z.ZodRawShape;
+  const shape = Object.assign({}, ...members.map((s) => s.schema.shape), allOverrides) as z.ZodRawShape;
   return {
     name: 'all',
     summary: 'every service on one port (the embedded, offline mode)',
     schema: z.object(shape),
     async create(config, log) {
-      const parts: ServicePart[] = [];
-      for (const s of members) parts.push(...(await s.create(config, log)));
-      return parts;
+      const { composeAll } = await import('../embedded/compose.js');
+      return (await composeAll(config, log)).parts;
     },
   };
 }

@@ -1,11 +1,14 @@
 import { stat } from 'node:fs/promises';
-import { relative, resolve } from 'node:path';
+import { basename, relative, resolve } from 'node:path';
 import { glob } from 'tinyglobby';
 
 export interface FoundFile {
   /** Absolute path. */
   path: string;
-  /** Path relative to the argument it was found under (stable across machines). */
+  /**
+   * Stable name for the file_id: inside a folder argument `folder-name/path/in/it` (the same wherever
+   * the folder lives or however it was typed), else the path relative to the working directory.
+   */
   relative: string;
 }
 
@@ -25,10 +28,16 @@ export async function findFiles(args: readonly string[], cwd = process.cwd()): P
       continue;
     }
     const [root, pattern] = info?.isDirectory() ? [abs, '**/*'] : [cwd, arg];
-    const matches = await glob(pattern, { cwd: root, absolute: true, onlyFiles: true, ignore: IGNORE, dot: false });
+    const matches = await glob(pattern, {
+      cwd: root,
+      absolute: true,
+      onlyFiles: true,
+      ignore: IGNORE,
+      dot: false,
+    });
     for (const m of matches) {
       const rel = relative(info?.isDirectory() ? abs : cwd, m);
-      out.set(m, { path: m, relative: info?.isDirectory() ? `${arg.replace(/\/+$/, '')}/${rel}` : rel });
+      out.set(m, { path: m, relative: info?.isDirectory() ? `${basename(abs)}/${rel}` : rel });
     }
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));

@@ -1,4 +1,5 @@
 import { SERVICES } from '../cli/services.js';
+import { allOverrides } from '../embedded/all-config.js';
 import { envDoc } from './fields.js';
 
 /** Renders docs/configuration.md from the service schemas: every variable, type, default, services. */
@@ -29,6 +30,23 @@ export function renderConfigDocs(): string {
     const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
     const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
     lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${r.services.join(', ')} | ${esc(r.doc)} |`);
+  }
+  lines.push(
+    '',
+    '## `kilde serve all` and `npm start`',
+    '',
+    'The embedded mode runs every service in one process over one index and must start with nothing configured,',
+    'so these variables have other defaults (or meanings) there:',
+    '',
+    '| Variable | Type | Default in `all` | Description |',
+    '|---|---|---|---|',
+  );
+  for (const [name, field] of Object.entries(allOverrides).sort(([a], [b]) => a.localeCompare(b))) {
+    const r = envDoc(field as never);
+    if (!r) throw new Error(`all: ${name} has no documentation`);
+    const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
+    const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
+    lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${esc(r.doc)} |`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -1,0 +1,88 @@
+import type { ChunkMeta } from '../index/contract.js';
+import { CliError } from './fail.js';
+
+/** `POST /search` response, the chat platform's shape. */
+export interface SearchResult {
+  documents: string[][];
+  metadatas: ChunkMeta[][];
+  distances: number[][];
+}
+
+export interface SearchArgs {
+  queries: string[];
+  collection_names: string[];
+  k: number;
+}
+
+export interface IngestArgs {
+  path: string;
+  fileId: string;
+  filename: string;
+  collection: string;
+  userId: string;
+  /** `meta.source` (local mode; over HTTP the server records the uploaded file name). */
+  source: string;
+}
+
+export interface IngestedFile {
+  chunks: number;
+  engine?: string;
+}
+
+export interface ExtractResult {
+  engine: string;
+  documents: unknown[];
+}
+
+export interface DocumentSummary {
+  file_id: string;
+  name: string | null;
+  source: string | null;
+  chunks: number;
+  ingest_version: string | null;
+}
+
+/**
+ * What the CLI does, whether on the embedded index in this process (local) or against a running
+ * server (`--url`). JSON answers keep the HTTP routes' shapes in both modes.
+ */
+export interface Backend {
+  readonly mode: 'local' | 'http';
+  /** Opens what the commands need (local: config, index, pipeline) so start-up errors surface once. */
+  prepare(): Promise<void>;
+  ingest(args: IngestArgs): Promise<IngestedFile>;
+  search(args: SearchArgs): Promise<SearchResult>;
+  extract(path: string, engine: string | undefined): Promise<ExtractResult>;
+  deleteDocument(fileId: string): Promise<Record<string, unknown>>;
+  chunks(fileId: string, query: Record<string, string>): Promise<Record<string, unknown>>;
+  listDocuments(collection: string): Promise<DocumentSummary[]>;
+  close(): Promise<void>;
+}
+
+/** An error answer of either body format: `{detail, code}` or ingestion's `{status:false, error, code}`. */
+export function errorFromBody(status: number, body: unknown, what: string): CliError {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const message = typeof b.error === 'string' ? b.error : typeof b.detail === 'string' ? b.detail : undefined;
+  const code = typeof b.code === 'string' ? b.code : undefined;
+  return new CliError(`${what}: ${message ?? `HTTP ${status}`}`, 1, code);
+}
+
+/** Groups a collection's chunks by file (the index has no document table). */
+export function summarise(points: Iterable<{ meta: ChunkMeta }>): DocumentSummary[] {
+  const byFile = new Map<string, DocumentSummary>();
+  for (const { meta } of points) {
+    const known = byFile.get(meta.file_id);
+    if (known) {
+      known.chunks += 1;
+      continue;
+    }
+    byFile.set(meta.file_id, {
+      file_id: meta.file_id,
+      name: meta.name ?? null,
+      source: meta.source ?? null,
+      chunks: 1,
+      ingest_version: meta.ingest_version ?? null,
+    });
+  }
+  return [...byFile.values()].sort((a, b) => (a.source ?? a.file_id).localeCompare(b.source ?? b.file_id));
+}

@@ -1,0 +1,269 @@
+import { resolve } from 'node:path';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { type Logger, pino } from 'pino';
+import { dataPiece } from '../config/index-settings.js';
+import type { Env } from '../config/parse.js';
+import { readStoredKey } from '../embedded/api-key.js';
+import { fileIdFor } from '../embedded/file-ingest.js';
+import { createLogger } from '../http/logger.js';
+import type { Backend } from './backend.js';
+import { CliError } from './fail.js';
+import { createHttpBackend } from './http-backend.js';
+import { createLocalBackend } from './local-backend.js';
+import { createProgress, type FileOutcome } from './progress.js';
+import { renderHits } from './render.js';
+import { findFiles } from './walk.js';
+
+export interface CliIo {
+  env: Env;
+  out: NodeJS.WriteStream;
+  err: NodeJS.WritableStream;
+}
+
+interface Remote {
+  url?: string;
+  apiKey?: string;
+}
+
+/** Logs go to stderr, errors only unless LOG_LEVEL_APP/DEBUG ask for more: stdout is the answer. */
+function cliLogger(env: Env): Logger {
+  return createLogger(
+    { DEBUG: false, LOG_LEVEL_APP: env.LOG_LEVEL_APP?.trim() || (env.DEBUG === 'true' ? 'debug' : 'error') },
+    pino.destination(2),
+  );
+}
+
+async function backendFor(io: CliIo, remote: Remote, engine?: string): Promise<Backend> {
+  const url = remote.url ?? io.env.KILDE_URL;
+  if (!url) return createLocalBackend(io.env, cliLogger(io.env), engine);
+  if (engine) {
+    throw new CliError(
+      '--engine works on the embedded index only; a server extracts with its EXTRACTION_ENGINE',
+      2,
+    );
+  }
+  // On the machine that ran `npm start`, the generated key is found without pasting it.
+  const apiKey =
+    remote.apiKey ??
+    io.env.KILDE_API_KEY ??
+    io.env.API_KEY ??
+    (await readStoredKey(resolve(dataPiece.KILDE_DATA_DIR.parse(io.env.KILDE_DATA_DIR))));
+  if (!apiKey) throw new CliError('--url needs --api-key (or KILDE_API_KEY)', 2);
+  return createHttpBackend({ url, apiKey });
+}
+
+/** Opens the backend, runs the command, and always closes it (the index, the in-process app). */
+async function withBackend(
+  io: CliIo,
+  remote: Remote,
+  engine: string | undefined,
+  run: (b: Backend) => Promise<void>,
+): Promise<void> {
+  const backend = await backendFor(io, remote, engine);
+  try {
+    await backend.prepare();
+    await run(backend);
+  } finally {
+    await backend.close();
+  }
+}
+
+function positiveInt(name: string, max: number) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`${name} must be 1..${max}`);
+    return n;
+  };
+}
+
+/** `--collection a,b` or repeated `--collection a --collection b`. */
+function collections(v: string, prev: string[] = []): string[] {
+  return [
+    ...prev,
+    ...v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
+}
+
+const remoteOptions = (c: Command) =>
+  c
+    .option(
+      '--url <url>',
+      'a running Kilde, e.g. http://localhost:8000 (default: KILDE_URL; unset: the embedded index)',
+    )
+    .option(
+      '--api-key <key>',
+      'bearer key of that server (default: KILDE_API_KEY, API_KEY, or the stored key)',
+    );
+
+function errorMessage(err: unknown): { error: string; code?: string } {
+  const code =
+    typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+      ? err.code
+      : undefined;
+  const error = err instanceof Error ? err.message : String(err);
+  return code ? { error, code } : { error };
+}
+
+export function registerCommands(program: Command, io: CliIo): void {
+  remoteOptions(
+    program
+      .command('ingest')
+      .description('ingest files, folders or globs into a collection (re-ingesting replaces each file)')
+      .argument('<paths...>', 'files, folders (walked recursively) or globs')
+      .requiredOption('-c, --collection <name>', 'collection name')
+      .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
+      .option('--concurrency <n>', 'files in flight', positiveInt('--concurrency', 64), 2)
+      .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli'),
+  ).action(
+    async (
+      paths: string[],
+      o: Remote & { collection: string; engine?: string; concurrency: number; user: string },
+    ) => {
+      const files = await findFiles(paths);
+      if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
+      await withBackend(io, o, o.engine, async (backend) => {
+        const progress = createProgress(files.length, io.out.isTTY === true, io.out);
+        let next = 0;
+        const worker = async () => {
+          for (let i = next++; i < files.length; i = next++) {
+            const file = files[i] as (typeof files)[number];
+            const fileId = fileIdFor(o.collection, file.relative);
+            const started = performance.now();
+            const base = { file: file.relative, file_id: fileId };
+            try {
+              const r = await backend.ingest({
+                path: file.path,
+                fileId,
+                filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+                collection: o.collection,
+                userId: o.user,
+                source: file.relative,
+              });
+              progress.record({
+                ...base,
+                ok: true,
+                chunks: r.chunks,
+                ms: Math.round(performance.now() - started),
+              });
+            } catch (err) {
+              const outcome: FileOutcome = {
+                ...base,
+                ok: false,
+                chunks: 0,
+                ms: Math.round(performance.now() - started),
+              };
+              progress.record({ ...outcome, ...errorMessage(err) });
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(o.concurrency, files.length) }, worker));
+        const summary = progress.finish();
+        if (io.out.isTTY !== true) io.out.write(`${JSON.stringify({ summary })}\n`);
+        io.err.write(
+          `ingested ${summary.ok} of ${summary.ok + summary.failed} file(s) into "${o.collection}": ${summary.chunks} chunks in ${summary.seconds} s` +
+            (summary.failed > 0 ? `; ${summary.failed} failed:\n` : '\n'),
+        );
+        for (const f of summary.failures)
+          io.err.write(`  ${f.file}: ${f.error}${f.code ? ` (${f.code})` : ''}\n`);
+        if (summary.failed > 0) process.exitCode = 1;
+      });
+    },
+  );
+
+  remoteOptions(
+    program
+      .command('search')
+      .description('search one or more collections')
+      .argument('<query>', 'what to look for')
+      .requiredOption('-c, --collection <name>', 'collection(s), comma-separated or repeated', collections)
+      .option('-k <k>', 'number of hits', positiveInt('-k', 100), 5)
+      .option('--json', 'print the POST /search response as JSON'),
+  ).action(async (query: string, o: Remote & { collection: string[]; k: number; json?: boolean }) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      const result = await backend.search({ queries: [query], collection_names: o.collection, k: o.k });
+      const ansi = io.out.isTTY === true && io.env.NO_COLOR === undefined;
+      io.out.write(o.json ? `${JSON.stringify(result)}\n` : renderHits(result, query, ansi));
+    });
+  });
+
+  remoteOptions(
+    program
+      .command('extract')
+      .description('extract a file and print its text and metadata (nothing is stored)')
+      .argument('<file>', 'the document')
+      .option('--engine <engine>', 'extraction engine (default EXTRACTION_ENGINE)')
+      .option('--json', 'print the POST /api/v1/extract documents as JSON'),
+  ).action(async (file: string, o: Remote & { engine?: string; json?: boolean }) => {
+    // The engine goes in the request body over HTTP, so it is not a local-only option here.
+    const local = !(o.url ?? io.env.KILDE_URL);
+    await withBackend(io, o, local ? o.engine : undefined, async (backend) => {
+      const result = await backend.extract(resolve(file), o.engine);
+      if (o.json) {
+        io.out.write(`${JSON.stringify(result, null, 2)}\n`);
+        return;
+      }
+      for (const [i, doc] of (
+        result.documents as { text: string; metadata: Record<string, unknown> }[]
+      ).entries()) {
+        io.out.write(`--- document ${i + 1} (engine ${result.engine}) ---\n`);
+        for (const [key, value] of Object.entries(doc.metadata)) {
+          if (value !== undefined)
+            io.out.write(`${key}: ${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+        }
+        io.out.write(`\n${doc.text}\n`);
+      }
+    });
+  });
+
+  const documents = program.command('documents').description('list, inspect or delete indexed documents');
+  remoteOptions(
+    documents
+      .command('list')
+      .description('documents of a collection (embedded index only)')
+      .requiredOption('-c, --collection <name>', 'collection name')
+      .option('--json', 'print JSON'),
+  ).action(async (o: Remote & { collection: string; json?: boolean }) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      const docs = await backend.listDocuments(o.collection);
+      if (o.json) {
+        io.out.write(`${JSON.stringify(docs)}\n`);
+        return;
+      }
+      for (const d of docs)
+        io.out.write(`${d.file_id}  ${String(d.chunks).padStart(5)} chunks  ${d.source ?? d.name ?? ''}\n`);
+      io.out.write(`${docs.length} document(s) in "${o.collection}"\n`);
+    });
+  });
+  remoteOptions(
+    documents
+      .command('delete')
+      .description('delete every chunk of a file (every version, every collection)')
+      .argument('<file_id>', 'the file_id (see `documents list`)'),
+  ).action(async (fileId: string, o: Remote) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      io.out.write(`${JSON.stringify(await backend.deleteDocument(fileId))}\n`);
+    });
+  });
+  remoteOptions(
+    documents
+      .command('chunks')
+      .description("a file's stored chunks and their metadata")
+      .argument('<file_id>', 'the file_id (see `documents list`)')
+      .option('--limit <n>', 'chunks per page', positiveInt('--limit', 1000), 50)
+      .option('--offset <cursor>', 'next_offset of the previous page')
+      .addOption(
+        new Option('--content <mode>', 'include chunk text')
+          .choices(['false', 'preview', 'full'])
+          .default('preview'),
+      ),
+  ).action(async (fileId: string, o: Remote & { limit: number; offset?: string; content: string }) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      const query: Record<string, string> = { limit: String(o.limit), include_content: o.content };
+      if (o.offset) query.offset = o.offset;
+      io.out.write(`${JSON.stringify(await backend.chunks(fileId, query), null, 2)}\n`);
+    });
+  });
+}

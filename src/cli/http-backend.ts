@@ -1,0 +1,95 @@
+import { openAsBlob } from 'node:fs';
+import { type Backend, type ExtractResult, errorFromBody, type SearchResult } from './backend.js';
+import { CliError } from './fail.js';
+
+export interface HttpBackendOptions {
+  url: string;
+  apiKey: string;
+  fetch?: typeof fetch;
+}
+
+/** The CLI against a running Kilde (`--url`): the same routes the chat platform calls. */
+export function createHttpBackend(o: HttpBackendOptions): Backend {
+  const base = o.url.replace(/\/+$/, '');
+  const doFetch = o.fetch ?? fetch;
+  const auth = { authorization: `Bearer ${o.apiKey}` };
+
+  async function call(what: string, path: string, init: RequestInit): Promise<unknown> {
+    let res: Response;
+    try {
+      res = await doFetch(`${base}${path}`, { ...init, headers: { ...auth, ...init.headers } });
+    } catch (err) {
+      const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
+      throw new CliError(`${what}: cannot reach ${base}${cause}`);
+    }
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      // not JSON: keep the text for the message
+    }
+    if (!res.ok) throw errorFromBody(res.status, body, what);
+    return body;
+  }
+
+  const json = (what: string, method: string, path: string, body?: unknown) =>
+    call(what, path, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+    });
+
+  return {
+    mode: 'http',
+    async prepare() {
+      // Fails fast, once, when the server is not there (rather than once per file).
+      await call('connect', '/health', { method: 'GET' });
+    },
+    async ingest(a) {
+      const form = new FormData();
+      // Fields before the file: the server judges them before storing a byte of it.
+      form.set('file_id', a.fileId);
+      form.set('filename', a.filename);
+      form.set('collection_name', a.collection);
+      form.set('user_id', a.userId);
+      form.set('file', await openAsBlob(a.path), a.filename);
+      const body = (await call('ingest', '/api/v1/ingest', { method: 'PUT', body: form })) as {
+        chunks_count: number;
+        extraction?: { engine: string };
+      };
+      return { chunks: body.chunks_count, ...(body.extraction ? { engine: body.extraction.engine } : {}) };
+    },
+    async search(args) {
+      return (await json('search', 'POST', '/search', args)) as SearchResult;
+    },
+    async extract(path, engine) {
+      const form = new FormData();
+      if (engine) form.set('engine', engine);
+      form.set('file', await openAsBlob(path), path.split(/[\\/]/).at(-1) ?? 'file');
+      return (await call('extract', '/api/v1/extract', { method: 'POST', body: form })) as ExtractResult;
+    },
+    async deleteDocument(fileId) {
+      return (await json('delete', 'DELETE', `/api/v1/documents/${encodeURIComponent(fileId)}`)) as Record<
+        string,
+        unknown
+      >;
+    },
+    async chunks(fileId, query) {
+      const qs = new URLSearchParams(query).toString();
+      return (await json(
+        'chunks',
+        'GET',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/chunks${qs ? `?${qs}` : ''}`,
+      )) as Record<string, unknown>;
+    },
+    async listDocuments() {
+      throw new CliError(
+        'documents list reads the embedded index directly; run it without --url on the machine that holds the index',
+        2,
+      );
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,136 @@
+import { basename } from 'node:path';
+import type { Logger } from 'pino';
+import type { KernelConfig } from '../config/agent.js';
+import type { ExtractionSettings } from '../config/extraction.js';
+import { optionalString } from '../config/fields.js';
+import { type Env, parseConfig } from '../config/parse.js';
+import { generateKey } from '../embedded/api-key.js';
+import { type AllParts, composeAll } from '../embedded/compose.js';
+import { createExtractor } from '../extract/create-extractor.js';
+import { buildApp, type KildeApp, startParts } from '../http/app.js';
+import type { StoredPoint } from '../index/contract.js';
+import { type Backend, errorFromBody, type SearchResult, summarise } from './backend.js';
+import { allService } from './services.js';
+
+/** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
+export function localSchema() {
+  return allService().schema.extend({
+    API_KEY: optionalString('Not needed by the local CLI, which serves no one.'),
+  });
+}
+
+interface Runtime {
+  all: AllParts;
+  app: KildeApp;
+}
+
+/**
+ * The CLI on the embedded index, in this process: the same parts as `kilde serve all` (same config,
+ * same defaults, same index directory), driven without a socket. Ingestion calls the service
+ * directly (no upload copy); the JSON routes are answered by the in-process app, so `--json` prints
+ * exactly what the server would answer.
+ */
+export function createLocalBackend(env: Env, log: Logger, engine?: string): Backend {
+  const parsed = parseConfig(localSchema(), { ...env, ...(engine ? { EXTRACTION_ENGINE: engine } : {}) });
+  // The in-process app still checks a bearer on its routes; this key never leaves the process.
+  const config = { ...parsed, API_KEY: generateKey(), ENABLE_INSPECTION_API: true };
+  let runtime: Promise<Runtime> | undefined;
+
+  const open = (): Promise<Runtime> => {
+    runtime ??= (async () => {
+      const all = await composeAll(config, log);
+      const app = await buildApp(config as unknown as KernelConfig, { logger: log, parts: all.parts });
+      try {
+        await startParts(all.parts);
+      } catch (err) {
+        await app.close().catch(() => undefined);
+        throw err;
+      }
+      return { all, app };
+    })();
+    return runtime;
+  };
+
+  async function call(what: string, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) {
+    const { app } = await open();
+    const res = await app.inject({
+      method,
+      url,
+      headers: { authorization: `Bearer ${config.API_KEY}` },
+      ...(payload === undefined ? {} : { payload: payload as Record<string, unknown> }),
+    });
+    const body: unknown = res.body === '' ? undefined : res.json();
+    if (res.statusCode >= 400) throw errorFromBody(res.statusCode, body, what);
+    return body as Record<string, unknown>;
+  }
+
+  return {
+    mode: 'local',
+    async prepare() {
+      await open();
+    },
+    async ingest(a) {
+      const { all } = await open();
+      const outcome = await all.ingest.pipeline().service.ingest(
+        {
+          fileId: a.fileId,
+          filename: a.filename,
+          collectionName: a.collection,
+          collectionType: 'file',
+          userId: a.userId,
+          overwrite: true,
+          source: a.source,
+        },
+        async () => {
+          const { stat } = await import('node:fs/promises');
+          return { path: a.path, filename: a.filename, bytes: (await stat(a.path)).size };
+        },
+      );
+      return { chunks: outcome.chunksCount, engine: outcome.extraction.engine };
+    },
+    async search(args) {
+      return (await call('search', 'POST', '/search', args)) as unknown as SearchResult;
+    },
+    async extract(path, chosen) {
+      // No index needed: only the engine.
+      const name = chosen ?? String(parsed.EXTRACTION_ENGINE);
+      const extractor = createExtractor(name, parsed as unknown as ExtractionSettings, { log });
+      try {
+        return {
+          engine: extractor.name,
+          documents: await extractor.extract({ path, filename: basename(path) }),
+        };
+      } finally {
+        await extractor.close?.();
+      }
+    },
+    deleteDocument: (fileId) => call('delete', 'DELETE', `/api/v1/documents/${encodeURIComponent(fileId)}`),
+    chunks(fileId, query) {
+      const qs = new URLSearchParams(query).toString();
+      return call(
+        'chunks',
+        'GET',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/chunks${qs ? `?${qs}` : ''}`,
+      );
+    },
+    async listDocuments(collection) {
+      const { all } = await open();
+      const points: StoredPoint[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await all.index.scroll(
+          { collectionNames: [collection] },
+          { limit: 1000, ...(cursor === undefined ? {} : { cursor }) },
+        );
+        points.push(...page.points);
+        cursor = page.next;
+      } while (cursor !== undefined);
+      return summarise(points);
+    },
+    async close() {
+      if (!runtime) return;
+      const { app } = await runtime;
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { CHUNK_MODES } from '../config/chunking.js';
+import { bool, type EnvDoc, oneOf, optionalString, url } from '../config/fields.js';
+import { EMBEDDING_PROVIDERS } from '../config/index-settings.js';
+import { ConfigError } from '../config/parse.js';
+import { llmPiece } from '../config/shared.js';
+import { mcpPiece } from '../config/tools.js';
+
+/** A boolean whose default depends on another variable: unset stays `undefined`. */
+function dependentBool(doc: string, def: string) {
+  const TRUE = new Set(['true', '1', 'yes']);
+  const FALSE = new Set(['false', '0', 'no']);
+  const meta: EnvDoc = { type: 'boolean', default: def, doc };
+  return z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const s = v?.trim().toLowerCase();
+      if (s === undefined || s === '') return undefined;
+      if (TRUE.has(s)) return true;
+      if (FALSE.has(s)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
+      return z.NEVER;
+    })
+    .meta({ env: meta });
+}
+
+/**
+ * Where `kilde serve all` (and `npm start`) differ from the single services: it must start with
+ * nothing configured, offline, on one machine. These fields replace the services' own in the merged
+ * schema; docs/configuration.md lists them in its `all` section.
+ */
+export const allOverrides = {
+  EMBEDDING_PROVIDER: oneOf(
+    EMBEDDING_PROVIDERS,
+    'none',
+    'dense embedding backend; unset means `none` (lexical-only BM25 search over the full-text index), logged at start-up with the line that enables dense search.',
+  ),
+  CHUNK_SPLIT_BY: oneOf(
+    CHUNK_MODES,
+    'markdown',
+    'split on the heading hierarchy first (breadcrumbs for citations), sections packed up to `CHUNK_SIZE` tokens.',
+  ),
+  ENABLE_SPARSE_EMBEDDINGS: bool(
+    true,
+    'BM25 `text-sparse` vectors on every point, so a later switch to Qdrant keeps lexical search.',
+  ),
+  ENABLE_HYBRID_SEARCH: bool(
+    true,
+    'dense + lexical fusion once a dense provider is configured (lexical alone without one).',
+  ),
+  ENABLE_QUERY_GENERATION: dependentBool(
+    'generate queries from chat `messages` with the LLM; on only when an LLM endpoint is configured.',
+    'true when AGENT_API_BASE_URL is set, else false',
+  ),
+  AGENT_API_BASE_URL: url(
+    undefined,
+    'OpenAI-compatible LLM endpoint of `/echo`, `rewrite_concisely` and query generation. Unset: `/echo` tries the single-service default and the LLM is left out of `/health/ready`.',
+  ),
+  WEATHER_API_BASE_URL: url(
+    undefined,
+    'with `WEATHER_API_KEY`, mounts the tool server (`get_weather` on `/mcp`, `GET /weather`); unset leaves it out.',
+  ),
+  WEATHER_API_KEY: optionalString(
+    'with `WEATHER_API_BASE_URL`, mounts the tool server; unset leaves it out.',
+  ),
+  MCP_ALLOWED_HOSTS: mcpPiece('kilde').MCP_ALLOWED_HOSTS,
+};
+
+/** The single services' default LLM endpoint, used by `/echo` in `all` when none is configured. */
+export const DEFAULT_LLM_URL = llmPiece.AGENT_API_BASE_URL.parse(undefined);
+
+export interface AllChoices {
+  /** AGENT_API_BASE_URL was set: the LLM joins readiness and query generation defaults on. */
+  llm: boolean;
+  /** The weather upstream is configured: the tool server is mounted. */
+  tools: boolean;
+}
+
+/** Decides what `all` mounts and fills the fields the services expect, from the parsed `all` config. */
+export function resolveAllConfig(config: Readonly<Record<string, unknown>>): {
+  config: Record<string, unknown>;
+  choices: AllChoices;
+} {
+  const llm = config.AGENT_API_BASE_URL !== undefined;
+  const hasUrl = config.WEATHER_API_BASE_URL !== undefined;
+  const hasKey = config.WEATHER_API_KEY !== undefined;
+  if (hasUrl !== hasKey) {
+    throw new ConfigError(
+      'Configuration error: WEATHER_API_BASE_URL and WEATHER_API_KEY must be set together to mount the tool server in `kilde serve all`',
+    );
+  }
+  return {
+    config: {
+      ...config,
+      AGENT_API_BASE_URL: config.AGENT_API_BASE_URL ?? DEFAULT_LLM_URL,
+      ENABLE_QUERY_GENERATION: config.ENABLE_QUERY_GENERATION ?? llm,
+    },
+    choices: { llm, tools: hasUrl && hasKey },
+  };
+}

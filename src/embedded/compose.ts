@@ -1,0 +1,92 @@
+import type { Logger } from 'pino';
+import type { AgentConfig } from '../config/agent.js';
+import type { IngestConfig } from '../config/ingest.js';
+import type { RetrieveConfig } from '../config/retrieve.js';
+import type { ToolsConfig } from '../config/tools.js';
+import type { ServicePart } from '../http/app.js';
+import { openIndex } from '../index/open.js';
+import { indexSettingsFrom } from '../index/settings-from-config.js';
+import type { VectorIndex } from '../index/store.js';
+import type { IngestPart } from '../ingest/part.js';
+import { resolveAllConfig } from './all-config.js';
+
+/** The one line an operator pastes to turn dense search on (a new table: the old one has no dense vector). */
+export const ENABLE_DENSE_HINT =
+  'EMBEDDING_PROVIDER=http-compat EMBEDDING_API_BASE_URL=http://localhost:11434/v1 EMBEDDING_MODEL=bge-m3 EMBEDDING_DIM=1024 VECTORDB_INDEX=kilde_dense npm start';
+
+export interface AllParts {
+  parts: ServicePart[];
+  ingest: IngestPart;
+  index: VectorIndex;
+}
+
+/**
+ * `kilde serve all`: every service's part on one app, over ONE open index that ingestion writes and
+ * retrieval reads (one LanceDB connection, one writer queue, no cross-process refresh delay).
+ */
+export async function composeAll(
+  parsed: Readonly<Record<string, unknown>>,
+  log: Logger,
+  deps: { fetch?: typeof fetch } = {},
+): Promise<AllParts> {
+  const { config, choices } = resolveAllConfig(parsed);
+  const ingestConfig = config as IngestConfig;
+  const net = deps.fetch ? { fetch: deps.fetch } : {};
+  const index = await openIndex(
+    {
+      ...indexSettingsFrom(ingestConfig, ingestConfig.ENABLE_SPARSE_EMBEDDINGS),
+      language: ingestConfig.SPARSE_LANGUAGE,
+    },
+    { log, ...net },
+  );
+  // Parts close in reverse order: the index, listed first, closes after everything that uses it.
+  const shared: ServicePart = {
+    name: 'embedded-index',
+    register: () => undefined,
+    close: () => index.close(),
+  };
+  try {
+    const { createIngestPart } = await import('../ingest/part.js');
+    const { createRetrievePart } = await import('../retrieve/part.js');
+    const { createAgentPart } = await import('../agent/part.js');
+    const ingest = createIngestPart(ingestConfig, { log, index, ...net });
+    const retrieve = await createRetrievePart(config as RetrieveConfig, { log, index, ...net });
+    const agent = createAgentPart(config as AgentConfig, net);
+    // Without a configured LLM the offline default would never be ready: its probe is left out.
+    const parts: ServicePart[] = [shared, ingest, retrieve, choices.llm ? agent : { ...agent, probes: [] }];
+    if (choices.tools) {
+      const { createToolsPart } = await import('../tools/part.js');
+      // Joins the agent's `/mcp` (one route, both tool sets).
+      parts.push(createToolsPart(config as ToolsConfig, net));
+    }
+    describeMode(config, choices, log);
+    return { parts, ingest, index };
+  } catch (err) {
+    await index.close().catch(() => undefined);
+    throw err;
+  }
+}
+
+function describeMode(
+  config: Record<string, unknown>,
+  choices: { llm: boolean; tools: boolean },
+  log: Logger,
+): void {
+  const lexicalOnly = config.EMBEDDING_PROVIDER === 'none';
+  log.info(
+    {
+      index: config.VECTORDB_URI ?? `${String(config.KILDE_DATA_DIR)}/lancedb`,
+      search: lexicalOnly ? 'lexical (BM25)' : config.ENABLE_HYBRID_SEARCH ? 'hybrid' : 'dense',
+      extraction: config.EXTRACTION_ENGINE,
+      chunking: config.CHUNK_SPLIT_BY,
+      llm: choices.llm ? config.AGENT_API_BASE_URL : 'not configured (left out of readiness)',
+      tools: choices.tools ? 'mounted' : 'off (set WEATHER_API_BASE_URL and WEATHER_API_KEY)',
+    },
+    'kilde serve all: every service on one port',
+  );
+  if (lexicalOnly) {
+    log.warn(
+      `lexical-only search: no dense embedding provider. To enable dense search run: ${ENABLE_DENSE_HINT}`,
+    );
+  }
+}

@@ -1,0 +1,58 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename } from 'node:path';
+import type { IngestOutcome, IngestService } from '../ingest/service.js';
+
+/**
+ * The file_id of a local file: derived from the collection and the file's relative path, so ingesting
+ * the same tree again replaces each file's previous version instead of adding a copy.
+ */
+export function fileIdFor(collection: string, relativePath: string): string {
+  const normalised = relativePath
+    .split(/[\\/]+/)
+    .filter(Boolean)
+    .join('/');
+  return createHash('sha256').update(`${collection}\u0000${normalised}`).digest('hex').slice(0, 32);
+}
+
+export async function contentHash(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+export interface LocalFile {
+  /** Absolute path. */
+  path: string;
+  /** Path used for the file_id and `meta.source`. */
+  relative: string;
+}
+
+export interface LocalIngestOptions {
+  collection: string;
+  userId: string;
+  collectionType?: string;
+}
+
+/** Ingests one local file through the service: same lock, same versioning as `PUT /api/v1/ingest`. */
+export async function ingestLocalFile(
+  service: IngestService,
+  file: LocalFile,
+  o: LocalIngestOptions,
+): Promise<IngestOutcome & { fileId: string }> {
+  const fileId = fileIdFor(o.collection, file.relative);
+  const outcome = await service.ingest(
+    {
+      fileId,
+      filename: basename(file.path),
+      collectionName: o.collection,
+      collectionType: o.collectionType ?? 'file',
+      userId: o.userId,
+      overwrite: true,
+      source: file.relative,
+    },
+    async () => ({ path: file.path, filename: basename(file.path), bytes: (await stat(file.path)).size }),
+  );
+  return { ...outcome, fileId };
+}
