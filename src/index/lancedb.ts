@@ -37,6 +37,9 @@ export interface LanceIndexOptions {
   cleanupOlderThanMs?: number;
 }
 
+/** Bound on the extra rows one lexical query fetches while the full-text index lags behind writes. */
+const MAX_UNINDEXED_FETCH = 20_000;
+
 const DENSE_NOT_NULL = `\`${DENSE_VECTOR}\` IS NOT NULL`;
 
 /** Candidates each side of a hybrid query contributes before fusion. */
@@ -204,14 +207,28 @@ class LanceIndex implements VectorIndex {
     const where = filterToSql(filter);
     if (text === '' || where === 'false' || limit <= 0) return [];
     const table = await this.requireTable();
+    // LanceDB (0.37) returns matches among rows not yet in the full-text index in table order, not
+    // by score, and cuts them at the limit: fetch them all, then rank and cut here.
+    const pending = await this.unindexedFtsRows(table);
     let q = table
       .query()
       .fullTextSearch(text, { columns: 'content' })
       .select([...POINT_COLUMNS, '_score'])
-      .limit(limit);
+      .limit(limit + pending);
     if (where !== undefined) q = q.where(where);
     const rows: unknown[] = await q.toArray(this.exec);
-    return rows.map(rowToLexicalHit);
+    return rows
+      .map(rowToLexicalHit)
+      .sort((a, b) => b.score - a.score)
+      .slice(0, limit);
+  }
+
+  /** Rows written since the full-text index was last updated (optimize folds them in). */
+  private async unindexedFtsRows(table: Table): Promise<number> {
+    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === 'content');
+    if (!fts) return 0;
+    const stats = await table.indexStats(fts.name);
+    return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
