@@ -12,7 +12,7 @@ import { resolveAllConfig } from './all-config.js';
 
 /** The one line an operator pastes to turn dense search on (a new table: the old one has no dense vector). */
 export const ENABLE_DENSE_HINT =
-  'EMBEDDING_PROVIDER=http-compat EMBEDDING_API_BASE_URL=http://localhost:11434/v1 EMBEDDING_MODEL=bge-m3 EMBEDDING_DIM=1024 VECTORDB_INDEX=kilde_dense npm start';
+  'EMBEDDING_PROVIDER=http-compat EMBEDDING_API_BASE_URL=http://localhost:8080/v1 EMBEDDING_MODEL=intfloat/multilingual-e5-large EMBEDDING_DIM=1024 VECTORDB_INDEX=kilde_dense npm start';
 
 export interface AllParts {
   parts: ServicePart[];
