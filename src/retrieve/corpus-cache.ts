@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { SparseEncoder } from '../embed/sparse.js';
 import type { IndexFilter, StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
@@ -10,6 +11,7 @@ export interface CorpusCacheOptions {
   maxDocs: number;
   ttlMs: number;
   now?: () => number;
+  log?: Logger;
 }
 
 /**
@@ -34,7 +36,15 @@ export function createCorpusCache(o: CorpusCacheOptions) {
       points.push(...page.points);
       cursor = page.next;
     } while (cursor !== undefined && points.length < o.maxDocs);
-    return { corpus: new Bm25Corpus(points, o.encoder), truncated: cursor !== undefined };
+    const truncated = cursor !== undefined;
+    if (truncated) {
+      // Lexical hits beyond the cap are invisible: the operator should add text-sparse instead.
+      o.log?.warn(
+        { collections: filter.collectionNames, maxDocs: o.maxDocs },
+        'client-side BM25 corpus capped at BM25_FUSION_MAX_DOCS chunks; lexical matches beyond it are missed',
+      );
+    }
+    return { corpus: new Bm25Corpus(points, o.encoder), truncated };
   }
 
   return {

@@ -7,6 +7,7 @@ import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import { createChatClient } from '../llm/chat-client.js';
+import { createCollectionState } from './collection-state.js';
 import { createCorpusCache } from './corpus-cache.js';
 import { createRetrieveMetrics } from './metrics.js';
 import { createReranker } from './rerank.js';
@@ -20,6 +21,12 @@ export interface RetrieveDeps {
   /** Tests and `serve all` pass an already open index. */
   index?: VectorIndex;
 }
+
+/**
+ * How long the collection's description (exists, lexical side) is trusted before a search re-reads
+ * it; short, so a collection the ingestion process creates or reshapes is picked up without restarts.
+ */
+const COLLECTION_REFRESH_MS = 10_000;
 
 /** The retrieval service: `POST /search` over the shared index (read-only). */
 export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveDeps): Promise<ServicePart> {
@@ -78,10 +85,12 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
             encoder: sparse,
             maxDocs: config.BM25_FUSION_MAX_DOCS,
             ttlMs: config.BM25_FUSION_CACHE_TTL * 1000,
+            log,
           }),
           metrics,
           log,
         },
+        collection: createCollectionState({ index, refreshMs: COLLECTION_REFRESH_MS }),
         llm,
         generateQueries: config.ENABLE_QUERY_GENERATION,
         lastMessages: config.QUERY_GENERATION_MESSAGES,

@@ -24,8 +24,11 @@ export interface PipelineDeps {
   log: Logger;
 }
 
-export function searchMode(d: Pick<PipelineDeps, 'dense' | 'hybrid' | 'index'>): SearchMode {
-  const lexicalInIndex = d.index.hasSparse();
+/**
+ * `lexicalInIndex`: the collection has `text-sparse` (Qdrant) or a full-text index (LanceDB), as
+ * described now (see collection-state.ts), not as configured.
+ */
+export function searchMode(d: Pick<PipelineDeps, 'dense' | 'hybrid'>, lexicalInIndex: boolean): SearchMode {
   if (!d.dense) return lexicalInIndex ? 'lexical' : 'client-bm25';
   if (!d.hybrid) return 'dense';
   return lexicalInIndex ? 'hybrid' : 'dense+client-bm25';
@@ -35,9 +38,14 @@ export function searchMode(d: Pick<PipelineDeps, 'dense' | 'hybrid' | 'index'>):
  * The linear pipeline for one query: embed → search (filtered to the caller's collections) →
  * optional rerank → dedup by content MD5 → top k. Higher scores are always better.
  */
-export async function searchOne(d: PipelineDeps, query: string, collectionNames: string[], k: number) {
+export async function searchOne(
+  d: PipelineDeps,
+  mode: SearchMode,
+  query: string,
+  collectionNames: string[],
+  k: number,
+) {
   const filter: IndexFilter = { collectionNames };
-  const mode = searchMode(d);
   const pool = d.reranker ? k * d.multiplier : k;
   // Over-fetch a little so dedup by content still leaves k hits.
   const fetchN = Math.min(pool * 2, 1000);

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { ChunkMeta, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
 import type { ChatClient } from '../llm/chat-client.js';
-import { type PipelineDeps, searchMode, searchOne } from './pipeline.js';
+import type { CollectionState } from './collection-state.js';
+import { type PipelineDeps, type SearchMode, searchMode, searchOne } from './pipeline.js';
 import { type ChatTurn, resolveQueries } from './query-source.js';
 
 export interface SearchRequest {
@@ -21,6 +22,7 @@ export interface SearchResponse {
 
 export interface SearchServiceOptions {
   pipeline: PipelineDeps;
+  collection: CollectionState;
   llm?: ChatClient | undefined;
   generateQueries: boolean;
   lastMessages: number;
@@ -51,11 +53,15 @@ export function createSearchService(o: SearchServiceOptions) {
           onFallback: () => metrics.fallback('query_generation'),
         }),
       );
-      const mode = searchMode(o.pipeline);
+      let mode: SearchMode | 'unknown' = 'unknown';
       try {
-        const results = await Promise.all(
-          queries.map((q) => searchOne(o.pipeline, q, req.collection_names, req.k)),
-        );
+        const info = await o.collection.current();
+        const m = searchMode(o.pipeline, info.hasSparse);
+        mode = m;
+        // Nothing ingested yet: empty lists (as for an unknown collection name), not an error.
+        const results = info.exists
+          ? await Promise.all(queries.map((q) => searchOne(o.pipeline, m, q, req.collection_names, req.k)))
+          : queries.map(() => ({ hits: [] as SearchHit[] }));
         let lists = results.map((r) => r.hits);
         if (o.mergeResults && lists.length > 1) lists = [fuseRrf(lists, req.k)];
         metrics.search(mode, 'ok');
