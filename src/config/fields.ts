@@ -65,20 +65,34 @@ export function url(def: string | undefined, doc: string): EnvField<string | und
   });
 }
 
+function parseBool(v: string, ctx: z.RefinementCtx): boolean {
+  const s = v.trim().toLowerCase();
+  if (TRUE.has(s)) return true;
+  if (FALSE.has(s)) return false;
+  ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
+  return z.NEVER;
+}
+
+/** A boolean whose default depends on other variables: unset stays `undefined`; `def` documents the rule. */
+export function optionalBool(doc: string, def: string) {
+  return documented(
+    blank().pipe(
+      z
+        .string()
+        .optional()
+        .transform((v, ctx) => (v === undefined ? undefined : parseBool(v, ctx))),
+    ),
+    { type: 'boolean', default: def, doc },
+  );
+}
+
 export function bool(def: boolean, doc: string) {
   return documented(
     blank().pipe(
       z
         .string()
         .optional()
-        .transform((v, ctx) => {
-          if (v === undefined) return def;
-          const s = v.trim().toLowerCase();
-          if (TRUE.has(s)) return true;
-          if (FALSE.has(s)) return false;
-          ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
-          return z.NEVER;
-        }),
+        .transform((v, ctx) => (v === undefined ? def : parseBool(v, ctx))),
     ),
     { type: 'boolean', default: String(def), doc },
   );

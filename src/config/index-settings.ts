@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { bool, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
 
 /** Settings both ingestion and retrieval must agree on (spec 3, "Shared index contract"). */
@@ -80,3 +81,18 @@ export const tokenizerPiece = {
   ),
   TOKENIZER_REVISION: string('', 'Hub revision of the tokenizer; empty means the latest.'),
 };
+
+/**
+ * `kilde serve ingest` and `kilde serve retrieve` demand an explicit dense provider (`none` is a
+ * choice too); `all` merges shapes, which drops this refinement, and defaults to lexical-only.
+ */
+export function requireEmbeddingProvider(service: string) {
+  return (c: { EMBEDDING_PROVIDER?: string | undefined }, ctx: z.RefinementCtx) => {
+    if (c.EMBEDDING_PROVIDER !== undefined) return;
+    ctx.addIssue({
+      code: 'custom',
+      path: ['EMBEDDING_PROVIDER'],
+      message: `is required by \`kilde serve ${service}\`: http-compat, inference-server, inprocess, or none (lexical-only, no dense vectors)`,
+    });
+  };
+}

@@ -2,29 +2,17 @@ import { z } from 'zod';
 import type { ObjectStoreSettings } from '../ingest/object-store.js';
 import { chunkingPiece } from './chunking.js';
 import { extractionPiece } from './extraction.js';
-import { bool, type EnvDoc, int, list, optionalString, string, url } from './fields.js';
-import { dataPiece, embeddingPiece, indexPiece, sparsePiece, tokenizerPiece } from './index-settings.js';
+import { bool, int, list, optionalBool, optionalString, string, url } from './fields.js';
+import {
+  dataPiece,
+  embeddingPiece,
+  indexPiece,
+  requireEmbeddingProvider,
+  sparsePiece,
+  tokenizerPiece,
+} from './index-settings.js';
 import { ConfigError } from './parse.js';
 import { kernelPieces } from './shared.js';
-
-/** A boolean whose default depends on another variable: unset stays `undefined`. */
-function optionalBool(doc: string, def: string) {
-  const TRUE = new Set(['true', '1', 'yes']);
-  const FALSE = new Set(['false', '0', 'no']);
-  const meta: EnvDoc = { type: 'boolean', default: def, doc };
-  return z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      const s = v?.trim().toLowerCase();
-      if (s === undefined || s === '') return undefined;
-      if (TRUE.has(s)) return true;
-      if (FALSE.has(s)) return false;
-      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
-      return z.NEVER;
-    })
-    .meta({ env: meta });
-}
 
 export const objectStorePiece = {
   OBJECTSTORE_ENDPOINT: url(
@@ -87,18 +75,7 @@ export const ingestSchema = z
     ...ingestPiece,
     ...objectStorePiece,
   })
-  // Only `kilde serve ingest` demands an explicit choice; `all` merges shapes (dropping this) and
-  // defaults to lexical-only.
-  .superRefine((c, ctx) => {
-    if (c.EMBEDDING_PROVIDER === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['EMBEDDING_PROVIDER'],
-        message:
-          'is required by `kilde serve ingest`: http-compat, inference-server, inprocess, or none (lexical-only, no dense vectors)',
-      });
-    }
-  });
+  .superRefine(requireEmbeddingProvider('ingest'));
 export type IngestConfig = z.output<typeof ingestSchema>;
 
 /** OBJECTSTORE_* first, then the standard AWS variables; path style defaults on with an endpoint. */

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { bool, int, oneOf, string, url } from './fields.js';
-import { dataPiece, embeddingPiece, indexPiece, SPARSE_MODELS, sparsePiece } from './index-settings.js';
+import {
+  dataPiece,
+  embeddingPiece,
+  indexPiece,
+  requireEmbeddingProvider,
+  SPARSE_MODELS,
+  sparsePiece,
+} from './index-settings.js';
 import { kernelPieces, llmPiece } from './shared.js';
 
 export const retrievalPiece = {
@@ -70,15 +77,5 @@ export const retrieveSchema = z
     ...sparsePiece,
     ...retrievalPiece,
   })
-  // Only `kilde serve retrieve` demands an explicit choice; `all` merges shapes and defaults to lexical-only.
-  .superRefine((c, ctx) => {
-    if (c.EMBEDDING_PROVIDER === undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['EMBEDDING_PROVIDER'],
-        message:
-          'is required by `kilde serve retrieve`: http-compat, inference-server, inprocess, or none (lexical-only)',
-      });
-    }
-  });
+  .superRefine(requireEmbeddingProvider('retrieve'));
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

@@ -1,29 +1,10 @@
 import { z } from 'zod';
 import { CHUNK_MODES } from '../config/chunking.js';
-import { bool, type EnvDoc, oneOf, optionalString, url } from '../config/fields.js';
+import { bool, oneOf, optionalBool, optionalString, url } from '../config/fields.js';
 import { EMBEDDING_PROVIDERS } from '../config/index-settings.js';
 import { ConfigError } from '../config/parse.js';
 import { llmPiece } from '../config/shared.js';
 import { mcpPiece } from '../config/tools.js';
-
-/** A boolean whose default depends on another variable: unset stays `undefined`. */
-function dependentBool(doc: string, def: string) {
-  const TRUE = new Set(['true', '1', 'yes']);
-  const FALSE = new Set(['false', '0', 'no']);
-  const meta: EnvDoc = { type: 'boolean', default: def, doc };
-  return z
-    .string()
-    .optional()
-    .transform((v, ctx) => {
-      const s = v?.trim().toLowerCase();
-      if (s === undefined || s === '') return undefined;
-      if (TRUE.has(s)) return true;
-      if (FALSE.has(s)) return false;
-      ctx.addIssue({ code: 'custom', message: `must be one of true/false/1/0/yes/no, got "${v}"` });
-      return z.NEVER;
-    })
-    .meta({ env: meta });
-}
 
 /**
  * Where `kilde serve all` (and `npm start`) differ from the single services: it must start with
@@ -49,7 +30,7 @@ export const allOverrides = {
     true,
     'dense + lexical fusion once a dense provider is configured (lexical alone without one).',
   ),
-  ENABLE_QUERY_GENERATION: dependentBool(
+  ENABLE_QUERY_GENERATION: optionalBool(
     'generate queries from chat `messages` with the LLM; on only when an LLM endpoint is configured.',
     'true when AGENT_API_BASE_URL is set, else false',
   ),
