@@ -9,6 +9,7 @@ import type { VectorIndex } from '../index/store.js';
 import { createChatClient } from '../llm/chat-client.js';
 import { createCollectionState } from './collection-state.js';
 import { createCorpusCache } from './corpus-cache.js';
+import { errorChain } from './error-chain.js';
 import { createRetrieveMetrics } from './metrics.js';
 import { createReranker } from './rerank.js';
 import { registerSearchRoutes } from './routes.js';
@@ -69,7 +70,16 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
   let service: ReturnType<typeof createSearchService> | undefined;
   return {
     name: 'retrieve',
-    probes: [{ name: 'index', timeoutMs: 3000, check: (signal) => index.ping(signal) }],
+    probes: [
+      {
+        name: 'index',
+        timeoutMs: 3000,
+        check: (signal) =>
+          index.ping(signal).catch((err: unknown) => {
+            throw new Error(errorChain(err));
+          }),
+      },
+    ],
     register(app, ctx) {
       const metrics = createRetrieveMetrics(ctx.metrics);
       service = createSearchService({

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { DENSE_VECTOR } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
+import { errorChain } from './error-chain.js';
 
 /**
  * The spec says a settings mismatch between ingestion and retrieval is silent (wrong scores, empty
@@ -22,8 +23,8 @@ export async function checkIndexSettings(
   try {
     info = await index.describe();
   } catch (err) {
-    const w = `cannot inspect collection "${c.VECTORDB_INDEX}": ${err instanceof Error ? err.message : String(err)}`;
-    log.warn(w);
+    const w = `cannot inspect collection "${c.VECTORDB_INDEX}": ${errorChain(err)}`;
+    log.warn({ check: 'index-settings' }, w);
     return [w];
   }
   if (!info.exists) {
