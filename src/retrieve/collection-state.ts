@@ -2,8 +2,13 @@ import type { CollectionInfo, VectorIndex } from '../index/store.js';
 
 export interface CollectionStateOptions {
   index: VectorIndex;
-  /** How long a description of an existing collection is trusted. */
+  /** How long a description of an existing collection with a lexical side is trusted. */
   refreshMs: number;
+  /**
+   * How long one without a lexical side is trusted: the ingestion side creates the table first and
+   * its full-text index a moment later, and a search in between must not pin the fallback mode.
+   */
+  partialRefreshMs: number;
   now?: () => number;
 }
 
@@ -11,7 +16,8 @@ export interface CollectionStateOptions {
  * What the collection looks like now, as the search mode needs it (exists? has a lexical side?).
  * The ingestion service may create the collection, or its sparse/full-text side, after retrieval
  * started (two processes, one index): a missing collection is therefore re-described on every
- * search, an existing one every `refreshMs`. Concurrent searches share one describe call.
+ * search, an existing one every `refreshMs` (`partialRefreshMs` while it lacks a lexical side).
+ * Concurrent searches share one describe call.
  */
 export function createCollectionState(o: CollectionStateOptions) {
   const now = o.now ?? Date.now;
@@ -19,7 +25,10 @@ export function createCollectionState(o: CollectionStateOptions) {
   let pending: Promise<CollectionInfo> | undefined;
   return {
     current(): Promise<CollectionInfo> {
-      if (known?.info.exists && now() - known.at < o.refreshMs) return Promise.resolve(known.info);
+      if (known?.info.exists) {
+        const trust = known.info.hasSparse ? o.refreshMs : o.partialRefreshMs;
+        if (now() - known.at < trust) return Promise.resolve(known.info);
+      }
       pending ??= o.index
         .describe()
         .then((info) => {

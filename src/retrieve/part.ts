@@ -100,7 +100,11 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
           metrics,
           log,
         },
-        collection: createCollectionState({ index, refreshMs: COLLECTION_REFRESH_MS }),
+        collection: createCollectionState({
+          index,
+          refreshMs: COLLECTION_REFRESH_MS,
+          partialRefreshMs: 1000,
+        }),
         llm,
         generateQueries: config.ENABLE_QUERY_GENERATION,
         lastMessages: config.QUERY_GENERATION_MESSAGES,
