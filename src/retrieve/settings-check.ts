@@ -35,7 +35,7 @@ export async function checkIndexSettings(
     const wantsDense = c.EMBEDDING_PROVIDER !== undefined && c.EMBEDDING_PROVIDER !== 'none';
     if (wantsDense && info.denseSize === undefined) {
       warnings.push(
-        `collection "${c.VECTORDB_INDEX}" has no "${DENSE_VECTOR}" vector but EMBEDDING_PROVIDER=${c.EMBEDDING_PROVIDER}`,
+        `collection "${c.VECTORDB_INDEX}" has no "${DENSE_VECTOR}" vector (it has: ${info.vectorNames.map((n) => `"${n}"`).join(', ') || 'none'}) but EMBEDDING_PROVIDER=${c.EMBEDDING_PROVIDER}: dense search will fail`,
       );
     }
     if (

@@ -95,3 +95,16 @@ describe('settings check on LanceDB', () => {
     expect((await r.app.inject({ url: '/health/ready' })).statusCode).toBe(200);
   });
 });
+
+describe('queries without a single searchable term', () => {
+  it.each([
+    ['hybrid', { ENABLE_HYBRID_SEARCH: 'true' }],
+    ['lexical-only', { EMBEDDING_PROVIDER: 'none' }],
+  ])('answer 200 in %s mode when every word is a stop word', async (_mode, env) => {
+    const r = await retrieve(env);
+    const { status, json } = await r.search({ queries: ['what is this about'], collection_names: ['kb'] });
+    expect(status).toBe(200);
+    expect(json.documents).toHaveLength(1);
+    expect(json.documents[0].length).toBe(json.distances[0].length);
+  });
+});

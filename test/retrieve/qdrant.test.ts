@@ -260,6 +260,20 @@ describe('start-up settings check and readiness', () => {
     );
   });
 
+  it('names the vectors it found when text-dense is missing', async () => {
+    // A collection another tool created, with its own vector names.
+    const res = await fetch(`${qdrant.url}/collections/foreign`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ vectors: { dense: { size: DIM, distance: 'Cosine' } } }),
+    });
+    expect(res.status).toBe(200);
+    const r = await retrieve({ VECTORDB_INDEX: 'foreign' });
+    expect(warnings(r)).toContain(
+      `collection "foreign" has no "${DENSE_VECTOR}" vector (it has: "dense") but EMBEDDING_PROVIDER=http-compat: dense search will fail`,
+    );
+  });
+
   it('is quiet when the settings match', async () => {
     const r = await retrieve({ VECTORDB_INDEX: 'sparse', ENABLE_HYBRID_SEARCH: 'true' });
     expect(r.logs.lines.filter((l) => l.check === 'index-settings')).toEqual([]);
