@@ -6,6 +6,8 @@ export interface RecordedRequest {
   path: string;
   url: URL;
   headers: IncomingMessage['headers'];
+  /** The body as received, byte for byte. */
+  raw: Buffer;
   body: string;
   json?: unknown;
 }
@@ -26,13 +28,15 @@ export async function startRecordingServer(handler: FakeHandler): Promise<FakeSe
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const body = Buffer.concat(chunks).toString('utf8');
+    const raw = Buffer.concat(chunks);
+    const body = raw.toString('utf8');
     const url = new URL(req.url ?? '/', 'http://fake');
     const rec: RecordedRequest = {
       method: req.method ?? 'GET',
       path: url.pathname,
       url,
       headers: req.headers,
+      raw,
       body,
     };
     try {

@@ -1,5 +1,5 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { type RecordedRequest, startRecordingServer } from './recording-server.js';
 
 export interface UploadedFile {
   field: string;
@@ -26,66 +26,53 @@ export interface UploadServer {
   close(): Promise<void>;
 }
 
+/** Parses a multipart body back into fields and files with the platform's own parser (undici). */
+async function parseUpload(req: RecordedRequest): Promise<RecordedUpload> {
+  const rec: RecordedUpload = {
+    method: req.method,
+    path: req.path,
+    headers: req.headers,
+    fields: {},
+    files: [],
+  };
+  const type = String(req.headers['content-type']);
+  if (!type.startsWith('multipart/form-data')) return rec;
+  const form = await new Request('http://fake/', {
+    method: 'POST',
+    headers: { 'content-type': type },
+    body: req.raw,
+  }).formData();
+  for (const [name, value] of form.entries()) {
+    if (typeof value === 'string') rec.fields[name] = [...(rec.fields[name] ?? []), value];
+    else {
+      rec.files.push({
+        field: name,
+        filename: value.name,
+        type: value.type,
+        bytes: Buffer.from(await value.arrayBuffer()),
+      });
+    }
+  }
+  return rec;
+}
+
 /** A real loopback HTTP server for fake upstreams that receive multipart uploads. */
 export async function startUploadServer(handler: UploadHandler): Promise<UploadServer> {
   let current = handler;
   const requests: RecordedUpload[] = [];
-  const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks);
-    const path = new URL(req.url ?? '/', 'http://fake').pathname;
-    const rec: RecordedUpload = {
-      method: req.method ?? 'GET',
-      path,
-      headers: req.headers,
-      fields: {},
-      files: [],
-    };
-    if (String(req.headers['content-type']).startsWith('multipart/form-data')) {
-      // The platform's own multipart parser (undici) reads back exactly what was sent.
-      const form = await new Request('http://fake/', {
-        method: 'POST',
-        headers: { 'content-type': String(req.headers['content-type']) },
-        body: raw,
-      }).formData();
-      for (const [name, value] of form.entries()) {
-        if (typeof value === 'string') rec.fields[name] = [...(rec.fields[name] ?? []), value];
-        else
-          rec.files.push({
-            field: name,
-            filename: value.name,
-            type: value.type,
-            bytes: Buffer.from(await value.arrayBuffer()),
-          });
-      }
-    }
+  const server = await startRecordingServer(async (req, res) => {
+    const rec = await parseUpload(req);
     requests.push(rec);
-    try {
-      await current(rec, res);
-    } catch (err) {
-      res.statusCode = 500;
-      res.end(String(err));
-    }
+    await current(rec, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     setHandler(h) {
       current = h;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: server.close,
   };
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown) {
-  res.statusCode = status;
-  res.setHeader('content-type', 'application/json');
-  res.end(JSON.stringify(body));
-}
+export { sendJson } from './recording-server.js';
