@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { CHUNK_MODES } from '../config/chunking.js';
 import { bool, oneOf, optionalBool, optionalString, url } from '../config/fields.js';
 import { EMBEDDING_PROVIDERS } from '../config/index-settings.js';

@@ -23,6 +23,7 @@ export interface RetrieveHarness {
     body: unknown,
     headers?: Record<string, string>,
     path?: string,
+    // biome-ignore lint/suspicious/noExplicitAny: tests index into the parsed answer freely; the assertions check its shape
   ): Promise<{ status: number; json: any }>;
   close(): Promise<void>;
 }
