@@ -32,12 +32,14 @@ export const searchBody = z
   })
   .superRefine((b, ctx) => {
     const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);
-    const hasMessage = (b.messages ?? []).some((m) => m.content.trim().length > 0);
-    if (!hasQuery && !hasMessage) {
+    // Without explicit queries the last user message is the fallback query (spec 3 §4 step 1), so a
+    // conversation without one would leave nothing to search when query generation is off or fails.
+    const hasUserMessage = (b.messages ?? []).some((m) => m.role === 'user' && m.content.trim().length > 0);
+    if (!hasQuery && !hasUserMessage) {
       ctx.addIssue({
         code: 'custom',
         path: ['queries'],
-        message: 'give at least one non-empty query or message',
+        message: 'give at least one non-empty query or user message',
       });
     }
   });
@@ -48,6 +50,21 @@ const searchResponse = z.object({
   distances: z.array(z.array(z.number())),
 });
 
+/**
+ * A 5xx message may name internal endpoints (the embedding URL, the index directory): the client
+ * gets the stage's code and a fixed message; the original goes to the log and, with DEBUG, `debug`.
+ */
+function clientSafe(err: unknown): KildeError {
+  if (!(err instanceof KildeError))
+    return new KildeError('SEARCH_FAILED', 502, 'Search failed', { cause: err });
+  if (err.statusCode < 500) return err;
+  const message = err.code === 'EMBEDDING_FAILED' ? 'Embedding the query failed' : 'Search failed';
+  return new KildeError(err.code, err.statusCode, message, {
+    cause: err,
+    detail: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`,
+  });
+}
+
 export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: SearchService) {
   // `//search` (a trailing-slash base URL joined by the chat platform) reaches this route too:
   // the kernel's router ignores duplicate slashes.
@@ -56,8 +73,7 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
     { onRequest: ctx.auth, schema: { body: searchBody, response: { 200: searchResponse } } },
     async (request) => {
       const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
-        if (err instanceof KildeError) throw err;
-        throw new KildeError('SEARCH_FAILED', 502, 'Search failed', { cause: err });
+        throw clientSafe(err);
       });
       request.log.info({ queries: queries.length, k: request.body.k }, 'search');
       return lists;
