@@ -66,6 +66,9 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
 
+  // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
+  // text/plain parser turns a mislabelled body into a confusing 422 instead of 415.
+  app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(makeErrorHandler(config.DEBUG));

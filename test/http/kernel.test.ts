@@ -127,6 +127,18 @@ describe('errors', () => {
     expect(res.statusCode).toBe(415);
   });
 
+  it('answers 415 for text/plain too (Fastify parses it by default; no JSON route wants it)', async () => {
+    await make();
+    const res = await app!.inject({
+      method: 'POST',
+      url: '/things',
+      headers: { ...AUTH, 'content-type': 'text/plain' },
+      payload: '{"name":"a","count":1}',
+    });
+    expect(res.statusCode).toBe(415);
+    expect(res.json()).toEqual({ detail: 'Unsupported Content-Type', code: 'INVALID_REQUEST' });
+  });
+
   it('answers unknown routes with 404 JSON', async () => {
     await make();
     const res = await app!.inject({ url: '/nope' });
