@@ -104,8 +104,9 @@ export class McpMachinery {
       },
       handler: (request, reply) => this.handle(request, reply),
     });
-    // The guard covers every path under /mcp, not only the endpoint itself (spec 1 §5).
-    app.all(`${MCP_PATH}/*`, { onRequest: guard }, async (request, reply) =>
+    // The guard covers every path that starts with /mcp (`/mcp/x`, `/mcp-x`), not only the
+    // endpoint itself (spec 1 §5); the static `/mcp` route above still wins for `/mcp`.
+    app.all(`${MCP_PATH}*`, { onRequest: guard }, async (request, reply) =>
       reply
         .status(404)
         .send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' }),

@@ -152,6 +152,18 @@ describe('optional bearer guard (MCP_BEARER_AUTH=true)', () => {
       headers: { authorization: 'Bearer test-key' },
     });
     expect(subAuthed.status).toBe(404);
+    // "Any request whose path starts with /mcp" (spec 1 §5): not only the /mcp/ sub-tree.
+    for (const path of ['/mcp-admin', '/mcpx?y=1']) {
+      const sibling = await raw(`${h.base}${path}`, { method: 'GET' });
+      expect(sibling.status).toBe(401);
+      expect(sibling.headers['www-authenticate']).toBe('Bearer');
+      expect(sibling.text).toBe('missing or invalid bearer token');
+    }
+    const siblingAuthed = await raw(`${h.base}/mcp-admin`, {
+      method: 'GET',
+      headers: { authorization: 'Bearer test-key' },
+    });
+    expect(siblingAuthed.status).toBe(404);
   });
 
   it('leaves health and the REST routes to their own auth', async () => {
