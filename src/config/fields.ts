@@ -57,7 +57,9 @@ export function string(def: string, doc: string) {
 export function url(def: string, doc: string): EnvField<string>;
 export function url(def: undefined, doc: string): EnvField<string | undefined>;
 export function url(def: string | undefined, doc: string): EnvField<string | undefined> {
-  const base = z.url({ error: 'must be an http(s) URL' });
+  // Without a protocol constraint `localhost:4000/v1` parses (scheme `localhost:`) and only fails at
+  // the first call; every URL variable names an HTTP endpoint.
+  const base = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
   return documented(blank().pipe(def === undefined ? base.optional() : base.default(def)), {
     type: 'URL',
     default: def ?? '(unset)',

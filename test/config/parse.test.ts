@@ -57,6 +57,22 @@ describe('configuration parsing', () => {
     expect(() => parseConfig(schema, { HOSTS: '{"a":1}' })).toThrow(/HOSTS must be a JSON array of strings/);
   });
 
+  it.each(['localhost:4000/v1', 'ftp://llm/v1', 'mailto:ops@example.com', 'http//llm/v1'])(
+    'rejects a URL variable that is not http(s): %s',
+    (value) => {
+      expect(() => parseConfig(agentSchema, { API_KEY: 'k', AGENT_API_BASE_URL: value })).toThrow(
+        /AGENT_API_BASE_URL must be an http\(s\) URL/,
+      );
+    },
+  );
+
+  it('accepts http and https URLs, keeping the path', () => {
+    for (const value of ['http://127.0.0.1:4000/v1', 'https://llm.example.com/v1/', 'HTTP://llm:4000/v1'])
+      expect(parseConfig(agentSchema, { API_KEY: 'k', AGENT_API_BASE_URL: value }).AGENT_API_BASE_URL).toBe(
+        value,
+      );
+  });
+
   it('rejects a non-integer port', () => {
     expect(() => parseConfig(agentSchema, { API_KEY: 'k', PORT: 'eighty' })).toThrow(
       /PORT must be an integer/,
