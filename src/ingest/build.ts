@@ -21,6 +21,8 @@ export interface BuildDeps {
   observer?: StageObserver;
   /** An already open index (`kilde serve all` shares one with retrieval); the caller closes it. */
   index?: VectorIndex;
+  /** Leave `index.ensureCollection()` to the caller (which may wait for an index that is not up yet). */
+  deferEnsure?: boolean;
 }
 
 export interface BuiltPipeline {
@@ -91,11 +93,13 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
 
   const ownsIndex = deps.index === undefined;
   const index = deps.index ?? (await openIndex(indexSettings, { log, ...http }));
-  try {
-    await index.ensureCollection();
-  } catch (err) {
-    if (ownsIndex) await index.close().catch(() => undefined);
-    throw err;
+  if (!deps.deferEnsure) {
+    try {
+      await index.ensureCollection();
+    } catch (err) {
+      if (ownsIndex) await index.close().catch(() => undefined);
+      throw err;
+    }
   }
   log.info(
     {

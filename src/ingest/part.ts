@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
 import type { ServicePart } from '../http/app.js';
 import { KildeError } from '../http/errors.js';
+import { QdrantError } from '../index/qdrant-http.js';
 import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
@@ -14,6 +16,19 @@ export interface IngestPartDeps {
   fetch?: typeof fetch;
   /** An already open index shared with other parts (`kilde serve all`); the caller closes it. */
   index?: VectorIndex;
+}
+
+/** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 30_000;
+
+/**
+ * An index that does not answer (yet) is a state, not a configuration error: in a compose or
+ * Kubernetes deployment Qdrant often starts after Kilde. Wrong settings (an incompatible
+ * collection, a refused key) are 4xx answers and stay fatal.
+ */
+function indexUnreachable(err: unknown): boolean {
+  return err instanceof QdrantError && (err.status === 0 || err.status >= 500);
 }
 
 export interface IngestPart extends ServicePart {
@@ -30,10 +45,52 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   const objectStore = createObjectStore(objectStoreSettings(config), { log: deps.log });
   let built: BuiltPipeline | undefined;
   let metrics: IngestMetrics | undefined;
+  /** Why the pipeline is not built yet, while start-up keeps retrying in the background. */
+  let waiting: string | undefined;
+  /** Built but not yet usable: its collection is still to be ensured. */
+  let pending: BuiltPipeline | undefined;
+  const stopping = new AbortController();
+  let retrying: Promise<void> | undefined;
   const pipeline = (): BuiltPipeline => {
     if (!built) throw new KildeError('NOT_READY', 503, 'The ingestion pipeline is still starting');
     return built;
   };
+  const build = () =>
+    buildIngestPipeline(config, {
+      log: deps.log,
+      ...(deps.fetch ? { fetch: deps.fetch } : {}),
+      ...(deps.index ? { index: deps.index } : {}),
+      // Stage timings reach the metrics once routes are registered (the CLI has none).
+      observer: { stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds) },
+      deferEnsure: true,
+    });
+
+  /** Retries ensuring the collection until the index answers; the rest of the pipeline is built. */
+  async function retryEnsure(made: BuiltPipeline): Promise<void> {
+    for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
+      try {
+        await sleep(delay, undefined, { signal: stopping.signal });
+        await made.index.ensureCollection();
+      } catch (err) {
+        if (stopping.signal.aborted) return;
+        if (indexUnreachable(err)) {
+          waiting = `waiting for the vector index: ${(err as Error).message}`;
+          deps.log.warn({ reason: (err as Error).message }, 'vector index still unreachable');
+          continue;
+        }
+        // Reachable now but unusable (e.g. an incompatible collection): readiness says why.
+        waiting = `start-up failed: ${(err as Error).message}`;
+        deps.log.error({ err }, 'ingestion pipeline cannot start');
+        return;
+      }
+      if (stopping.signal.aborted) return;
+      built = made;
+      waiting = undefined;
+      deps.log.info('vector index reachable: ingestion pipeline ready');
+      return;
+    }
+  }
+
   return {
     name: 'ingest',
     pipeline,
@@ -41,7 +98,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       {
         name: 'ingest-pipeline',
         check: async () => {
-          if (!built) throw new Error('pipeline not warmed up yet');
+          if (!built) throw new Error(waiting ?? 'pipeline not warmed up yet');
         },
       },
       {
@@ -65,20 +122,34 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         debug: config.DEBUG,
       });
     },
+    /**
+     * Builds the pipeline. When only the index is unreachable, start-up does not fail: the service
+     * listens (liveness 200, readiness 503 naming the reason, routes 503) and keeps retrying.
+     */
     async start() {
-      if (built) return;
-      built = await buildIngestPipeline(config, {
-        log: deps.log,
-        ...(deps.fetch ? { fetch: deps.fetch } : {}),
-        ...(deps.index ? { index: deps.index } : {}),
-        // Stage timings reach the metrics once routes are registered (the CLI has none).
-        observer: { stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds) },
-      });
+      if (built || pending) return;
+      const made = await build();
+      try {
+        await made.index.ensureCollection();
+        built = made;
+      } catch (err) {
+        if (!indexUnreachable(err)) {
+          await made.close();
+          throw err;
+        }
+        pending = made;
+        waiting = `waiting for the vector index: ${(err as Error).message}`;
+        deps.log.warn({ err }, 'vector index unreachable at start-up; retrying in the background');
+        retrying = retryEnsure(made);
+      }
     },
     async close() {
+      stopping.abort();
+      await retrying;
       objectStore.close();
-      await built?.close();
+      await (built ?? pending)?.close();
       built = undefined;
+      pending = undefined;
     },
   };
 }
