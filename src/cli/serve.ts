@@ -35,12 +35,32 @@ export async function startService(name: string, env: Env): Promise<Running> {
     await app.close().catch(() => undefined);
     throw err;
   }
-  const address = await serve(app, {
-    host: kernel.HOST,
-    port: kernel.PORT,
-    requestTimeoutS: kernel.REQUEST_TIMEOUT,
-    graceS: kernel.SHUTDOWN_GRACE,
-  });
+  let address: string;
+  try {
+    address = await serve(app, {
+      host: kernel.HOST,
+      port: kernel.PORT,
+      requestTimeoutS: kernel.REQUEST_TIMEOUT,
+      graceS: kernel.SHUTDOWN_GRACE,
+    });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw listenError(err, kernel.HOST, kernel.PORT);
+  }
   log.info({ service: def.name, address }, 'kilde listening');
   return { service: def.name, app, parts, config, log, address };
+}
+
+/** `npm start` with port 8000 taken is a first-time user's likeliest failure: say what to change. */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE')
+    return new CliError(
+      `port ${port} on ${host} is already in use: stop what listens there or choose another port with PORT (e.g. PORT=${port + 1})`,
+    );
+  if (code === 'EACCES')
+    return new CliError(`not allowed to listen on port ${port}: choose a port above 1023 with PORT`);
+  if (code === 'EADDRNOTAVAIL')
+    return new CliError(`HOST ${host} is not an address of this machine: use 0.0.0.0 (every interface)`);
+  return err;
 }
