@@ -3,9 +3,13 @@ import type { KildeApp, PartContext } from '../http/app.js';
 import { KildeError } from '../http/errors.js';
 import type { SearchService } from './search-service.js';
 
-/** Message content may be a string or OpenAI-style parts; only the text parts are searched. */
+/**
+ * Message content may be a string or OpenAI-style parts; only the text parts are searched. Raw chat
+ * messages carry `content: null` on an assistant turn that only calls tools: that is no text.
+ */
 const content = z.union([
   z.string().max(100_000),
+  z.null().transform(() => ''),
   z
     .array(z.object({ type: z.string(), text: z.string().optional() }))
     .max(100)

@@ -87,6 +87,25 @@ describe('POST /search with messages but no query to run', () => {
     expect(json.code).toBe('INVALID_REQUEST');
   });
 
+  it('accepts raw OpenAI chat messages: an assistant tool call has content null', async () => {
+    const r = await retrieve();
+    const { status, json } = await r.search({
+      messages: [
+        { role: 'user', content: 'Look up owls' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'nothing' },
+        { role: 'user', content: 'When do owls hunt?' },
+      ],
+      collection_names: ['kb'],
+    });
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(json.metadatas[0][0].file_id).toBe('owls');
+  });
+
   it('still answers a user turn with one list', async () => {
     const r = await retrieve();
     const { status, json } = await r.search({
