@@ -5,12 +5,18 @@ import { denseSizeOf, lanceSchema, REQUIRED_COLUMNS } from './lancedb-rows.js';
 
 export type FtsLanguage = 'english' | 'danish';
 
-/** Full-text index options: stemmed and stop-word filtered in the corpus language. */
+/**
+ * Full-text index options: stemmed in the corpus language; English stop words removed, Danish ones
+ * kept. Measured with `npm run bench:quality` on the Danish textbook (180 questions), removing the
+ * Danish list lost 5 top-1 hits and won none (42.8 % against 45.6 %), in the same direction at
+ * chunk sizes 200 and 800; BM25's IDF already weighs those words down. On SciFact the English
+ * list is neutral (nDCG@10 0.686 with, 0.684 without), so English keeps it.
+ */
 export function ftsIndex(language: FtsLanguage): Index {
   return Index.fts({
     language: language === 'danish' ? 'Danish' : 'English',
     stem: true,
-    removeStopWords: true,
+    removeStopWords: language !== 'danish',
     lowercase: true,
     // Folding would turn Danish æ/ø/å into a/o/ae before matching and merge distinct words (får/far).
     asciiFolding: language !== 'danish',

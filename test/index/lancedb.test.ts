@@ -103,6 +103,18 @@ describe('LanceDB adapter', () => {
     expect(await en.searchLexical({ text: 'borger valg' }, {}, 5)).toEqual([]);
   });
 
+  it('drops English stop words from the full-text index and keeps Danish ones (bench:quality)', async () => {
+    const da = await index(await tempDir(), { language: 'danish' });
+    const en = await index(await tempDir(), { language: 'english' });
+    const text = 'Danmark kæmpede mod Sverige over the sea';
+    await da.upsert([chunk('f', 0, text)]);
+    await en.upsert([chunk('f', 0, text)]);
+    // "mod" and "over" are on the Danish list, "the" and "over" on the English one.
+    expect((await da.searchLexical({ text: 'mod over' }, {}, 5)).map((h) => h.content)).toEqual([text]);
+    expect(await en.searchLexical({ text: 'the over' }, {}, 5)).toEqual([]);
+    expect((await en.searchLexical({ text: 'the sea' }, {}, 5)).map((h) => h.content)).toEqual([text]);
+  });
+
   it('keeps the full-text index current with periodic optimize', async () => {
     const dir = await tempDir();
     const i = await index(dir, {}, { optimizeEvery: 3 });
