@@ -7,7 +7,7 @@ import { readStoredKey } from '../embedded/api-key.js';
 import { fileIdFor } from '../embedded/file-ingest.js';
 import { createLogger } from '../http/logger.js';
 import type { Backend } from './backend.js';
-import { CliError } from './fail.js';
+import { CliError, debugOn } from './fail.js';
 import { createHttpBackend } from './http-backend.js';
 import { createLocalBackend } from './local-backend.js';
 import { createProgress, type FileOutcome } from './progress.js';
@@ -28,7 +28,7 @@ interface Remote {
 /** Logs go to stderr, errors only unless LOG_LEVEL_APP/DEBUG ask for more: stdout is the answer. */
 function cliLogger(env: Env): Logger {
   return createLogger(
-    { DEBUG: false, LOG_LEVEL_APP: env.LOG_LEVEL_APP?.trim() || (env.DEBUG === 'true' ? 'debug' : 'error') },
+    { DEBUG: false, LOG_LEVEL_APP: env.LOG_LEVEL_APP?.trim() || (debugOn(env) ? 'debug' : 'error') },
     pino.destination(2),
   );
 }

@@ -1,4 +1,5 @@
-import { ConfigError } from '../config/parse.js';
+import { ConfigError, type Env } from '../config/parse.js';
+import { logPiece } from '../config/shared.js';
 
 /** A usage or runtime problem the CLI reports as one line (no stack trace) with its exit code. */
 export class CliError extends Error {
@@ -26,4 +27,9 @@ export function describeError(err: unknown, debug: boolean): string {
   if (debug && !(err instanceof CliError) && !(err instanceof ConfigError)) return err.stack ?? err.message;
   const cause = err.cause instanceof Error ? ` (${err.cause.message})` : '';
   return `${err.message}${cause}`.replaceAll('\n', ' ');
+}
+
+/** DEBUG read like the services read it (`1`, `yes`, `TRUE`...); a malformed value counts as off here. */
+export function debugOn(env: Env): boolean {
+  return logPiece.DEBUG.safeParse(env.DEBUG).data === true;
 }

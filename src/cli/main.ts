@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { Env } from '../config/parse.js';
 import { type CliIo, registerCommands } from './commands.js';
-import { describeError, exitCodeOf } from './fail.js';
+import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { runQuickstart } from './quickstart.js';
 import { startService } from './serve.js';
 import { SERVICES } from './services.js';
@@ -53,7 +53,7 @@ export async function main(argv: string[], env: Env = process.env) {
   try {
     await buildProgram(io).parseAsync(argv);
   } catch (err) {
-    process.stderr.write(`kilde: ${describeError(err, env.DEBUG === 'true')}\n`);
+    process.stderr.write(`kilde: ${describeError(err, debugOn(env))}\n`);
     process.exit(exitCodeOf(err));
   }
 }
