@@ -18,7 +18,11 @@ const required = (name: string) =>
     .string({ error: `${name} must be a string` })
     .trim()
     .min(1, `${name} must not be blank`);
-const optional = (name: string) => required(name).optional();
+/** Absent or null: Python clients commonly send `None` for a field they leave open. */
+const optional = (name: string) =>
+  required(name)
+    .nullish()
+    .transform((v) => v ?? undefined);
 
 const TRUE = new Set(['true', '1', 'yes']);
 const FALSE = new Set(['false', '0', 'no']);
@@ -42,7 +46,10 @@ const jsonBody = z.strictObject({
   collection_name: required('collection_name'),
   collection_type: optional('collection_type'),
   user_id: required('user_id'),
-  overwrite: z.union([z.boolean(), z.string()], { error: 'overwrite must be a boolean' }).optional(),
+  overwrite: z
+    .union([z.boolean(), z.string()], { error: 'overwrite must be a boolean' })
+    .nullish()
+    .transform((v) => v ?? undefined),
 });
 
 export interface ObjectIngest extends IngestTarget {

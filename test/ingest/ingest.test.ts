@@ -148,6 +148,26 @@ describe('PUT /api/v1/ingest with an object-storage reference', () => {
     expect((await pointsOf(h.index, 'f-spec')).every((p) => p.meta.collection_name === 'team-a')).toBe(true);
   });
 
+  it('treats null optional fields (a Python client sending None) as absent', async () => {
+    const res = await put(
+      s3Body({
+        file_id: 'f-nulls',
+        collection_name: 'file-f-nulls',
+        filename: null,
+        collection_type: null,
+        overwrite: null,
+        bucket: null,
+        key: null,
+      }),
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    const points = await pointsOf(h.index, 'f-nulls');
+    expect(points[0]?.meta).toMatchObject({ name: 'notes.md', collection_type: 'file' });
+    // Required fields stay required.
+    const missing = await put(s3Body({ file_id: 'f-nulls', user_id: null }));
+    expect(missing.statusCode).toBe(400);
+  });
+
   it('keeps page numbers of a PDF and its document metadata', async () => {
     const res = await put(
       s3Body({
