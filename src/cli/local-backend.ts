@@ -6,7 +6,6 @@ import { optionalString } from '../config/fields.js';
 import { type Env, parseConfig } from '../config/parse.js';
 import { generateKey } from '../embedded/api-key.js';
 import { type AllParts, composeAll } from '../embedded/compose.js';
-import { createExtractor } from '../extract/create-extractor.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type Backend, errorFromBody, type SearchResult, summarise } from './backend.js';
@@ -94,6 +93,9 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     async extract(path, chosen) {
       // No index needed: only the engine.
       const name = chosen ?? String(parsed.EXTRACTION_ENGINE);
+      // Loaded here, not at the top: the engines' imports (PDF, Office, OCR) cost more than half a
+      // second, which every `kilde` command (and every config error) would otherwise pay.
+      const { createExtractor } = await import('../extract/create-extractor.js');
       const extractor = createExtractor(name, parsed as unknown as ExtractionSettings, { log });
       try {
         return {
