@@ -10,6 +10,8 @@ export interface CorpusCacheOptions {
   /** Most chunks held per collection set. */
   maxDocs: number;
   ttlMs: number;
+  /** Most corpora held at once (least recently used evicted), so many tenants cannot exhaust memory. */
+  maxEntries?: number;
   now?: () => number;
   log?: Logger;
 }
@@ -51,11 +53,22 @@ export function createCorpusCache(o: CorpusCacheOptions) {
     get(collectionNames: readonly string[]) {
       const key = [...new Set(collectionNames)].sort().join('\u0000');
       const hit = entries.get(key);
-      if (hit && now() - hit.at < o.ttlMs) return hit.corpus;
+      if (hit && now() - hit.at < o.ttlMs) {
+        // Map order doubles as recency order.
+        entries.delete(key);
+        entries.set(key, hit);
+        return hit.corpus;
+      }
       const corpus = load({ collectionNames });
+      entries.delete(key);
       entries.set(key, { at: now(), corpus });
       corpus.catch(() => entries.delete(key));
       for (const [k, e] of entries) if (now() - e.at >= o.ttlMs) entries.delete(k);
+      const max = o.maxEntries ?? 16;
+      for (const k of entries.keys()) {
+        if (entries.size <= max) break;
+        entries.delete(k);
+      }
       return corpus;
     },
   };

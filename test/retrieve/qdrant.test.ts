@@ -168,6 +168,28 @@ describe('hybrid on a collection without text-sparse: dense + client-side BM25',
     expect((await cache.get(['kb'])).corpus.size).toBe(Object.keys(LABELLED).length);
   });
 
+  it('holds at most maxEntries corpora, evicting the least recently used', async () => {
+    const index = await openIndex(
+      { uri: qdrant.url, collection: 'plain', denseDim: DIM, sparse: false, timeoutMs: 5000 },
+      { log: pino({ level: 'silent' }) },
+    );
+    const cache = createCorpusCache({
+      index,
+      encoder: createSparseEncoder('Qdrant/bm25', 'english'),
+      maxDocs: 100,
+      ttlMs: 60_000,
+      maxEntries: 2,
+    });
+    const scrolls = async (names: string[]) =>
+      ofOp((await during(() => cache.get(names))).calls, 'scroll_points');
+    expect(await scrolls(['kb'])).toHaveLength(1);
+    expect(await scrolls(['other'])).toHaveLength(1);
+    expect(await scrolls(['kb'])).toHaveLength(0); // kb is now the most recent
+    expect(await scrolls(['kb', 'other'])).toHaveLength(1); // evicts "other"
+    expect(await scrolls(['kb'])).toHaveLength(0);
+    expect(await scrolls(['other'])).toHaveLength(1);
+  });
+
   it('caps the scrolled corpus at BM25_FUSION_MAX_DOCS and says so', async () => {
     const r = await retrieve({
       VECTORDB_INDEX: 'plain',
