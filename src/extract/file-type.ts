@@ -22,6 +22,8 @@ export interface DetectedType {
   /** Undefined when Kilde cannot extract this type; `mime` then names it. */
   kind: FileKind | undefined;
   mime: string;
+  /** The supported type the file name or declared MIME type claims, when the content does not match it. */
+  claimed?: string;
 }
 
 export const KIND_MIME: Record<FileKind, string> = {
@@ -92,7 +94,15 @@ export async function detectFileType(
   if (startsWith(head, [0x7b, 0x5c, 0x72, 0x74, 0x66])) return known('rtf');
   const binary = BINARY_SIGNATURES.find(([sig]) => startsWith(head, sig));
   if (binary) return { kind: undefined, mime: legacyOfficeMime(ext) ?? binary[1] };
-  if (head.includes(0)) return { kind: undefined, mime: declaredMime ?? 'application/octet-stream' };
+  if (head.includes(0)) {
+    // Binary content we cannot name. When the name or the declared type claims a format we do read
+    // (a truncated PDF, say), report that mismatch instead of calling the claimed format unsupported.
+    const claimed = declaredMime?.split(';')[0]?.trim().toLowerCase() || undefined;
+    const claimedKind = (claimed && MIME_KINDS[claimed]) || (ext === '.pdf' ? 'pdf' : undefined);
+    if (claimedKind)
+      return { kind: undefined, mime: 'application/octet-stream', claimed: KIND_MIME[claimedKind] };
+    return { kind: undefined, mime: claimed ?? 'application/octet-stream' };
+  }
   const byExt = TEXT_EXTENSIONS[ext];
   if (byExt) return known(byExt);
   const declared = declaredMime

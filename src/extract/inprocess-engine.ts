@@ -41,7 +41,13 @@ export function createInprocessExtractor(opts: InprocessOptions = { name: 'inpro
     async extract(file: SourceFile, options?: ExtractOptions): Promise<ExtractedDocument[]> {
       options?.signal?.throwIfAborted();
       const type = await detectFileType(file.path, file.filename, file.mimeType);
-      if (type.kind === undefined) throw extractionFailed(`Unsupported file type: ${type.mime}`);
+      if (type.kind === undefined) {
+        throw extractionFailed(
+          type.claimed
+            ? `File content does not match its type: named or sent as ${type.claimed}, but it is not one (corrupt or mislabelled)`
+            : `Unsupported file type: ${type.mime}`,
+        );
+      }
       if (opts.only && !opts.only.includes(type.kind)) {
         throw extractionFailed(
           `Unsupported file type: ${type.mime} (the ${opts.name} engine accepts ${opts.only.join(', ').toUpperCase()} only)`,

@@ -182,6 +182,23 @@ describe('inprocess engine failures', () => {
     expect(err.message).toMatch(/^Could not extract PDF file: /);
   });
 
+  it('says a binary file named .pdf is corrupt or mislabelled, not that PDF is unsupported', async () => {
+    await writeFile(join(tmp, 'garbage.pdf'), Buffer.from([0x00, 0x13, 0x37, 0x00, 0xff, 0x00]));
+    for (const mimeType of [undefined, 'application/pdf']) {
+      const err = await failure(
+        engine.extract({
+          path: join(tmp, 'garbage.pdf'),
+          filename: 'garbage.pdf',
+          ...(mimeType ? { mimeType } : {}),
+        }),
+      );
+      expect(err).toMatchObject({ code: 'EXTRACTION_FAILED', statusCode: 422 });
+      expect(err.message).toBe(
+        'File content does not match its type: named or sent as application/pdf, but it is not one (corrupt or mislabelled)',
+      );
+    }
+  });
+
   it('pdf-inprocess accepts PDF only', async () => {
     const pdfOnly = createInprocessExtractor({ name: 'pdf-inprocess', only: ['pdf'] });
     const ok = await pdfOnly.extract({ path: join(DOCS, 'right_to_left_01.pdf'), filename: 'x.pdf' });
