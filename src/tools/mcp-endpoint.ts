@@ -111,9 +111,19 @@ export class McpMachinery {
         .status(404)
         .send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' }),
     );
+    // Shutdown drains in-flight tool calls like REST requests (Fastify already answers new ones 503),
+    // up to SHUTDOWN_GRACE; whatever still runs then is ended, so close() never hangs on a stream.
+    const graceMs = ctx.config.SHUTDOWN_GRACE * 1000;
     app.addHook('preClose', async () => {
+      await this.drain(graceMs);
       for (const m of this.members) await m.close();
     });
+  }
+
+  /** Resolves when no `/mcp` request is in flight, or after `ms`. */
+  private async drain(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.active.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply) {

@@ -293,8 +293,31 @@ describe('lifecycle', () => {
     up.release();
   });
 
-  it('ends open event streams on shutdown instead of waiting for them', async () => {
+  it('drains an in-flight tool call on shutdown, like a REST request, and refuses new ones', async () => {
     const h = await tools();
+    up.mode = { kind: 'gated' };
+    const arrived = up.nextRequest();
+    const res = await fetch(h.mcpUrl, {
+      method: 'POST',
+      headers: MCP_HEADERS,
+      body: rpc('tools/call', { name: 'get_weather', arguments: { city: 'Oslo' } }),
+    });
+    await arrived;
+    const body = res.text();
+    const closed = h.app.close();
+    open.splice(open.indexOf(h), 1);
+    // Shutting down: a new call is refused while the first one is still running.
+    await new Promise((r) => setTimeout(r, 100));
+    const late = await raw(h.mcpUrl.href, { headers: MCP_HEADERS, body: rpc('ping') });
+    expect(late.status).toBe(503);
+    up.release();
+    const [text] = await Promise.all([body, closed]);
+    const [answer] = messagesOf('text/event-stream', text) as { result?: { content: { text: string }[] } }[];
+    expect(JSON.parse(answer!.result!.content[0]!.text).city).toBe('Oslo');
+  });
+
+  it('with SHUTDOWN_GRACE=0 ends open event streams on shutdown instead of waiting for them', async () => {
+    const h = await tools({ SHUTDOWN_GRACE: '0' });
     up.mode = { kind: 'gated' };
     const arrived = up.nextRequest();
     const res = await fetch(h.mcpUrl, {
