@@ -141,6 +141,23 @@ export function optionalOneOf<const T extends readonly [string, ...string[]]>(va
   });
 }
 
+/** Like `optionalOneOf`, but any letter case is accepted (`Info`, `INFO`, `info`); the value is lower-cased. */
+export function optionalCaselessOneOf<const T extends readonly [string, ...string[]]>(
+  values: T,
+  doc: string,
+) {
+  return documented(
+    blank().pipe(
+      z
+        .string()
+        .optional()
+        .transform((v) => v?.trim().toLowerCase())
+        .pipe(z.enum(values).optional()),
+    ),
+    { type: `${values.map((v) => `\`${v}\``).join(' \\| ')} (any case)`, default: '(unset)', doc },
+  );
+}
+
 /** A JSON array of strings, e.g. `["tools:*","localhost:*"]`. The value must be JSON even when it is one entry. */
 export function jsonStringArray(def: readonly string[] | undefined, doc: string) {
   const parsed = blank().pipe(

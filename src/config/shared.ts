@@ -1,4 +1,4 @@
-import { bool, int, oneOf, optionalOneOf, requiredString, string, url } from './fields.js';
+import { bool, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
 
 /** Pieces composed into every service's schema. */
 export const serverPiece = {
@@ -27,23 +27,8 @@ export const logPiece = {
     false,
     'Operator triage switch: debug-level logs (unless `LOG_LEVEL_APP` says otherwise) and internal details in 5xx bodies.',
   ),
-  LOG_LEVEL_APP: optionalOneOf(
-    [
-      'TRACE',
-      'DEBUG',
-      'INFO',
-      'WARNING',
-      'WARN',
-      'ERROR',
-      'CRITICAL',
-      'trace',
-      'debug',
-      'info',
-      'warning',
-      'warn',
-      'error',
-      'critical',
-    ],
+  LOG_LEVEL_APP: optionalCaselessOneOf(
+    ['trace', 'debug', 'info', 'warning', 'warn', 'error', 'critical'],
     'Log level of the application logger; `DEBUG` shows detector signals. Defaults to `debug` when `DEBUG=true`, else `info`.',
   ),
   LOG_FORMAT: oneOf(

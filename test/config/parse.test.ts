@@ -101,3 +101,15 @@ describe('kilde serve without API_KEY', () => {
     expect(elapsed).toBeLessThan(3000);
   });
 });
+
+describe('LOG_LEVEL_APP', () => {
+  it.each(['DEBUG', 'debug', 'Debug', ' Warning '])('accepts %j in any case', (raw) => {
+    expect(['debug', 'warning']).toContain(
+      parseConfig(agentSchema, { API_KEY: 'k', LOG_LEVEL_APP: raw }).LOG_LEVEL_APP,
+    );
+  });
+
+  it('rejects an unknown level, naming the variable', () => {
+    expect(() => parseConfig(agentSchema, { API_KEY: 'k', LOG_LEVEL_APP: 'loud' })).toThrow(/LOG_LEVEL_APP/);
+  });
+});
