@@ -1,3 +1,5 @@
+import { WriteBatcher } from './lancedb-batch.js';
+
 /**
  * One serialised writer per LanceDB table per process. Lance commits are optimistic: concurrent
  * writers to one table conflict and retry, so every instance in this process that writes a given
@@ -25,6 +27,8 @@ export class SerialQueue {
 
 export interface TableWriter {
   readonly queue: SerialQueue;
+  /** Upserts and deletes, group-committed through `queue`. */
+  readonly batcher: WriteBatcher;
   /** Write operations since the last optimize. */
   writesSinceOptimize: number;
   /** Rows written since the last optimize. */
@@ -44,15 +48,18 @@ function keyOf(directory: string, table: string): string {
   return `${directory}\u0000${table}`;
 }
 
-export function acquireWriter(directory: string, table: string): TableWriter {
+/** `batchRows` applies when this call creates the writer (the first instance on the table). */
+export function acquireWriter(directory: string, table: string, batchRows: number): TableWriter {
   const key = keyOf(directory, table);
   const found = writers.get(key);
   if (found) {
     found.refs += 1;
     return found.writer;
   }
+  const queue = new SerialQueue();
   const writer: TableWriter = {
-    queue: new SerialQueue(),
+    queue,
+    batcher: new WriteBatcher(queue, batchRows),
     writesSinceOptimize: 0,
     rowsSinceOptimize: 0,
     optimizeQueued: false,

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { type Connection, connect, makeArrowTable, type Table } from '@lancedb/lancedb';
+import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql } from './lancedb-filter.js';
@@ -24,9 +24,9 @@ export interface LanceIndexOptions {
    * `readConsistencyInterval`); 0 checks on every read. Default 1.
    */
   readConsistencySeconds?: number;
-  /** Rows per merge-insert. Default 2000. */
+  /** Rows per merge-insert; also the most rows one group commit merges. Default 2000. */
   batchSize?: number;
-  /** Write operations between two background `optimize()` runs (compaction + index refresh). Default 20. */
+  /** Commits between two background `optimize()` runs (compaction + index refresh). Default 20. */
   optimizeEvery?: number;
   /**
    * Rows written that also trigger an optimize: rows outside the full-text index are searched by
@@ -90,7 +90,7 @@ class LanceIndex implements VectorIndex {
     this.denseDim = settings.denseDim;
     this.language = settings.language ?? 'english';
     this.exec = { timeoutMs: settings.timeoutMs };
-    this.writer = acquireWriter(directory, settings.collection);
+    this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
   }
 
   async ensureCollection(): Promise<void> {
@@ -128,28 +128,17 @@ class LanceIndex implements VectorIndex {
     if (points.length === 0) return;
     const rows = lastById(points).map((p) => pointToRow(p, this.denseDim));
     const table = await this.requireTable();
-    const schema = lanceSchema(this.denseDim);
-    const size = this.options.batchSize ?? 2000;
-    await this.writer.queue.run(async () => {
-      for (let start = 0; start < rows.length; start += size) {
-        const data = makeArrowTable(rows.slice(start, start + size), { schema });
-        await table
-          .mergeInsert('id')
-          .whenMatchedUpdateAll()
-          .whenNotMatchedInsertAll()
-          .execute(data, this.exec);
-      }
-    });
-    this.wrote(table, rows.length);
+    const outcome = await this.writer.batcher.upsert(table, lanceSchema(this.denseDim), rows, this.exec);
+    this.wrote(table, outcome);
   }
 
   async deleteWhere(filter: IndexFilter): Promise<number> {
     const where = filterToSql(filter) ?? 'true';
     if (where === 'false') return 0;
     const table = await this.requireTable();
-    const result = await this.writer.queue.run(() => table.delete(where));
-    if (result.numDeletedRows > 0) this.wrote(table, 0);
-    return result.numDeletedRows;
+    const outcome = await this.writer.batcher.delete(table, where);
+    this.wrote(table, { commits: outcome.commits, rows: 0 });
+    return outcome.rows;
   }
 
   async count(filter: IndexFilter): Promise<number> {
@@ -276,11 +265,11 @@ class LanceIndex implements VectorIndex {
     return table;
   }
 
-  /** Counts a write; after enough writes or rows, queues one optimize behind the writes. */
-  private wrote(table: Table, rows: number): void {
+  /** Counts commits and rows; after enough of either, queues one optimize behind the writes. */
+  private wrote(table: Table, outcome: { commits: number; rows: number }): void {
     const w = this.writer;
-    w.writesSinceOptimize += 1;
-    w.rowsSinceOptimize += rows;
+    w.writesSinceOptimize += outcome.commits;
+    w.rowsSinceOptimize += outcome.rows;
     const due =
       w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
       w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);

@@ -1,0 +1,201 @@
+import { makeArrowTable, type Table } from '@lancedb/lancedb';
+import type { Schema } from 'apache-arrow';
+import type { LanceRow } from './lancedb-rows.js';
+import type { SerialQueue } from './lancedb-writer.js';
+
+/**
+ * Group commit for one LanceDB table. Every Lance write is a commit (a new table version, a manifest
+ * and a fragment or deletion file), which costs about as much for two rows as for a hundred. Writes
+ * that arrive while the table's serial writer is busy wait here and run together as soon as it is
+ * free: consecutive upserts become one merge-insert, consecutive deletes one delete with the
+ * predicates OR-ed together. Arrival order is kept (only runs of the same kind merge), and each
+ * caller's promise settles only after the commit holding its rows, so a caller sees exactly what an
+ * unbatched call would have given it. Should a merged commit fail, each of its operations is retried
+ * on its own, so an error lands on the operation that caused it and never on its neighbours.
+ */
+
+export interface WriteOutcome {
+  /** Commits this operation is counted for (0 or 1: a merged commit counts once, for its first). */
+  commits: number;
+  /** Rows written (upsert) or deleted (delete) for this operation. */
+  rows: number;
+}
+
+interface Waiter {
+  resolve(outcome: WriteOutcome): void;
+  reject(err: unknown): void;
+}
+
+interface UpsertOp extends Waiter {
+  kind: 'upsert';
+  table: Table;
+  schema: Schema;
+  rows: LanceRow[];
+  exec: { timeoutMs: number };
+}
+
+interface DeleteOp extends Waiter {
+  kind: 'delete';
+  table: Table;
+  where: string;
+}
+
+type Op = UpsertOp | DeleteOp;
+
+export class WriteBatcher {
+  #pending: Op[] = [];
+  #scheduled = false;
+
+  constructor(
+    private readonly queue: SerialQueue,
+    /** Most rows in one merge-insert; an operation larger than this is split, alone. */
+    private readonly batchRows: number,
+  ) {}
+
+  upsert(table: Table, schema: Schema, rows: LanceRow[], exec: { timeoutMs: number }): Promise<WriteOutcome> {
+    return this.#enqueue((w) => ({ kind: 'upsert', table, schema, rows, exec, ...w }));
+  }
+
+  delete(table: Table, where: string): Promise<WriteOutcome> {
+    return this.#enqueue((w) => ({ kind: 'delete', table, where, ...w }));
+  }
+
+  #enqueue(make: (w: Waiter) => Op): Promise<WriteOutcome> {
+    return new Promise<WriteOutcome>((resolve, reject) => {
+      this.#pending.push(make({ resolve, reject }));
+      if (this.#scheduled) return;
+      this.#scheduled = true;
+      // Whatever arrives while this flush waits for (or runs in) the queue joins the next one.
+      void this.queue.run(() => this.#flush());
+    });
+  }
+
+  async #flush(): Promise<void> {
+    this.#scheduled = false;
+    const ops = this.#pending.splice(0);
+    for (const group of groups(ops, this.batchRows)) {
+      if (group[0]?.kind === 'upsert') await this.#upserts(group as UpsertOp[]);
+      else await this.#deletes(group as DeleteOp[]);
+    }
+  }
+
+  async #upserts(ops: UpsertOp[]): Promise<void> {
+    const first = ops[0]!;
+    try {
+      await mergeRows(
+        first.table,
+        first.schema,
+        lastById(ops.flatMap((o) => o.rows)),
+        first.exec,
+        this.batchRows,
+      );
+    } catch (err) {
+      if (ops.length === 1) return first.reject(err);
+      // Merge-insert by id is idempotent: replaying each operation alone is safe.
+      return this.#oneByOne(ops);
+    }
+    ops.forEach((o, i) => {
+      o.resolve({ commits: i === 0 ? 1 : 0, rows: o.rows.length });
+    });
+  }
+
+  async #deletes(ops: DeleteOp[]): Promise<void> {
+    const first = ops[0]!;
+    if (ops.length === 1) {
+      try {
+        const { numDeletedRows } = await first.table.delete(first.where);
+        first.resolve({ commits: numDeletedRows > 0 ? 1 : 0, rows: numDeletedRows });
+      } catch (err) {
+        first.reject(err);
+      }
+      return;
+    }
+    let counts: number[];
+    try {
+      counts = await matchCounts(
+        first.table,
+        ops.map((o) => o.where),
+      );
+      // Nothing to delete (the usual case for a file ingested the first time): no commit at all.
+      if (counts.some((n) => n > 0)) await first.table.delete(ops.map((o) => `(${o.where})`).join(' OR '));
+    } catch {
+      return this.#oneByOne(ops);
+    }
+    const leader = counts.findIndex((n) => n > 0);
+    ops.forEach((o, i) => {
+      o.resolve({ commits: i === leader ? 1 : 0, rows: counts[i]! });
+    });
+  }
+
+  async #oneByOne(ops: Op[]): Promise<void> {
+    for (const op of ops) {
+      if (op.kind === 'upsert') await this.#upserts([op]);
+      else await this.#deletes([op]);
+    }
+  }
+}
+
+/** Consecutive operations of one kind, upsert groups capped at `batchRows` rows (a bigger one alone). */
+function groups(ops: Op[], batchRows: number): Op[][] {
+  const out: Op[][] = [];
+  let current: Op[] = [];
+  let rows = 0;
+  for (const op of ops) {
+    const size = op.kind === 'upsert' ? op.rows.length : 0;
+    const last = current[0];
+    if (last && (last.kind !== op.kind || (op.kind === 'upsert' && rows + size > batchRows))) {
+      out.push(current);
+      current = [];
+      rows = 0;
+    }
+    current.push(op);
+    rows += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/**
+ * How many rows each predicate would delete, attributing a row matched by several to the first (as
+ * deleting one after another would): one read, each predicate projected as a boolean column.
+ */
+async function matchCounts(table: Table, predicates: string[]): Promise<number[]> {
+  const columns: Record<string, string> = {};
+  predicates.forEach((p, i) => {
+    columns[`m${i}`] = `coalesce(${p}, false)`;
+  });
+  const rows: Record<string, unknown>[] = await table
+    .query()
+    .where(predicates.map((p) => `(${p})`).join(' OR '))
+    .select(columns)
+    .toArray();
+  const counts = predicates.map(() => 0);
+  for (const row of rows) {
+    const i = predicates.findIndex((_, k) => row[`m${k}`] === true);
+    if (i >= 0) counts[i]! += 1;
+  }
+  return counts;
+}
+
+async function mergeRows(
+  table: Table,
+  schema: Schema,
+  rows: LanceRow[],
+  exec: { timeoutMs: number },
+  size: number,
+): Promise<void> {
+  for (let start = 0; start < rows.length; start += size) {
+    const data = makeArrowTable(rows.slice(start, start + size), { schema });
+    await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
+  }
+}
+
+/** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
+function lastById(rows: LanceRow[]): LanceRow[] {
+  const byId = new Map<unknown, LanceRow>();
+  for (const r of rows) {
+    byId.delete(r.id);
+    byId.set(r.id, r);
+  }
+  return [...byId.values()];
+}
