@@ -7,8 +7,9 @@ import type { SerialQueue } from './lancedb-writer.js';
  * Group commit for one LanceDB table. Every Lance write is a commit (a new table version, a manifest
  * and a fragment or deletion file), which costs about as much for two rows as for a hundred. Writes
  * that arrive while the table's serial writer is busy wait here and run together as soon as it is
- * free: consecutive upserts become one merge-insert, consecutive deletes one delete with the
- * predicates OR-ed together. Arrival order is kept (only runs of the same kind merge), and each
+ * free: their deletes become one delete with the predicates OR-ed together, their upserts one
+ * merge-insert. Reordering is limited to operations that cannot see each other's rows (see
+ * `batches`), so the outcome is that of running them one by one in arrival order, and each
  * caller's promise settles only after the commit holding its rows, so a caller sees exactly what an
  * unbatched call would have given it. Should a merged commit fail, each of its operations is retried
  * on its own, so an error lands on the operation that caused it and never on its neighbours.
@@ -38,6 +39,8 @@ interface DeleteOp extends Waiter {
   kind: 'delete';
   table: Table;
   where: string;
+  /** The one file_id the predicate is confined to; undefined when it may match any file. */
+  fileId: string | undefined;
 }
 
 type Op = UpsertOp | DeleteOp;
@@ -56,8 +59,9 @@ export class WriteBatcher {
     return this.#enqueue((w) => ({ kind: 'upsert', table, schema, rows, exec, ...w }));
   }
 
-  delete(table: Table, where: string): Promise<WriteOutcome> {
-    return this.#enqueue((w) => ({ kind: 'delete', table, where, ...w }));
+  /** `fileId`: the file_id the predicate requires (lets it run beside upserts of other files). */
+  delete(table: Table, where: string, fileId: string | undefined): Promise<WriteOutcome> {
+    return this.#enqueue((w) => ({ kind: 'delete', table, where, fileId, ...w }));
   }
 
   #enqueue(make: (w: Waiter) => Op): Promise<WriteOutcome> {
@@ -73,9 +77,9 @@ export class WriteBatcher {
   async #flush(): Promise<void> {
     this.#scheduled = false;
     const ops = this.#pending.splice(0);
-    for (const group of groups(ops, this.batchRows)) {
-      if (group[0]?.kind === 'upsert') await this.#upserts(group as UpsertOp[]);
-      else await this.#deletes(group as DeleteOp[]);
+    for (const batch of batches(ops, this.batchRows)) {
+      if (batch.deletes.length > 0) await this.#deletes(batch.deletes);
+      if (batch.upserts.length > 0) await this.#upserts(batch.upserts);
     }
   }
 
@@ -135,23 +139,43 @@ export class WriteBatcher {
   }
 }
 
-/** Consecutive operations of one kind, upsert groups capped at `batchRows` rows (a bigger one alone). */
-function groups(ops: Op[], batchRows: number): Op[][] {
-  const out: Op[][] = [];
-  let current: Op[] = [];
-  let rows = 0;
+interface Batch {
+  deletes: DeleteOp[];
+  upserts: UpsertOp[];
+  rows: number;
+  /** file_ids the batch's upserts write. */
+  files: Set<unknown>;
+}
+
+/**
+ * Cuts the queued operations, in arrival order, into batches that each run as one delete then one
+ * merge-insert. Putting an upsert after the deletes that arrived before it keeps their order; a
+ * delete moves ahead of the upserts before it only when it cannot touch their rows (it is confined to
+ * a file_id none of them writes), else it starts a new batch. Deletes commute with each other, and
+ * upserts of one id stay in arrival order (the merge keeps the last). A batch holds at most
+ * `batchRows` upserted rows, unless one upsert alone is larger.
+ */
+function batches(ops: Op[], batchRows: number): Batch[] {
+  const out: Batch[] = [];
+  let current: Batch | undefined;
   for (const op of ops) {
-    const size = op.kind === 'upsert' ? op.rows.length : 0;
-    const last = current[0];
-    if (last && (last.kind !== op.kind || (op.kind === 'upsert' && rows + size > batchRows))) {
+    const fits =
+      current !== undefined &&
+      (op.kind === 'upsert'
+        ? current.upserts.length === 0 || current.rows + op.rows.length <= batchRows
+        : current.upserts.length === 0 || (op.fileId !== undefined && !current.files.has(op.fileId)));
+    if (!fits || current === undefined) {
+      current = { deletes: [], upserts: [], rows: 0, files: new Set() };
       out.push(current);
-      current = [];
-      rows = 0;
     }
-    current.push(op);
-    rows += size;
+    if (op.kind === 'delete') {
+      current.deletes.push(op);
+      continue;
+    }
+    current.upserts.push(op);
+    current.rows += op.rows.length;
+    for (const row of op.rows) current.files.add(row.file_id);
   }
-  if (current.length > 0) out.push(current);
   return out;
 }
 

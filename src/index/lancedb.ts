@@ -136,7 +136,7 @@ class LanceIndex implements VectorIndex {
     const where = filterToSql(filter) ?? 'true';
     if (where === 'false') return 0;
     const table = await this.requireTable();
-    const outcome = await this.writer.batcher.delete(table, where);
+    const outcome = await this.writer.batcher.delete(table, where, filter.fileId);
     this.wrote(table, { commits: outcome.commits, rows: 0 });
     return outcome.rows;
   }

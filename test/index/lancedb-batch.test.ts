@@ -118,6 +118,31 @@ describe('LanceDB group commit', () => {
     expect(left.points.map((p) => p.meta.ingest_version)).toEqual(['v2']);
   });
 
+  it('runs an upsert and a delete of different files in one batch, keeping each file right', async () => {
+    const { index, versions } = await fresh();
+    await Promise.all(files.map((f) => index.upsert(points(f, 'v1', 2))));
+    const before = await versions();
+    // The ingest pattern: new versions of some files written while others retire their old ones.
+    const results = await Promise.all(
+      files.map(
+        (f, i): Promise<number | undefined> =>
+          i % 2 === 0
+            ? index.upsert(points(f, 'v2', 3)).then(() => undefined)
+            : index.deleteWhere({ fileId: f, collectionNames: ['c'], notIngestVersion: 'v2' }),
+      ),
+    );
+    expect(results.filter((r) => typeof r === 'number')).toEqual(
+      files.filter((_, i) => i % 2 === 1).map(() => 2),
+    );
+    for (const [i, f] of files.entries()) {
+      const page = await index.scroll({ fileId: f }, { limit: 10 });
+      const seen = page.points.map((p) => p.meta.ingest_version).sort();
+      expect(seen).toEqual(i % 2 === 0 ? ['v1', 'v1', 'v2', 'v2', 'v2'].sort() : []);
+    }
+    // Interleaved, yet merged: one commit for the first operation, then one delete + one merge.
+    expect((await versions()) - before).toBeLessThanOrEqual(3);
+  });
+
   it('fails only the upsert that Lance rejects; the ones merged with it are written', async () => {
     const { index } = await fresh();
     const broken: IndexPoint = { ...points('bad', 'v1', 1)[0]!, content: null as unknown as string };
