@@ -35,6 +35,11 @@ export interface TableWriter {
   rowsSinceOptimize: number;
   /** Whether an optimize is queued and not yet run. */
   optimizeQueued: boolean;
+  /** How long the last optimize took and when it ended (ms), to keep optimizes spaced out. */
+  lastOptimizeMs: number;
+  lastOptimizeEnd: number;
+  /** A deferred optimize, waiting for the spacing to pass. */
+  deferred: NodeJS.Timeout | undefined;
 }
 
 interface Entry {
@@ -63,6 +68,9 @@ export function acquireWriter(directory: string, table: string, batchRows: numbe
     writesSinceOptimize: 0,
     rowsSinceOptimize: 0,
     optimizeQueued: false,
+    lastOptimizeMs: 0,
+    lastOptimizeEnd: 0,
+    deferred: undefined,
   };
   writers.set(key, { writer, refs: 1 });
   return writer;
@@ -73,5 +81,8 @@ export function releaseWriter(directory: string, table: string): void {
   const found = writers.get(key);
   if (!found) return;
   found.refs -= 1;
-  if (found.refs <= 0) writers.delete(key);
+  if (found.refs <= 0) {
+    clearTimeout(found.writer.deferred);
+    writers.delete(key);
+  }
 }

@@ -35,6 +35,12 @@ export interface LanceIndexOptions {
   optimizeRows?: number;
   /** Old table versions are removed by optimize once this old. Default 10 minutes. */
   cleanupOlderThanMs?: number;
+  /**
+   * An optimize waits at least this many times the previous one's duration after it ended, so that
+   * compaction (which grows with the table and its kept versions) takes at most a small share of the
+   * writer's time. Default 4; 0 disables the spacing.
+   */
+  optimizeSpacing?: number;
 }
 
 /** Bound on the extra rows one lexical query fetches while the full-text index lags behind writes. */
@@ -273,7 +279,17 @@ class LanceIndex implements VectorIndex {
     const due =
       w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
       w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);
-    if (w.optimizeQueued || !due) return;
+    if (w.optimizeQueued || w.deferred || !due) return;
+    const wait = w.lastOptimizeEnd + (this.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - Date.now();
+    if (wait > 0) {
+      // Run it once the spacing has passed, even if no further write comes to trigger it.
+      w.deferred = setTimeout(() => {
+        w.deferred = undefined;
+        this.wrote(table, { commits: 0, rows: 0 });
+      }, wait);
+      w.deferred.unref();
+      return;
+    }
     w.optimizeQueued = true;
     void w.queue
       .run(async () => {
@@ -281,8 +297,14 @@ class LanceIndex implements VectorIndex {
         w.rowsSinceOptimize = 0;
         w.optimizeQueued = false;
         const olderThan = new Date(Date.now() - (this.options.cleanupOlderThanMs ?? 600_000));
-        const stats = await table.optimize({ cleanupOlderThan: olderThan });
-        this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
+        const started = performance.now();
+        try {
+          const stats = await table.optimize({ cleanupOlderThan: olderThan });
+          this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
+        } finally {
+          w.lastOptimizeMs = performance.now() - started;
+          w.lastOptimizeEnd = Date.now();
+        }
       })
       .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb optimize failed'));
   }

@@ -128,6 +128,35 @@ describe('LanceDB adapter', () => {
     table.close();
   });
 
+  it("spaces optimizes out by the previous one's duration, then runs the deferred one unprompted", async () => {
+    const unindexed = async (dir: string) => {
+      const table = await (await connect(dir)).openTable('ingestion_files');
+      const fts = (await table.listIndices()).find((x) => x.columns.join() === 'content');
+      const stats = await table.indexStats(fts!.name);
+      table.close();
+      return stats?.numUnindexedRows;
+    };
+    const settle = async (dir: string, want: number) => {
+      for (let t = 0; t < 100 && (await unindexed(dir)) !== want; t++)
+        await new Promise((r) => setTimeout(r, 100));
+      return unindexed(dir);
+    };
+    // A huge spacing: after the first optimize, the next one waits (rows stay outside the index).
+    const slowDir = await tempDir();
+    const slow = await index(slowDir, {}, { optimizeEvery: 1, optimizeSpacing: 1e9 });
+    await slow.upsert([chunk('a', 0, 'first words')]);
+    await slow.upsert([chunk('b', 0, 'second words')]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await unindexed(slowDir)).toBe(1);
+    expect((await slow.searchLexical({ text: 'second' }, {}, 5)).length).toBe(1);
+    // A small spacing: the deferred optimize runs by itself, with no further write to trigger it.
+    const fastDir = await tempDir();
+    const fast = await index(fastDir, {}, { optimizeEvery: 1, optimizeSpacing: 1 });
+    await fast.upsert([chunk('a', 0, 'first words')]);
+    await fast.upsert([chunk('b', 0, 'second words')]);
+    expect(await settle(fastDir, 0)).toBe(0);
+  });
+
   it('skips points without a dense vector in dense search', async () => {
     const i = await index(await tempDir(), { denseDim: 2 });
     await i.upsert([chunk('f', 0, 'with vector', [1, 0]), chunk('f', 1, 'without vector')]);
