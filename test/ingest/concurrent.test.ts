@@ -33,9 +33,18 @@ afterAll(async () => {
   await rm(work, { recursive: true, force: true });
 });
 
-async function ingest(fileId: string, text: string) {
+/** Writes the file now; the returned function starts the ingest (so tests control arrival order). */
+async function prepare(fileId: string, text: string) {
   const path = join(work, `${fileId}-${Math.random().toString(36).slice(2)}.md`);
   await writeFile(path, text);
+  return () => start(fileId, path);
+}
+
+async function ingest(fileId: string, text: string) {
+  return (await prepare(fileId, text))();
+}
+
+function start(fileId: string, path: string) {
   return built.service.ingest(
     {
       fileId,
@@ -77,7 +86,10 @@ describe('concurrent ingests on LanceDB', () => {
   });
 
   it('serialises concurrent ingests of one file_id: the last one wins, nothing is left over', async () => {
-    const runs = await Promise.all([1, 2, 3].map((r) => ingest('same', text('same', r, 20 * r))));
+    // Files are written first, so the three ingests reach the lock in this order.
+    const starts = [];
+    for (const r of [1, 2, 3]) starts.push(await prepare('same', text('same', r, 20 * r)));
+    const runs = await Promise.all(starts.map((go) => go()));
     const points = await pointsOf(built.index, 'same');
     expect(versionsOf(points)).toEqual([runs[2]!.ingestVersion]);
     expect(points).toHaveLength(runs[2]!.chunksCount);
