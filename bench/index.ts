@@ -6,6 +6,7 @@ import pino from 'pino';
 import { type IndexFilter, type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
 import type { VectorIndex } from '../src/index/store.js';
+import { mulberry32, percentile } from './lib/stats.js';
 
 /**
  * `npm run bench:index`: upsert and query throughput of the embedded LanceDB index on synthetic
@@ -30,18 +31,7 @@ const QUERIES = Number(args.queries);
 const LIMIT = Number(args.limit);
 const TENANTS = Number(args.tenants);
 
-/** Deterministic PRNG (mulberry32) so runs are comparable. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = rng(42);
+const rand = mulberry32(42);
 
 // A Zipf-ish vocabulary of pronounceable pseudo-words, so BM25 sees realistic term statistics.
 const SYLLABLES = [
@@ -104,10 +94,6 @@ function chunk(n: number): IndexPoint {
     },
     ...(DIM > 0 ? { dense: vector() } : {}),
   };
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 }
 
 function report(name: string, timings: number[], units: number, unit: string): void {

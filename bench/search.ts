@@ -15,6 +15,7 @@ import { createCorpusCache } from '../src/retrieve/corpus-cache.js';
 import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
 import { createSearchService, type SearchService } from '../src/retrieve/search-service.js';
 import { hashEmbedding } from '../test/fakes/hash-embedding.js';
+import { mulberry32, percentile } from './lib/stats.js';
 
 /**
  * `npm run bench:search`: latency (p50/p99) and queries/s of dense, hybrid and lexical search through
@@ -39,17 +40,7 @@ const TENANTS = Number(args.tenants);
 const DIM = 128;
 const COLLECTION = 'bench';
 
-/** Deterministic PRNG (mulberry32): runs are comparable. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = prng(7);
+const rand = mulberry32(7);
 
 // Pseudo-words drawn with a Zipf-like skew: a few very common words (low IDF) and a long tail of
 // rare ones (high IDF), so BM25 has real term statistics to work with.
@@ -182,9 +173,6 @@ interface Figures {
   p99: number;
   qps: number;
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 
 /** Runs every query once with `concurrency` workers pulling from one queue. */
 async function measure(queries: Query[], concurrency: number, run: (q: Query) => Promise<unknown>) {
