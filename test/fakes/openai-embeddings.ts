@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { applyFault } from './embedding-faults.js';
 import { hashEmbedding, words } from './hash-embedding.js';
 import { type FakeServer, type RecordedRequest, sendJson, startRecordingServer } from './recording-server.js';
 
@@ -98,30 +99,12 @@ export async function startFakeOpenAIEmbeddings(
     if (typeof parsed === 'string') return sendJson(res, 400, openAIError(parsed, 'invalid_request_error'));
     received.push(...parsed.input);
 
-    const fault = state.faults.shift() ?? state.always;
-    let dim = options.dim;
-    switch (fault?.kind) {
-      case 'status':
-        if (fault.retryAfter !== undefined) res.setHeader('retry-after', fault.retryAfter);
-        return sendJson(
-          res,
-          fault.status,
-          fault.body ?? openAIError('The server had an error.', 'server_error'),
-        );
-      case 'slow':
-        await new Promise((r) => setTimeout(r, fault.delayMs));
-        break;
-      case 'wrong-dim':
-        dim = fault.dim;
-        break;
-      case 'hang-up':
-        return void res.socket?.destroy();
-      case 'malformed':
-        res.setHeader('content-type', 'application/json');
-        return void res.end('{"object": "list", "data": [');
-      case undefined:
-        break;
-    }
+    const played = await applyFault(state.faults.shift() ?? state.always, res, {
+      error: openAIError('The server had an error.', 'server_error'),
+      malformedBody: '{"object": "list", "data": [',
+    });
+    if (played.answered) return;
+    const dim = played.dim ?? options.dim;
     const tooLong = parsed.input.find(
       (t) => options.maxInputWords !== undefined && words(t).length > options.maxInputWords,
     );

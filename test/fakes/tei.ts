@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { applyFault } from './embedding-faults.js';
 import { cosine, fnv1a, hashEmbedding, words } from './hash-embedding.js';
 import type { EmbeddingsFault } from './openai-embeddings.js';
 import { type FakeServer, type RecordedRequest, sendJson, startRecordingServer } from './recording-server.js';
@@ -138,26 +139,12 @@ export async function startFakeTei(options: FakeTeiOptions): Promise<FakeTeiServ
       );
     }
     const b = body as Record<string, unknown>;
-    const fault = state.faults.shift();
-    let dim = options.dim;
-    switch (fault?.kind) {
-      case 'status':
-        if (fault.retryAfter !== undefined) res.setHeader('retry-after', fault.retryAfter);
-        return sendJson(res, fault.status, fault.body ?? teiError('Model is overloaded', 'overloaded'));
-      case 'slow':
-        await new Promise((r) => setTimeout(r, fault.delayMs));
-        break;
-      case 'wrong-dim':
-        dim = fault.dim;
-        break;
-      case 'hang-up':
-        return void res.socket?.destroy();
-      case 'malformed':
-        res.setHeader('content-type', 'application/json');
-        return void res.end('[[0.1,');
-      case undefined:
-        break;
-    }
+    const played = await applyFault(state.faults.shift(), res, {
+      error: teiError('Model is overloaded', 'overloaded'),
+      malformedBody: '[[0.1,',
+    });
+    if (played.answered) return;
+    const dim = played.dim ?? options.dim;
     const truncate = b.truncate === true;
 
     if (req.path === '/rerank') {
