@@ -4,13 +4,11 @@
  * Run: npx tsx bench/bm25.ts
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { createSparseEncoder } from '../src/embed/create-sparse.js';
-
-const DATA = fileURLToPath(new URL('../../shared/data/', import.meta.url));
+import { benchData } from './lib/data.js';
 
 function englishDocs(): string[] {
-  return readFileSync(`${DATA}scifact/corpus.jsonl`, 'utf8')
+  return readFileSync(benchData('scifact', 'corpus.jsonl'), 'utf8')
     .trim()
     .split('\n')
     .map((line) => {
@@ -20,7 +18,7 @@ function englishDocs(): string[] {
 }
 
 function danishDocs(): string[] {
-  const dir = `${DATA}da-citizenship/corpus/`;
+  const dir = `${benchData('da-citizenship', 'corpus')}/`;
   // Paragraphs stand in for chunks.
   return readdirSync(dir).flatMap((f) =>
     readFileSync(dir + f, 'utf8')

@@ -4,14 +4,15 @@
  * Usage: npm run bench:chunk [-- <tokenizer.json or dir>] [<corpus dir>]
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
 import { CHUNK_MODES } from '../src/config/chunking.js';
 import type { ExtractedDocument } from '../src/extract/extractor.js';
+import { benchData, FIXTURE_TOKENIZER } from './lib/data.js';
 
-const tokenizer = process.argv[2] ?? resolve('../shared/models/all-MiniLM-L6-v2/tokenizer.json');
-const corpus = process.argv[3] ?? resolve('../shared/data/da-citizenship/corpus');
+const tokenizer = process.argv[2] ?? FIXTURE_TOKENIZER;
+const corpus = process.argv[3] ?? benchData('da-citizenship', 'corpus');
 const docs: ExtractedDocument[] = readdirSync(corpus)
   .filter((f) => f.endsWith('.md'))
   .sort()

@@ -9,7 +9,7 @@
  */
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ingestSchema } from '../src/config/ingest.js';
@@ -20,6 +20,7 @@ import { indexSettingsFrom } from '../src/index/settings-from-config.js';
 import type { VectorIndex } from '../src/index/store.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import type { Stage } from '../src/ingest/pipeline.js';
+import { benchData } from './lib/data.js';
 
 const { values } = parseArgs({
   options: {
@@ -69,7 +70,7 @@ const built = await buildIngestPipeline(config, {
 });
 
 async function writeCorpus(dir: string, n: number): Promise<string[]> {
-  const lines = (await readFile(resolve('../shared/data/scifact/corpus.jsonl'), 'utf8')).split('\n');
+  const lines = (await readFile(benchData('scifact', 'corpus.jsonl'), 'utf8')).split('\n');
   const paths: string[] = [];
   for (const line of lines) {
     if (paths.length >= n || line.trim() === '') continue;

@@ -7,7 +7,7 @@
  */
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pino from 'pino';
 import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
@@ -19,11 +19,11 @@ import { createExtractor } from '../src/extract/create-extractor.js';
 import { openIndex } from '../src/index/open.js';
 import type { Stage } from '../src/ingest/pipeline.js';
 import { IngestService } from '../src/ingest/service.js';
+import { benchData, FIXTURE_DOCUMENTS, FIXTURE_TOKENIZER } from './lib/data.js';
 import { writeTextPdf } from './text-pdf.js';
 
 const PDF_PAGES = Number(process.argv[2] ?? 300);
 const DIM = 384;
-const shared = resolve('../shared');
 const log = pino({ level: 'warn' });
 
 /** Answers one fixed unit vector per text: the pipeline's cost without a model's. */
@@ -46,7 +46,7 @@ const sampler = setInterval(() => {
 sampler.unref();
 
 const work = await mkdtemp(join(tmpdir(), 'kilde-bench-ingest-'));
-const counter = await loadTokenCounter(join(shared, 'models/all-MiniLM-L6-v2/tokenizer.json'));
+const counter = await loadTokenCounter(FIXTURE_TOKENIZER);
 const stageTotals = new Map<Stage, number>();
 const index = await openIndex(
   { uri: join(work, 'lancedb'), collection: 'bench', denseDim: DIM, sparse: true, timeoutMs: 30_000 },
@@ -97,11 +97,11 @@ async function run(label: string, files: string[]) {
 }
 
 try {
-  const fixtures = join(shared, 'fixtures/documents');
+  const fixtures = FIXTURE_DOCUMENTS;
   const fixtureFiles = (await readdir(fixtures))
     .filter((f) => /\.(pdf|docx|pptx|xlsx|html)$/.test(f))
     .map((f) => join(fixtures, f));
-  const danish = join(shared, 'data/da-citizenship/corpus');
+  const danish = benchData('da-citizenship', 'corpus');
   const danishFiles = (await readdir(danish)).filter((f) => f.endsWith('.md')).map((f) => join(danish, f));
   const bigPdf = join(work, 'generated.pdf');
   await writeFile(bigPdf, writeTextPdf(PDF_PAGES, 45));

@@ -1,7 +1,6 @@
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
@@ -15,6 +14,7 @@ import { createLanceIndex } from '../src/index/lancedb.js';
 import { createCorpusCache } from '../src/retrieve/corpus-cache.js';
 import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
 import { createSearchService } from '../src/retrieve/search-service.js';
+import { benchData } from './lib/data.js';
 import { breadcrumbHas, scoreRanking, sectionOf } from './quality-metrics.js';
 
 /**
@@ -39,7 +39,6 @@ const { values: args } = parseArgs({
 });
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
 const CONCURRENCY = Number(args.concurrency);
-const DATA = fileURLToPath(new URL('../../shared/data/', import.meta.url));
 const COLLECTION = 'bench';
 const log = pino({ level: 'silent' });
 
@@ -159,7 +158,7 @@ async function evalScifact(
 }
 
 async function scifact(): Promise<void> {
-  const dir = `${DATA}scifact/`;
+  const dir = `${benchData('scifact')}/`;
   const qrels = new Map<string, Map<string, number>>();
   for (const line of (await readFile(`${dir}qrels-train.tsv`, 'utf8')).trim().split('\n').slice(1)) {
     const [q, doc, score] = line.split('\t');
@@ -248,7 +247,7 @@ async function evalDanish(search: Search, questions: readonly Question[], target
 }
 
 async function danish(): Promise<void> {
-  const dir = `${DATA}da-citizenship/`;
+  const dir = `${benchData('da-citizenship')}/`;
   const questions = (await readFile(`${dir}questions-dev.jsonl`, 'utf8'))
     .trim()
     .split('\n')

@@ -1,6 +1,6 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenCounter } from '../../src/chunk/chunker.js';
 import {
@@ -8,8 +8,9 @@ import {
   loadTokenCounter,
   TokenizerUnavailableError,
 } from '../../src/chunk/tokenizer.js';
+import { TOKENIZER } from '../fixtures/index.js';
 
-const MINILM = resolve('../shared/models/all-MiniLM-L6-v2/tokenizer.json');
+const MINILM = TOKENIZER;
 
 describe('loadTokenCounter with a local tokenizer.json (all-MiniLM-L6-v2)', () => {
   let counter: TokenCounter;

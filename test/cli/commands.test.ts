@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, jsonLines, runCli, SHARED, tempDir } from './helpers.js';
+import { DOCUMENTS } from '../fixtures/index.js';
+import { cleanEnv, jsonLines, runCli, tempDir } from './helpers.js';
 
 /** The CLI's other commands and its failure paths, each a real `kilde` process on a temp index. */
 describe('kilde extract / documents / failures', () => {
@@ -14,7 +15,7 @@ describe('kilde extract / documents / failures', () => {
     tmp = await tempDir('kilde-cli-');
     env = cleanEnv({ KILDE_DATA_DIR: join(tmp.dir, '.kilde') });
     await mkdir(join(tmp.dir, 'in'));
-    await copyFile(join(SHARED, 'fixtures/documents/word_tables.docx'), docx());
+    await copyFile(join(DOCUMENTS, 'word_tables.docx'), docx());
     await writeFile(
       join(tmp.dir, 'in', 'notes.md'),
       '# Notes\n\n## Ferries\n\nThe ferry to Samsø leaves at nine.\n',

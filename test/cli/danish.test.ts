@@ -1,15 +1,16 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, jsonLines, runCli, SHARED, tempDir } from './helpers.js';
+import { DANISH_CHAPTERS, DANISH_CORPUS } from '../fixtures/index.js';
+import { cleanEnv, jsonLines, runCli, tempDir } from './helpers.js';
 
-const CORPUS = join(SHARED, 'data/da-citizenship/corpus');
+const CORPUS = DANISH_CORPUS;
 const QUERY = 'Hvad var den spanske syge?';
 
 /**
  * Issue 7's done-when, with the real CLI on the embedded defaults (lexical-only, markdown chunks,
  * English BM25 settings): `kilde ingest <corpus> --collection da`, then `kilde search`.
  */
-describe('kilde ingest + kilde search on the Danish textbook (embedded index)', () => {
+describe('kilde ingest + kilde search on the Danish test textbook (embedded index)', () => {
   let tmp: Awaited<ReturnType<typeof tempDir>>;
   let env: NodeJS.ProcessEnv;
   const docs = async () => {
@@ -26,14 +27,16 @@ describe('kilde ingest + kilde search on the Danish textbook (embedded index)', 
 
   it('ingests the folder: one JSON line per file, a summary, exit 0', async () => {
     const run = await runCli(['ingest', CORPUS, '--collection', 'da'], env, tmp.dir);
-    expect(run.stderr).toMatch(/ingested 48 of 48 file\(s\) into "da": \d+ chunks/);
+    expect(run.stderr).toMatch(
+      new RegExp(`ingested ${DANISH_CHAPTERS} of ${DANISH_CHAPTERS} file\\(s\\) into "da": \\d+ chunks`),
+    );
     expect(run.code).toBe(0);
     const lines = jsonLines(run.stdout);
     const files = lines.filter((l) => 'file' in l);
-    expect(files).toHaveLength(48);
+    expect(files).toHaveLength(DANISH_CHAPTERS);
     expect(files.every((l) => l.ok === true && typeof l.chunks === 'number' && l.chunks > 0)).toBe(true);
     expect(files.map((l) => l.file)).toContain('corpus/1.9.md');
-    expect(lines.at(-1)).toMatchObject({ summary: { ok: 48, failed: 0, failures: [] } });
+    expect(lines.at(-1)).toMatchObject({ summary: { ok: DANISH_CHAPTERS, failed: 0, failures: [] } });
   });
 
   it('puts "1.9.2 Den Spanske Syge" at the top', async () => {
@@ -64,7 +67,7 @@ describe('kilde ingest + kilde search on the Danish textbook (embedded index)', 
 
   it('re-ingesting the same folder replaces each file: same documents, no duplicate chunks', async () => {
     const before = await docs();
-    expect(before).toHaveLength(48);
+    expect(before).toHaveLength(DANISH_CHAPTERS);
     const run = await runCli(['ingest', CORPUS, '--collection', 'da', '--concurrency', '4'], env, tmp.dir);
     expect(run.code).toBe(0);
     const after = await docs();

@@ -7,7 +7,6 @@ import { fileURLToPath } from 'node:url';
 /** The real launcher, over the built dist/ (`npm test` builds before vitest runs). */
 export const BIN = fileURLToPath(new URL('../../bin/kilde.js', import.meta.url));
 export const REPO = fileURLToPath(new URL('../../', import.meta.url));
-export const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
 
 /** A clean environment: nothing from the runner's shell leaks into the child's configuration. */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {

@@ -1,7 +1,8 @@
 import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, jsonLines, REPO, runCli, Server, SHARED, tempDir } from './helpers.js';
+import { DOCUMENTS } from '../fixtures/index.js';
+import { cleanEnv, jsonLines, REPO, runCli, Server, tempDir } from './helpers.js';
 
 /**
  * `npm start` for real: the quickstart process on an empty data directory and a free port, fixtures
@@ -37,7 +38,7 @@ describe('npm start (kilde quickstart) end to end', () => {
     tmp = await tempDir('kilde-quickstart-');
     await mkdir(fixtures());
     for (const f of ['multi_page.pdf', 'word_tables.docx', 'wiki_duck.html']) {
-      await copyFile(join(SHARED, 'fixtures/documents', f), join(fixtures(), f));
+      await copyFile(join(DOCUMENTS, f), join(fixtures(), f));
     }
     env = cleanEnv({ KILDE_DATA_DIR: dataDir(), PORT: '0', HOST: '127.0.0.1' });
   });

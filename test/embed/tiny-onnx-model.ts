@@ -1,19 +1,17 @@
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { TOKENIZER } from '../fixtures/index.js';
 
 /**
  * Writes a real, tiny transformers.js feature-extraction model directory: the all-MiniLM-L6-v2
- * WordPiece tokenizer from `shared/models`, a BERT `config.json`, and `onnx/model.onnx` whose graph is
+ * WordPiece tokenizer from `test/fixtures/models`, a BERT `config.json`, and `onnx/model.onnx` whose graph is
  * a single `Gather` of a seeded embedding table by `input_ids` → `last_hidden_state`. ONNX Runtime
  * really runs it, so mean pooling over the attention mask and normalisation are transformers.js's own,
  * and the expected vector of any text is `mean(table[id] for id in tokens)`, normalised.
  */
 export const TINY_DIM = 8;
 export const TINY_VOCAB = 30522;
-export const SHARED_TOKENIZER = join(
-  import.meta.dirname,
-  '../../../shared/models/all-MiniLM-L6-v2/tokenizer.json',
-);
+export const SHARED_TOKENIZER = TOKENIZER;
 
 /** Row `id` of the embedding table: a fixed pseudo-random function of (id, d). */
 export function tableRow(id: number): number[] {

@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import pino from 'pino';
 import { expect } from 'vitest';
 import { extractionSchema } from '../../src/config/extraction.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { KildeError } from '../../src/http/errors.js';
 
-export const DOCS = join(import.meta.dirname, '../../../shared/fixtures/documents');
+export { DOCUMENTS as DOCS } from '../fixtures/index.js';
 export const silent = pino({ level: 'silent' });
 
 export function settings(env: Record<string, string> = {}) {

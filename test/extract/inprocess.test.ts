@@ -5,9 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExtractedDocument } from '../../src/extract/extractor.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { KildeError } from '../../src/http/errors.js';
+import { DANISH_CORPUS, DOCUMENTS } from '../fixtures/index.js';
 
-const DOCS = join(import.meta.dirname, '../../../shared/fixtures/documents');
-const DANISH = join(import.meta.dirname, '../../../shared/data/da-citizenship/corpus/1.1.md');
+const DOCS = DOCUMENTS;
+const DANISH = join(DANISH_CORPUS, '1.1.md');
 const engine = createInprocessExtractor();
 
 async function extract(name: string, dir = DOCS): Promise<ExtractedDocument> {

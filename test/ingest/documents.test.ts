@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenCounter } from '../../src/chunk/chunker.js';
 import { loadTokenCounter } from '../../src/chunk/tokenizer.js';
 import type { StoredPoint } from '../../src/index/contract.js';
+import { DANISH_CHAPTERS } from '../fixtures/index.js';
 import { AUTH } from '../helpers/app.js';
 import {
   DANISH,
@@ -128,7 +129,7 @@ describe('real documents (docling test fixtures)', () => {
 describe('the Danish citizenship textbook', () => {
   it('ingests every chapter as Danish, with the section breadcrumb on each chunk', async () => {
     const chapters = (await readdir(DANISH)).filter((f) => f.endsWith('.md'));
-    expect(chapters).toHaveLength(48);
+    expect(chapters).toHaveLength(DANISH_CHAPTERS);
     let total = 0;
     for (const f of chapters) {
       const points = await ingestFile(join(DANISH, f), `da-${f}`, 'da');

@@ -1,12 +1,10 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { Bm25Encoder, bm25TokenId } from '../../../src/embed/bm25/encoder.js';
 import { BM25_STOPWORDS } from '../../../src/embed/bm25/stopwords.js';
 import { createSparseEncoder } from '../../../src/embed/create-sparse.js';
 import type { SparseVector } from '../../../src/index/contract.js';
-
-const STOPWORDS = fileURLToPath(new URL('../../../../shared/contracts/bm25-stopwords/', import.meta.url));
+import { STOPWORDS } from '../../fixtures/index.js';
 
 const asMap = (v: SparseVector): Map<number, number> => new Map(v.indices.map((id, i) => [id, v.values[i]!]));
 

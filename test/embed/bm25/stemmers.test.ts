@@ -1,14 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { stemDanish } from '../../../src/embed/bm25/stemmer-danish.js';
 import { type EnglishEdition, stemEnglish } from '../../../src/embed/bm25/stemmer-english.js';
+import { SNOWBALL } from '../../fixtures/index.js';
 
 // The Snowball reference vocabularies (snowball-data): voc.txt word -> output.txt stem, line by line.
-const SNOWBALL = fileURLToPath(new URL('../../../../shared/contracts/snowball/', import.meta.url));
 
 function vocabulary(language: string): Array<[word: string, stem: string]> {
-  const read = (file: string) => readFileSync(`${SNOWBALL}${language}/${file}`, 'utf8').trimEnd().split('\n');
+  const read = (file: string) =>
+    gunzipSync(readFileSync(`${SNOWBALL}${language}/${file}.gz`))
+      .toString('utf8')
+      .trimEnd()
+      .split('\n');
   const words = read('voc.txt');
   const stems = read('output.txt');
   expect(stems).toHaveLength(words.length);

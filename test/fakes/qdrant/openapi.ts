@@ -1,16 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { QDRANT_OPENAPI } from '../../fixtures/index.js';
 
 /**
  * Validates Qdrant REST calls against Qdrant's published OpenAPI document
- * (`../shared/contracts/qdrant-openapi-1.19.json`): the route (method + path template), query
+ * (`test/fixtures/contracts/qdrant-openapi-1.19.json`): the route (method + path template), query
  * parameters, the operation's request-body schema, and the 200 response schema.
  */
-export const QDRANT_OPENAPI_PATH = new URL(
-  '../../../../shared/contracts/qdrant-openapi-1.19.json',
-  import.meta.url,
-);
+export const QDRANT_OPENAPI_PATH = QDRANT_OPENAPI;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };

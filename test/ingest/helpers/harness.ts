@@ -9,10 +9,7 @@ import type { VectorIndex } from '../../../src/index/store.js';
 import { createIngestPart, type IngestPart } from '../../../src/ingest/part.js';
 import { logSink, testConfig } from '../../helpers/app.js';
 
-export const SHARED = new URL('../../../../shared/', import.meta.url).pathname;
-export const FIXTURES = join(SHARED, 'fixtures/documents');
-export const DANISH = join(SHARED, 'data/da-citizenship/corpus');
-export const TOKENIZER = join(SHARED, 'models/all-MiniLM-L6-v2/tokenizer.json');
+export { DANISH_CORPUS as DANISH, DOCUMENTS as FIXTURES, TOKENIZER } from '../../fixtures/index.js';
 
 export interface Harness {
   app: KildeApp;
