@@ -1,3 +1,4 @@
+import type { Timer } from '../clock.js';
 import { WriteBatcher } from './lancedb-batch.js';
 
 /**
@@ -39,7 +40,7 @@ export interface TableWriter {
   lastOptimizeMs: number;
   lastOptimizeEnd: number;
   /** A deferred optimize, waiting for the spacing to pass. */
-  deferred: NodeJS.Timeout | undefined;
+  deferred: Timer | undefined;
 }
 
 interface Entry {
@@ -82,7 +83,7 @@ export function releaseWriter(directory: string, table: string): void {
   if (!found) return;
   found.refs -= 1;
   if (found.refs <= 0) {
-    clearTimeout(found.writer.deferred);
+    found.writer.deferred?.cancel();
     writers.delete(key);
   }
 }

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
+import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql } from './lancedb-filter.js';
 import {
@@ -41,6 +42,8 @@ export interface LanceIndexOptions {
    * writer's time. Default 4; 0 disables the spacing.
    */
   optimizeSpacing?: number;
+  /** Time source for optimize spacing (tests pass a manual clock). Default the system clock. */
+  clock?: Clock;
 }
 
 /** Bound on the extra rows one lexical query fetches while the full-text index lags behind writes. */
@@ -280,14 +283,15 @@ class LanceIndex implements VectorIndex {
       w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
       w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);
     if (w.optimizeQueued || w.deferred || !due) return;
-    const wait = w.lastOptimizeEnd + (this.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - Date.now();
+    const clock = this.options.clock ?? systemClock;
+    const wait = w.lastOptimizeEnd + (this.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - clock.now();
     if (wait > 0) {
-      // Run it once the spacing has passed, even if no further write comes to trigger it.
-      w.deferred = setTimeout(() => {
+      // Run it once the spacing has passed, even if no further write comes to trigger it. A wait
+      // beyond the timer's range fires early and re-arms for the rest (the clock clamps it).
+      w.deferred = clock.schedule(() => {
         w.deferred = undefined;
         this.wrote(table, { commits: 0, rows: 0 });
       }, wait);
-      w.deferred.unref();
       return;
     }
     w.optimizeQueued = true;
@@ -296,14 +300,14 @@ class LanceIndex implements VectorIndex {
         w.writesSinceOptimize = 0;
         w.rowsSinceOptimize = 0;
         w.optimizeQueued = false;
-        const olderThan = new Date(Date.now() - (this.options.cleanupOlderThanMs ?? 600_000));
-        const started = performance.now();
+        const started = clock.now();
+        const olderThan = new Date(started - (this.options.cleanupOlderThanMs ?? 600_000));
         try {
           const stats = await table.optimize({ cleanupOlderThan: olderThan });
           this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
         } finally {
-          w.lastOptimizeMs = performance.now() - started;
-          w.lastOptimizeEnd = Date.now();
+          w.lastOptimizeEnd = clock.now();
+          w.lastOptimizeMs = w.lastOptimizeEnd - started;
         }
       })
       .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb optimize failed'));

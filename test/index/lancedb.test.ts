@@ -12,6 +12,7 @@ import { filterToSql } from '../../src/index/lancedb-filter.js';
 import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { runVectorIndexContract } from './contract-suite.js';
+import { ManualClock } from '../helpers/clock.js';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];
@@ -136,25 +137,22 @@ describe('LanceDB adapter', () => {
       table.close();
       return stats?.numUnindexedRows;
     };
-    const settle = async (dir: string, want: number) => {
-      for (let t = 0; t < 100 && (await unindexed(dir)) !== want; t++)
-        await new Promise((r) => setTimeout(r, 100));
-      return unindexed(dir);
-    };
-    // A huge spacing: after the first optimize, the next one waits (rows stay outside the index).
-    const slowDir = await tempDir();
-    const slow = await index(slowDir, {}, { optimizeEvery: 1, optimizeSpacing: 1e9 });
-    await slow.upsert([chunk('a', 0, 'first words')]);
-    await slow.upsert([chunk('b', 0, 'second words')]);
-    await new Promise((r) => setTimeout(r, 500));
-    expect(await unindexed(slowDir)).toBe(1);
-    expect((await slow.searchLexical({ text: 'second' }, {}, 5)).length).toBe(1);
-    // A small spacing: the deferred optimize runs by itself, with no further write to trigger it.
-    const fastDir = await tempDir();
-    const fast = await index(fastDir, {}, { optimizeEvery: 1, optimizeSpacing: 1 });
-    await fast.upsert([chunk('a', 0, 'first words')]);
-    await fast.upsert([chunk('b', 0, 'second words')]);
-    expect(await settle(fastDir, 0)).toBe(0);
+    // Every clock read moves time 10 ms, so each optimize "takes" 10 ms; a spacing of 1e9 times that
+    // is far beyond what one Node timer can hold (2^31-1 ms).
+    const clock = new ManualClock({ tick: 10 });
+    const dir = await tempDir();
+    const i = await index(dir, {}, { optimizeEvery: 1, optimizeSpacing: 1e9, clock });
+    await i.upsert([chunk('a', 0, 'first words')]); // optimize #1 runs behind this write
+    await i.upsert([chunk('b', 0, 'second words')]); // due, but deferred by the spacing
+    expect(clock.pending).toBe(1);
+    expect(clock.nextDelay()).toBeGreaterThan(2 ** 31);
+    expect(await unindexed(dir)).toBe(1);
+    expect((await i.searchLexical({ text: 'second' }, {}, 5)).length).toBe(1);
+    // Once the spacing has passed, the deferred optimize runs with no further write to trigger it.
+    clock.advance(clock.nextDelay()!);
+    expect(clock.pending).toBe(0);
+    await i.close(); // waits for the queued optimize
+    expect(await unindexed(dir)).toBe(0);
   });
 
   it('skips points without a dense vector in dense search', async () => {
