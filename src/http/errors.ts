@@ -1,51 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { describeCause, type ErrorCode, KildeError } from '../errors.js';
 
-/**
- * Stable error codes. Ingestion codes come from the contract (spec 2 §7); the rest are Kilde's.
- *
- * | code | status |
- * |---|---|
- * | INVALID_REQUEST | 400 / 403 / 409 / 413 / 415 / 422 |
- * | UNAUTHORIZED | 401 |
- * | NOT_FOUND | 404 |
- * | LLM_FAILED | 502 |
- * | LLM_TIMEOUT | 504 |
- * | INTERNAL | 500 |
- */
-export type ErrorCode =
-  | 'INVALID_REQUEST'
-  | 'UNAUTHORIZED'
-  | 'NOT_FOUND'
-  | 'NOT_READY'
-  | 'LLM_FAILED'
-  | 'LLM_TIMEOUT'
-  | 'UPSTREAM_FAILED'
-  | 'EXTRACTION_FAILED'
-  | 'EMBEDDING_FAILED'
-  | 'SPARSE_EMBEDDING_FAILED'
-  | 'VECTORDB_WRITE_FAILED'
-  | 'VECTORDB_FAILED'
-  | 'DELETE_FAILED'
-  | 'OBJECT_FETCH_FAILED'
-  | 'PIPELINE_FAILED'
-  | 'SEARCH_FAILED'
-  | 'INTERNAL';
-
-export class KildeError extends Error {
-  override readonly name = 'KildeError';
-  constructor(
-    readonly code: ErrorCode,
-    readonly statusCode: number,
-    message: string,
-    options?: { cause?: unknown; detail?: string },
-  ) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.detail = options?.detail;
-  }
-  /** Internal detail, shown only with DEBUG=true. */
-  readonly detail: string | undefined;
-}
+export { type ErrorCode, KildeError } from '../errors.js';
 
 export interface ErrorPayload {
   statusCode: number;
@@ -67,12 +24,15 @@ export const defaultErrorBody: ErrorBodyFormat = (p) => ({
 /** Turns anything thrown inside a route into one stable payload. */
 export function toErrorPayload(error: unknown, debug: boolean): ErrorPayload {
   if (error instanceof KildeError) {
-    const exposeDetail = debug && (error.detail !== undefined || error.cause !== undefined);
+    // Every 5xx is hidden the same way: the code's public message, the thrower's (which may name
+    // internal endpoints) only in `debug`.
+    const internal = error.detail ?? (error.cause === undefined ? undefined : describeCause(error.cause));
+    const shown = error.exposed ? internal : [error.message, internal].filter(Boolean).join(': ');
     return {
       statusCode: error.statusCode,
       code: error.code,
-      message: error.message,
-      ...(exposeDetail ? { debug: error.detail ?? describe(error.cause) } : {}),
+      message: error.publicMessage,
+      ...(debug && shown ? { debug: shown } : {}),
     };
   }
   const fe = error as Partial<FastifyError> & { validation?: unknown };

@@ -36,6 +36,11 @@ export class QdrantError extends Error {
   ) {
     super(message, options);
   }
+
+  /** Unreachable (status 0), overloaded or failing (5xx): worth another try; a 4xx refusal is not. */
+  get retryable(): boolean {
+    return this.status === 0 || this.status >= 500;
+  }
 }
 
 const errorBody = z.object({ status: z.object({ error: z.string() }).partial() }).partial();

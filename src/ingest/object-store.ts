@@ -54,6 +54,8 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
     deps.log.warn({ err, bucket, key, status }, 'object fetch failed');
     return new KildeError('OBJECT_FETCH_FAILED', 502, `Could not fetch s3://${bucket}/${key}: ${what}`, {
       cause: err,
+      // The caller named the bucket and key; the reason names no endpoint.
+      expose: true,
     });
   }
 

@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
+import { isRetryable, KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
-import { KildeError } from '../http/errors.js';
-import { QdrantError } from '../index/qdrant-http.js';
 import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
@@ -28,7 +27,7 @@ const RETRY_MAX_MS = 30_000;
  * collection, a refused key) are 4xx answers and stay fatal.
  */
 function indexUnreachable(err: unknown): boolean {
-  return err instanceof QdrantError && (err.status === 0 || err.status >= 500);
+  return isRetryable(err);
 }
 
 export interface IngestPart extends ServicePart {

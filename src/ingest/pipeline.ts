@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
 import type { DenseEmbedder } from '../embed/dense.js';
 import type { SparseEncoder } from '../embed/sparse.js';
+import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
 import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extractor.js';
-import { type ErrorCode, KildeError } from '../http/errors.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestTarget } from './request.js';
@@ -57,19 +57,16 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
   if (err instanceof KildeError) {
     // Gating errors (413 on a download) pass unchanged.
     if (err.code === 'INVALID_REQUEST') return err;
-    // A 4xx is about the caller's file (unsupported type, nothing to read): its message helps them.
-    if (err.statusCode < 500) {
-      return err.code === f.code
-        ? err
-        : new KildeError(f.code, err.statusCode, err.message, {
-            cause: err,
-            detail: err.detail ?? err.message,
-          });
-    }
-    // A 5xx message may name internal endpoints: the client gets the stage's message, DEBUG the rest.
-    return new KildeError(f.code, err.statusCode, f.message, {
+    if (err.code === f.code) return err;
+    // Another stage's code becomes this stage's; a 5xx keeps its message for the log and DEBUG (the
+    // kernel shows clients the code's public message), a 4xx is about the caller's file and stays.
+    const allowed: readonly number[] = ERRORS[f.code].statuses;
+    return new KildeError(f.code, err.message, {
+      status: allowed.includes(err.statusCode) ? err.statusCode : f.status,
       cause: err,
-      detail: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`,
+      expose: err.exposed,
+      retryable: err.retryable,
+      ...(err.detail === undefined ? {} : { detail: err.detail }),
     });
   }
   return new KildeError(f.code, f.status, f.message, { cause: err });

@@ -62,28 +62,31 @@ export function createChatClient(o: ChatClientOptions): ChatClient {
             'LLM_TIMEOUT',
             504,
             `LLM endpoint did not answer within ${o.timeoutMs / 1000} s`,
-            {
-              cause: err,
-            },
+            { cause: err, expose: true },
           );
         }
-        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint unreachable', { cause: err });
+        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint unreachable', { cause: err, expose: true });
       }
       if (!res.ok) {
         throw new KildeError('LLM_FAILED', 502, `LLM endpoint answered HTTP ${res.status}`, {
           detail: text.slice(0, 500),
+          expose: true,
         });
       }
       let json: unknown;
       try {
         json = JSON.parse(text);
       } catch (err) {
-        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint answered malformed JSON', { cause: err });
+        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint answered malformed JSON', {
+          cause: err,
+          expose: true,
+        });
       }
       const parsed = completionSchema.safeParse(json);
       if (!parsed.success) {
         throw new KildeError('LLM_FAILED', 502, 'LLM answer has no choices[0].message.content', {
           detail: text.slice(0, 500),
+          expose: true,
         });
       }
       return parsed.data.choices[0]!.message.content;

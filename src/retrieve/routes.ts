@@ -54,19 +54,9 @@ const searchResponse = z.object({
   distances: z.array(z.array(z.number())),
 });
 
-/**
- * A 5xx message may name internal endpoints (the embedding URL, the index directory): the client
- * gets the stage's code and a fixed message; the original goes to the log and, with DEBUG, `debug`.
- */
-function clientSafe(err: unknown): KildeError {
-  if (!(err instanceof KildeError))
-    return new KildeError('SEARCH_FAILED', 502, 'Search failed', { cause: err });
-  if (err.statusCode < 500) return err;
-  const message = err.code === 'EMBEDDING_FAILED' ? 'Embedding the query failed' : 'Search failed';
-  return new KildeError(err.code, err.statusCode, message, {
-    cause: err,
-    detail: err.detail === undefined ? err.message : `${err.message}: ${err.detail}`,
-  });
+/** A failure that is not Kilde's own becomes SEARCH_FAILED; the kernel hides 5xx messages. */
+function asSearchError(err: unknown): unknown {
+  return err instanceof KildeError ? err : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
 }
 
 export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: SearchService) {
@@ -77,7 +67,7 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
     { onRequest: ctx.auth, schema: { body: searchBody, response: { 200: searchResponse } } },
     async (request) => {
       const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
-        throw clientSafe(err);
+        throw asSearchError(err);
       });
       request.log.info({ queries: queries.length, k: request.body.k }, 'search');
       return lists;

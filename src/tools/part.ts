@@ -72,7 +72,8 @@ export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): Tool
           } catch (err) {
             if (!(err instanceof WeatherError)) throw err;
             const { status, code } = REST_ERRORS[err.kind];
-            throw new KildeError(code, status, err.message, { cause: err });
+            // The contract's messages ("Weather service timed out") are written for users.
+            throw new KildeError(code, status, err.message, { cause: err, expose: true });
           }
         },
       );

@@ -62,7 +62,9 @@ export class ManualClock implements Clock {
   advance(ms: number): void {
     const until = this.t + ms;
     for (;;) {
-      const due = [...this.timers].filter((p) => p.at <= until).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      const due = [...this.timers]
+        .filter((p) => p.at <= until)
+        .sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
       if (!due) break;
       this.timers.delete(due);
       this.t = Math.max(this.t, due.at);

@@ -20,7 +20,15 @@ const demo: ServicePart = {
       throw new Error('secret database password in stack');
     });
     app.get('/upstream', async () => {
-      throw new KildeError('LLM_FAILED', 502, 'LLM endpoint answered HTTP 500', { detail: 'internal trace' });
+      throw new KildeError('LLM_FAILED', 'LLM endpoint answered HTTP 500', {
+        detail: 'internal trace',
+        expose: true,
+      });
+    });
+    app.get('/hidden', async () => {
+      throw new KildeError('EMBEDDING_FAILED', 'POST http://10.0.0.7:8080/embed answered 500', {
+        detail: 'trace',
+      });
     });
   },
 };
@@ -156,6 +164,10 @@ describe('errors', () => {
     const up = await app!.inject({ url: '/upstream' });
     expect(up.statusCode).toBe(502);
     expect(up.json()).toEqual({ detail: 'LLM endpoint answered HTTP 500', code: 'LLM_FAILED' });
+    // A 5xx message not written for clients gives way to the code's public message.
+    const hidden = await app!.inject({ url: '/hidden' });
+    expect(hidden.statusCode).toBe(502);
+    expect(hidden.json()).toEqual({ detail: 'Embedding failed', code: 'EMBEDDING_FAILED' });
   });
 
   it('shows 5xx internals with DEBUG=true', async () => {
@@ -164,6 +176,8 @@ describe('errors', () => {
     expect(res.json().debug).toMatch(/secret database password/);
     const up = await app!.inject({ url: '/upstream' });
     expect(up.json().debug).toBe('internal trace');
+    const hidden = await app!.inject({ url: '/hidden' });
+    expect(hidden.json().debug).toBe('POST http://10.0.0.7:8080/embed answered 500: trace');
   });
 });
 

@@ -11,8 +11,8 @@ import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lanced
 import { filterToSql } from '../../src/index/lancedb-filter.js';
 import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
 import type { VectorIndex } from '../../src/index/store.js';
-import { runVectorIndexContract } from './contract-suite.js';
 import { ManualClock } from '../helpers/clock.js';
+import { runVectorIndexContract } from './contract-suite.js';
 
 const log = pino({ level: 'silent' });
 const dirs: string[] = [];

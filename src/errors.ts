@@ -1,0 +1,238 @@
+/**
+ * Every error code Kilde answers with, bound once to its HTTP status(es), whether retrying the same
+ * request can succeed, and what it means. `docs/errors.md` is generated from this table
+ * (`npm run docs:errors`; a test fails when it is stale). The ingestion codes are the contract's
+ * (its errors table); the others are Kilde's own.
+ *
+ * - `status`: the status a failure with this code answers unless the thrower names another one
+ *   from `statuses` (e.g. `INVALID_REQUEST` as 413 for a body too large).
+ * - `retryable`: the same request may succeed later (an upstream overloaded or still starting).
+ *   Adapters may mark one failure retryable or not (`KildeError.retryable`), e.g. an index that
+ *   answers 503 versus one that refuses the settings.
+ * - `publicMessage`: what a client sees for a 5xx of this code. The thrower's own message can name
+ *   internal endpoints (an embedding URL, the index directory); it goes to the log, and to the
+ *   `debug` field of the body only when `DEBUG` is on.
+ */
+export interface ErrorSpec {
+  readonly status: number;
+  readonly statuses: readonly number[];
+  readonly retryable: boolean;
+  readonly publicMessage: string;
+  readonly meaning: string;
+}
+
+export const ERRORS = {
+  INVALID_REQUEST: {
+    status: 400,
+    statuses: [400, 403, 404, 409, 413, 415, 422],
+    retryable: false,
+    publicMessage: 'Invalid request',
+    meaning:
+      'The request was rejected by gating or validation: malformed JSON (400), a body or file over its limit (413), an unsupported content type (415), fields of the wrong type or shape (422), a bucket outside the allowlist (403).',
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    statuses: [401],
+    retryable: false,
+    publicMessage: 'Invalid API key',
+    meaning: 'The bearer token is missing or wrong.',
+  },
+  NOT_FOUND: {
+    status: 404,
+    statuses: [404],
+    retryable: false,
+    publicMessage: 'Not found',
+    meaning: 'No such route, document or upstream resource (e.g. a city the weather API does not know).',
+  },
+  NOT_READY: {
+    status: 503,
+    statuses: [503],
+    retryable: true,
+    publicMessage: 'The service is still starting',
+    meaning: 'The service has not finished starting (its index or model is not reachable yet); retry later.',
+  },
+  LLM_FAILED: {
+    status: 502,
+    statuses: [502],
+    retryable: true,
+    publicMessage: 'LLM endpoint failed',
+    meaning: 'The chat-completions endpoint was unreachable or answered an error or an unusable body.',
+  },
+  LLM_TIMEOUT: {
+    status: 504,
+    statuses: [504],
+    retryable: true,
+    publicMessage: 'LLM endpoint timed out',
+    meaning: 'The chat-completions endpoint did not answer within AGENT_TIMEOUT.',
+  },
+  UPSTREAM_FAILED: {
+    status: 502,
+    statuses: [502, 504],
+    retryable: true,
+    publicMessage: 'Upstream service failed',
+    meaning: "A tool's upstream API failed (502) or timed out (504).",
+  },
+  EXTRACTION_FAILED: {
+    status: 422,
+    statuses: [415, 422, 500, 502, 504],
+    retryable: false,
+    publicMessage: 'Extraction failed',
+    meaning:
+      'Converting the file to text failed: an unsupported, corrupt, encrypted or empty file, a document over an extraction limit (422), or an extraction sidecar that failed (5xx).',
+  },
+  EMBEDDING_FAILED: {
+    status: 502,
+    statuses: [502, 504],
+    retryable: true,
+    publicMessage: 'Embedding failed',
+    meaning: 'The dense embedding endpoint or model failed, after its retries.',
+  },
+  SPARSE_EMBEDDING_FAILED: {
+    status: 500,
+    statuses: [500],
+    retryable: false,
+    publicMessage: 'Sparse embedding failed',
+    meaning: 'Computing the BM25 sparse vectors failed.',
+  },
+  VECTORDB_WRITE_FAILED: {
+    status: 502,
+    statuses: [502],
+    retryable: true,
+    publicMessage: 'Writing to the vector index failed',
+    meaning: 'Writing the new version to the index failed; the previous version stays.',
+  },
+  VECTORDB_FAILED: {
+    status: 502,
+    statuses: [502],
+    retryable: true,
+    publicMessage: 'Vector index unavailable',
+    meaning: 'Reading from the index failed (unreachable, or it refused the request).',
+  },
+  DELETE_FAILED: {
+    status: 502,
+    statuses: [502],
+    retryable: true,
+    publicMessage: 'Deletion failed',
+    meaning: "Deleting a document's points from the index failed.",
+  },
+  OBJECT_FETCH_FAILED: {
+    status: 502,
+    statuses: [400, 404, 502, 504],
+    retryable: true,
+    publicMessage: 'Fetching the object failed',
+    meaning:
+      'Fetching the file from object storage failed: no such object (404), an invalid bucket name (400), or the store failed (5xx).',
+  },
+  PIPELINE_FAILED: {
+    status: 500,
+    statuses: [500],
+    retryable: false,
+    publicMessage: 'Ingestion failed',
+    meaning: 'Any other ingestion pipeline failure (e.g. chunking).',
+  },
+  SEARCH_FAILED: {
+    status: 502,
+    statuses: [500, 502],
+    retryable: true,
+    publicMessage: 'Search failed',
+    meaning: 'A search failed for a reason other than embedding the query.',
+  },
+  INTERNAL: {
+    status: 500,
+    statuses: [500],
+    retryable: false,
+    publicMessage: 'Internal server error',
+    meaning: 'An unexpected failure (a bug): the log has the details.',
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export interface KildeErrorOptions {
+  cause?: unknown;
+  /** Internal detail, shown only with DEBUG=true. */
+  detail?: string;
+  /** Another of the code's `statuses` than its default. */
+  status?: number;
+  /** Overrides the code's `retryable` for this one failure. */
+  retryable?: boolean;
+  /**
+   * The message of a 5xx was written for clients (it names no internal endpoint): show it instead
+   * of the code's `publicMessage`. 4xx messages are always shown.
+   */
+  expose?: boolean;
+}
+
+/**
+ * The one error class of Kilde. `new KildeError(code, message, options)` takes its status from
+ * {@link ERRORS}; the older `new KildeError(code, status, message, options)` form is accepted while
+ * call sites move over. A status outside the code's `statuses` is a programming error.
+ */
+export class KildeError extends Error {
+  override readonly name = 'KildeError';
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+  readonly retryable: boolean;
+  /** Internal detail, shown only with DEBUG=true. */
+  readonly detail: string | undefined;
+  /** Whether clients see `message` (always for 4xx; for 5xx only when the thrower says so). */
+  readonly exposed: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: KildeErrorOptions);
+  constructor(code: ErrorCode, status: number, message: string, options?: KildeErrorOptions);
+  constructor(
+    code: ErrorCode,
+    statusOrMessage: number | string,
+    messageOrOptions?: string | KildeErrorOptions,
+    legacyOptions?: KildeErrorOptions,
+  ) {
+    const legacy = typeof statusOrMessage === 'number';
+    const message = legacy ? String(messageOrOptions) : statusOrMessage;
+    const options = (legacy ? legacyOptions : (messageOrOptions as KildeErrorOptions | undefined)) ?? {};
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const spec: ErrorSpec = ERRORS[code];
+    const status = legacy ? statusOrMessage : (options.status ?? spec.status);
+    if (!spec.statuses.includes(status)) {
+      throw new TypeError(
+        `KildeError ${code} cannot answer HTTP ${status} (allowed: ${spec.statuses.join(', ')})`,
+      );
+    }
+    this.code = code;
+    this.statusCode = status;
+    this.retryable = options.retryable ?? spec.retryable;
+    this.detail = options.detail;
+    this.exposed = status < 500 || options.expose === true;
+  }
+
+  /** What a client is shown: the message, or for a 5xx not written for clients the code's public one. */
+  get publicMessage(): string {
+    return this.exposed ? this.message : ERRORS[this.code].publicMessage;
+  }
+}
+
+/**
+ * Whether a failure is worth retrying: a KildeError, or an adapter's own error (e.g. the Qdrant
+ * client's), that says so in its `retryable` field. Callers need not know the adapter's class.
+ */
+export function isRetryable(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { retryable?: unknown }).retryable === true;
+}
+
+/**
+ * An error's message with its `cause` chain, the innermost reason last: `fetch failed` alone says
+ * nothing, its cause (ECONNREFUSED 127.0.0.1:9) does. Repeated messages are dropped.
+ */
+export function describeCause(err: unknown, depth = 5): string {
+  const parts: string[] = [];
+  let cur: unknown = err;
+  for (let i = 0; i < depth && cur !== undefined && cur !== null; i++) {
+    const msg =
+      cur instanceof Error
+        ? (cur as Error & { code?: unknown }).message ||
+          String((cur as Error & { code?: unknown }).code ?? cur.name)
+        : String(cur);
+    if (msg && !parts.some((p) => p.includes(msg))) parts.push(msg);
+    cur = cur instanceof Error ? cur.cause : undefined;
+  }
+  return parts.join(': ');
+}
