@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { approximateTokenCounter } from '../chunk/approx-counter.js';
 import type { TokenCounter } from '../chunk/chunker.js';
+import type { Clock } from '../clock.js';
 import { embeddingPiece } from '../config/index-settings.js';
 import { createBudgetedEmbedder } from './budgeted-embedder.js';
 import type { DenseEmbedder } from './dense.js';
@@ -27,6 +28,8 @@ export interface DenseEmbedderDeps {
   counter?: TokenCounter;
   /** Back-off of the HTTP providers; defaults: 500 ms doubling, each wait capped at 30 s. */
   backoff?: { baseDelayMs?: number; maxDelayMs?: number };
+  /** Time-outs and back-off waits of the HTTP providers (tests pass a manual clock). */
+  clock?: Clock;
 }
 
 /**
@@ -102,6 +105,7 @@ function createBackend(
     retry,
     fetch: deps.fetch ?? fetch,
     log: deps.log,
+    clock: deps.clock,
   };
   if (provider === 'http-compat') {
     if (config.EMBEDDING_MODEL === '') {

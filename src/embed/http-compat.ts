@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import { KildeError } from '../http/errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
@@ -14,6 +15,7 @@ export interface HttpCompatOptions {
   retry: RetryPolicy;
   fetch: typeof fetch;
   log: Logger;
+  clock?: Clock | undefined;
 }
 
 /** Only the fields Kilde reads from an OpenAI `/embeddings` answer. */
@@ -88,6 +90,7 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
       timeoutMs: o.timeoutMs,
       retry,
       fetch: o.fetch,
+      clock: o.clock,
       log: o.log,
       signal,
     });

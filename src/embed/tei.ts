@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import { KildeError } from '../http/errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
@@ -13,6 +14,7 @@ export interface TeiOptions {
   retry: RetryPolicy;
   fetch: typeof fetch;
   log: Logger;
+  clock?: Clock | undefined;
 }
 
 /** `EmbedResponse` of tei-openapi.json: one float array per input. */
@@ -71,6 +73,7 @@ export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
       timeoutMs: o.timeoutMs,
       retry,
       fetch: o.fetch,
+      clock: o.clock,
       log: o.log,
       signal,
     });

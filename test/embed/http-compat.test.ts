@@ -5,6 +5,7 @@ import type { DenseEmbedder } from '../../src/embed/dense.js';
 import { KildeError } from '../../src/http/errors.js';
 import { hashEmbedding } from '../fakes/hash-embedding.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
+import { ManualClock } from '../helpers/clock.js';
 import { embeddingConfig, FAST_BACKOFF, testLogger } from './setup.js';
 
 const DIM = 8;
@@ -16,7 +17,11 @@ beforeAll(async () => {
 afterAll(() => fake.close());
 afterEach(() => fake.reset());
 
-function embedder(env: Record<string, string> = {}, backoff = FAST_BACKOFF) {
+function embedder(
+  env: Record<string, string> = {},
+  backoff = FAST_BACKOFF,
+  clock = new ManualClock({ autoSleep: true }),
+) {
   const { log, logs } = testLogger();
   const e = createDenseEmbedder(
     embeddingConfig({
@@ -27,10 +32,10 @@ function embedder(env: Record<string, string> = {}, backoff = FAST_BACKOFF) {
       EMBEDDING_DIM: String(DIM),
       ...env,
     }),
-    { log, backoff },
+    { log, backoff, clock },
   );
   if (e === undefined) throw new Error('expected an embedder');
-  return { e, logs };
+  return { e, logs, clock };
 }
 
 async function failure(p: Promise<unknown>): Promise<KildeError> {
@@ -109,10 +114,9 @@ describe('http-compat retries', () => {
       { kind: 'status', status: 503 },
       { kind: 'status', status: 429, retryAfter: '1', body: { error: { message: 'Rate limit reached' } } },
     ];
-    const { e, logs } = embedder();
-    const started = Date.now();
+    const { e, logs, clock } = embedder();
     const v = await e.embedQuery('retry me');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(clock.slept[1]).toBe(1000);
     expect(fake.embeddingRequests()).toHaveLength(3);
     expect(v).toEqual(hashEmbedding('query: retry me', DIM));
     const retries = logs.lines.filter((l) => l.msg === 'embedding request failed; retrying');
@@ -122,14 +126,12 @@ describe('http-compat retries', () => {
 
   it('honours a Retry-After HTTP date, capped at the maximum wait', async () => {
     fake.faults = [
-      { kind: 'status', status: 429, retryAfter: new Date(Date.now() + 3_600_000).toUTCString() },
+      { kind: 'status', status: 429, retryAfter: new Date(Date.UTC(2026, 0, 1, 1)).toUTCString() },
     ];
-    const { e, logs } = embedder({}, { baseDelayMs: 10, maxDelayMs: 300 });
-    const started = Date.now();
+    const clock = new ManualClock({ start: Date.UTC(2026, 0, 1), autoSleep: true });
+    const { e, logs } = embedder({}, { baseDelayMs: 10, maxDelayMs: 300 }, clock);
     await e.embedQuery('capped');
-    const took = Date.now() - started;
-    expect(took).toBeGreaterThanOrEqual(280);
-    expect(took).toBeLessThan(5_000);
+    expect(clock.slept).toEqual([300]);
     expect(logs.lines.find((l) => l.msg === 'embedding request failed; retrying')?.delayMs).toBe(300);
   });
 
@@ -174,20 +176,26 @@ describe('http-compat retries', () => {
 
   it('times out a silent endpoint after EMBEDDING_TIMEOUT', async () => {
     fake.faults = [{ kind: 'slow', delayMs: 3_000 }];
-    const { e } = embedder({ EMBEDDING_TIMEOUT: '1', EMBEDDING_MAX_RETRIES: '0' });
-    const err = await failure(e.embedQuery('slow'));
+    const { e, clock } = embedder({ EMBEDDING_TIMEOUT: '1', EMBEDDING_MAX_RETRIES: '0' });
+    const pending = failure(e.embedQuery('slow'));
+    // Once the request is on the wire, one second passes on the embedder's clock.
+    while (fake.embeddingRequests().length === 0) await new Promise((r) => setImmediate(r));
+    clock.advance(1000);
+    const err = await pending;
     expect(err.message).toContain('no answer within 1 s');
   });
 
   it("stops retrying as soon as the caller's signal aborts", async () => {
     fake.always = { kind: 'status', status: 429, retryAfter: '30' };
-    const { e } = embedder({ EMBEDDING_MAX_RETRIES: '5' });
+    const clock = new ManualClock();
+    const { e } = embedder({ EMBEDDING_MAX_RETRIES: '5' }, FAST_BACKOFF, clock);
     const ctl = new AbortController();
     const pending = e.embedQuery('cancel me', ctl.signal);
-    setTimeout(() => ctl.abort(new Error('client went away')), 100);
-    const started = Date.now();
+    // The first 429 asks for 30 s (capped at FAST_BACKOFF's 5 s); abort during that wait.
+    while (clock.slept.length === 0) await new Promise((r) => setImmediate(r));
+    ctl.abort(new Error('client went away'));
     await expect(pending).rejects.toThrow('client went away');
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(clock.slept).toEqual([5_000]);
     expect(fake.embeddingRequests()).toHaveLength(1);
   });
 });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
 import type { TokenCounter } from '../../src/chunk/chunker.js';
-import { parseRetryAfter } from '../../src/embed/http-retry.js';
 import {
   halve,
   poolVectors,
@@ -9,6 +8,7 @@ import {
   splitToBudget,
   textBudget,
 } from '../../src/embed/token-budget.js';
+import { parseRetryAfter } from '../../src/net/http.js';
 
 const c = approximateTokenCounter();
 

@@ -15,10 +15,20 @@ export class ManualClock implements Clock {
   private seq = 0;
   private readonly timers = new Set<Pending>();
   private readonly tick: number;
+  private readonly autoSleep: boolean;
+  private readonly waiters: Array<{ count: number; resolve: () => void }> = [];
+  /** Every `sleep` asked for, in order (ms). */
+  readonly slept: number[] = [];
 
-  constructor(options: { start?: number; tick?: number } = {}) {
+  /**
+   * `tick`: ms added on every `now()` read. `autoSleep`: a `sleep(ms)` moves time forward by `ms` at
+   * once (running what falls due) instead of waiting for `advance`: back-off loops run straight through
+   * while their waits are recorded in `slept`.
+   */
+  constructor(options: { start?: number; tick?: number; autoSleep?: boolean } = {}) {
     this.t = options.start ?? Date.UTC(2026, 0, 1);
     this.tick = options.tick ?? 0;
+    this.autoSleep = options.autoSleep ?? false;
   }
 
   now(): number {
@@ -29,10 +39,26 @@ export class ManualClock implements Clock {
   schedule(fn: () => void, ms: number): Timer {
     const entry: Pending = { at: this.t + Math.max(0, ms), seq: this.seq++, fn };
     this.timers.add(entry);
+    for (const w of this.waiters.filter((x) => this.timers.size >= x.count)) {
+      this.waiters.splice(this.waiters.indexOf(w), 1);
+      w.resolve();
+    }
     return { cancel: () => this.timers.delete(entry) };
   }
 
+  /** Resolves once at least `count` timers (time-outs, sleeps) are waiting. */
+  whenPending(count = 1): Promise<void> {
+    if (this.timers.size >= count) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+  }
+
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    this.slept.push(ms);
+    if (this.autoSleep) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      this.advance(ms);
+      return Promise.resolve();
+    }
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       const timer = this.schedule(() => {

@@ -1,0 +1,177 @@
+import type { Logger } from 'pino';
+import { type Clock, systemClock } from '../clock.js';
+import { describeCause } from '../errors.js';
+
+/**
+ * The one outbound HTTP helper every upstream client uses (LLM, embeddings, TEI, rerank, extraction
+ * sidecars, weather, Qdrant): a time-out driven by an injectable clock, the caller's abort signal,
+ * one failure type for "no answer", and retries with exponential back-off or the server's
+ * `Retry-After`. Each client keeps only what is its own: the URL, the body, how to read the answer,
+ * and which error code a failure becomes.
+ */
+
+export interface HttpDeps {
+  fetch?: typeof fetch;
+  clock?: Clock;
+}
+
+export interface HttpRequest {
+  url: string;
+  /** Default `POST` when there is a body, else `GET`. */
+  method?: string;
+  headers?: Record<string, string>;
+  /** A JSON body (sets `content-type: application/json`). */
+  json?: unknown;
+  /** A raw body (multipart form data), when there is no `json`. */
+  body?: RequestInit['body'];
+  timeoutMs: number;
+  /** The caller's cancellation: aborts at once with its reason, never retried. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface HttpAnswer {
+  status: number;
+  ok: boolean;
+  headers: Headers;
+  text: string;
+  /** Requests sent, retries included. */
+  attempts: number;
+}
+
+/** No HTTP answer at all: the upstream was unreachable or silent past the time-out. */
+export class HttpFailure extends Error {
+  override readonly name = 'HttpFailure';
+  /** A failure to get an answer is worth another try. */
+  readonly retryable = true;
+  constructor(
+    readonly kind: 'timeout' | 'unreachable',
+    readonly method: string,
+    readonly url: string,
+    readonly timeoutMs: number,
+    readonly attempts: number,
+    options: { cause?: unknown },
+  ) {
+    super(
+      kind === 'timeout'
+        ? `no answer within ${timeoutMs / 1000} s: ${method} ${url}`
+        : `unreachable (${describeCause(options.cause)}): ${method} ${url}`,
+      options,
+    );
+  }
+
+  /** The short reason without the URL: `no answer within 2 s`, `unreachable (ECONNREFUSED …)`. */
+  get reason(): string {
+    return this.kind === 'timeout'
+      ? `no answer within ${this.timeoutMs / 1000} s`
+      : `unreachable (${describeCause(this.cause)})`;
+  }
+}
+
+/** Sends one request and reads the whole answer, whatever its status. Throws `HttpFailure` without one. */
+export async function httpRequest(req: HttpRequest, deps: HttpDeps = {}, attempts = 1): Promise<HttpAnswer> {
+  const clock = deps.clock ?? systemClock;
+  const method = req.method ?? (req.json !== undefined || req.body !== undefined ? 'POST' : 'GET');
+  const timeout = new AbortController();
+  const timer = clock.schedule(() => timeout.abort(new Error('time-out')), req.timeoutMs);
+  const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
+  const headers: Record<string, string> = { ...req.headers };
+  let body: RequestInit['body'] | undefined = req.body;
+  if (req.json !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(req.json);
+  }
+  try {
+    const res = await (deps.fetch ?? fetch)(req.url, {
+      method,
+      headers,
+      signal,
+      ...(body === undefined ? {} : { body }),
+    });
+    const text = await res.text();
+    return { status: res.status, ok: res.ok, headers: res.headers, text, attempts };
+  } catch (err) {
+    if (req.signal?.aborted) throw req.signal.reason;
+    const kind = timeout.signal.aborted ? 'timeout' : 'unreachable';
+    throw new HttpFailure(kind, method, req.url, req.timeoutMs, attempts, { cause: err });
+  } finally {
+    timer.cancel();
+  }
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  maxRetries: number;
+  /** First back-off; doubles per retry (with jitter). */
+  baseDelayMs: number;
+  /** Upper bound of one wait, also for a server's `Retry-After`. */
+  maxDelayMs: number;
+}
+
+export const DEFAULT_BACKOFF = { baseDelayMs: 500, maxDelayMs: 30_000 } as const;
+
+/** Transient answers worth another try: overload and server-side failures (not 501/505, which are permanent). */
+export function isRetryableStatus(status: number): boolean {
+  return status === 429 || (status >= 500 && status !== 501 && status !== 505);
+}
+
+/** `Retry-After` as milliseconds to wait: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+export interface RetryDeps extends HttpDeps {
+  log: Logger;
+  /** Names the upstream in the retry warnings (`embedding`, `rerank`...). */
+  upstream: string;
+  /** Jitter source in [0, 1); tests pin it. */
+  random?: () => number;
+}
+
+/**
+ * Sends `req`, retrying 429/5xx answers, network errors and time-outs up to `maxRetries` times with
+ * exponential back-off (with jitter, so many workers don't retry in lock-step), or exactly the
+ * server's `Retry-After` when it sends one; every wait is capped at `maxDelayMs`. Other answers,
+ * 2xx and 4xx alike, come back after one attempt; the last answer or `HttpFailure` comes back when
+ * retries run out. The caller's abort stops at once, waits included.
+ */
+export async function httpRequestWithRetry(
+  req: HttpRequest,
+  retry: RetryPolicy,
+  deps: RetryDeps,
+): Promise<HttpAnswer> {
+  const clock = deps.clock ?? systemClock;
+  const random = deps.random ?? Math.random;
+  for (let attempt = 0; ; attempt++) {
+    let failure: string;
+    let retryAfter: number | undefined;
+    try {
+      const answer = await httpRequest(req, deps, attempt + 1);
+      if (!isRetryableStatus(answer.status) || attempt >= retry.maxRetries) return answer;
+      failure = `HTTP ${answer.status}`;
+      retryAfter = parseRetryAfter(answer.headers.get('retry-after'), clock.now());
+    } catch (err) {
+      if (!(err instanceof HttpFailure) || attempt >= retry.maxRetries) throw err;
+      failure = err.reason;
+    }
+    const exponential = retry.baseDelayMs * 2 ** attempt * (0.5 + random() / 2);
+    const delayMs = Math.round(Math.min(retry.maxDelayMs, retryAfter ?? exponential));
+    deps.log.warn(
+      { url: req.url, attempt: attempt + 1, failure, delayMs, retryAfter: retryAfter !== undefined },
+      `${deps.upstream} request failed; retrying`,
+    );
+    await clock.sleep(delayMs, req.signal);
+  }
+}
+
+/** The answer's JSON, or undefined when it is not JSON. */
+export function jsonOf(answer: Pick<HttpAnswer, 'text'>): unknown {
+  try {
+    return answer.text === '' ? undefined : JSON.parse(answer.text);
+  } catch {
+    return undefined;
+  }
+}
