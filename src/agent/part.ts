@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent.js';
 import type { ServicePart } from '../http/app.js';
 import { createChatClient } from '../llm/chat-client.js';
@@ -11,6 +12,8 @@ const echoResponse = z.object({ original: z.string(), rewritten: z.string() });
 
 export interface AgentDeps {
   fetch?: typeof fetch;
+  /** Time-outs of the LLM calls (tests pass a manual clock). */
+  clock?: Clock;
 }
 
 export interface AgentPart extends ServicePart {
@@ -29,6 +32,7 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
     model: config.AGENT_MODEL,
     timeoutMs: config.AGENT_TIMEOUT * 1000,
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    ...(deps.clock ? { clock: deps.clock } : {}),
   });
   const echo = createEchoService(llm);
   const mcp = new McpMachinery({ name: 'kilde-agent', tools: [rewriteTool(echo)], settings: config });

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { KildeError } from '../http/errors.js';
+import type { Clock } from '../clock.js';
+import { KildeError } from '../errors.js';
+import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../net/http.js';
 import { joinUrl } from './join-url.js';
 
 export interface ChatMessage {
@@ -13,6 +15,7 @@ export interface ChatClientOptions {
   model: string;
   timeoutMs: number;
   fetch?: typeof fetch;
+  clock?: Clock;
 }
 
 export interface CompleteOptions {
@@ -38,64 +41,53 @@ const completionSchema = z.object({
  * no answer within `timeoutMs` → 504 `LLM_TIMEOUT`; connection refused etc. → 502 `LLM_FAILED`.
  */
 export function createChatClient(o: ChatClientOptions): ChatClient {
-  const doFetch = o.fetch ?? fetch;
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json' };
   if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
+  const net = { ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.clock ? { clock: o.clock } : {}) };
+  const fail = (message: string, options: { cause?: unknown; detail?: string } = {}) =>
+    new KildeError('LLM_FAILED', message, { ...options, expose: true });
 
   return {
     async complete(messages, options = {}) {
-      const timeout = AbortSignal.timeout(o.timeoutMs);
-      const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-      let res: Response;
-      let text: string;
+      let answer: HttpAnswer;
       try {
-        res = await doFetch(joinUrl(o.baseUrl, 'chat/completions'), {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ model: o.model, messages, ...options.extra }),
-          signal,
-        });
-        text = await res.text();
+        answer = await httpRequest(
+          {
+            url: joinUrl(o.baseUrl, 'chat/completions'),
+            headers,
+            json: { model: o.model, messages, ...options.extra },
+            timeoutMs: o.timeoutMs,
+            signal: options.signal,
+          },
+          net,
+        );
       } catch (err) {
-        if (timeout.aborted) {
-          throw new KildeError(
-            'LLM_TIMEOUT',
-            504,
-            `LLM endpoint did not answer within ${o.timeoutMs / 1000} s`,
-            { cause: err, expose: true },
-          );
+        if (!(err instanceof HttpFailure)) throw err;
+        if (err.kind === 'timeout') {
+          throw new KildeError('LLM_TIMEOUT', `LLM endpoint did not answer within ${o.timeoutMs / 1000} s`, {
+            cause: err,
+            expose: true,
+          });
         }
-        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint unreachable', { cause: err, expose: true });
+        throw fail('LLM endpoint unreachable', { cause: err });
       }
-      if (!res.ok) {
-        throw new KildeError('LLM_FAILED', 502, `LLM endpoint answered HTTP ${res.status}`, {
-          detail: text.slice(0, 500),
-          expose: true,
-        });
+      if (!answer.ok) {
+        throw fail(`LLM endpoint answered HTTP ${answer.status}`, { detail: answer.text.slice(0, 500) });
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(text);
-      } catch (err) {
-        throw new KildeError('LLM_FAILED', 502, 'LLM endpoint answered malformed JSON', {
-          cause: err,
-          expose: true,
-        });
-      }
+      const json = jsonOf(answer);
+      if (json === undefined)
+        throw fail('LLM endpoint answered malformed JSON', { detail: answer.text.slice(0, 500) });
       const parsed = completionSchema.safeParse(json);
       if (!parsed.success) {
-        throw new KildeError('LLM_FAILED', 502, 'LLM answer has no choices[0].message.content', {
-          detail: text.slice(0, 500),
-          expose: true,
-        });
+        throw fail('LLM answer has no choices[0].message.content', { detail: answer.text.slice(0, 500) });
       }
       return parsed.data.choices[0]!.message.content;
     },
 
     async probe(signal) {
-      const res = await doFetch(joinUrl(o.baseUrl, 'models'), { headers, signal });
-      await res.body?.cancel();
-      if (!res.ok) throw new Error(`GET ${joinUrl(o.baseUrl, 'models')} answered HTTP ${res.status}`);
+      const url = joinUrl(o.baseUrl, 'models');
+      const answer = await httpRequest({ url, headers, timeoutMs: o.timeoutMs, signal }, net);
+      if (!answer.ok) throw new Error(`GET ${url} answered HTTP ${answer.status}`);
     },
   };
 }

@@ -4,6 +4,7 @@ import { agentSchema } from '../../src/config/agent.js';
 import type { KildeApp } from '../../src/http/app.js';
 import { type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.js';
 import { AUTH, testApp, testConfig } from '../helpers/app.js';
+import { ManualClock } from '../helpers/clock.js';
 
 let llm: FakeChatServer;
 let app: KildeApp | undefined;
@@ -19,14 +20,14 @@ afterEach(async () => {
   llm.mode = { kind: 'ok' };
 });
 
-async function make(env: Record<string, string> = {}) {
+async function make(env: Record<string, string> = {}, clock?: ManualClock) {
   const config = testConfig(agentSchema, {
     AGENT_API_BASE_URL: llm.baseUrl,
     AGENT_API_KEY: 'llm-key',
     AGENT_MODEL: 'tiny-model',
     ...env,
   });
-  ({ app } = await testApp(config, [createAgentPart(config)]));
+  ({ app } = await testApp(config, [createAgentPart(config, clock ? { clock } : {})]));
   return app;
 }
 
@@ -116,13 +117,17 @@ describe('POST /echo', () => {
   });
 
   it('answers 504 LLM_TIMEOUT when the LLM is slower than AGENT_TIMEOUT', async () => {
-    await make({ AGENT_TIMEOUT: '1' });
+    const clock = new ManualClock();
+    await make({ AGENT_TIMEOUT: '1' }, clock);
     llm.mode = { kind: 'slow', delayMs: 2500 };
-    const started = Date.now();
-    const res = await app!.inject({ method: 'POST', url: '/echo', headers: AUTH, payload: { text: 'hi' } });
+    const sent = llm.requests.length;
+    const pending = app!.inject({ method: 'POST', url: '/echo', headers: AUTH, payload: { text: 'hi' } });
+    // The request reaches the LLM, then one second passes on the service's clock.
+    while (llm.requests.length === sent) await new Promise((r) => setImmediate(r));
+    clock.advance(1000);
+    const res = await pending;
     expect(res.statusCode).toBe(504);
     expect(res.json()).toEqual({ detail: 'LLM endpoint did not answer within 1 s', code: 'LLM_TIMEOUT' });
-    expect(Date.now() - started).toBeLessThan(2400);
   });
 
   it('answers 502 when the LLM is unreachable', async () => {
