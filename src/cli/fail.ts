@@ -1,5 +1,6 @@
 import { ConfigError, type Env } from '../config/parse.js';
 import { logPiece } from '../config/shared.js';
+import { describeCause } from '../errors.js';
 
 /** A usage or runtime problem the CLI reports as one line (no stack trace) with its exit code. */
 export class CliError extends Error {
@@ -25,8 +26,7 @@ export function exitCodeOf(err: unknown): number {
 export function describeError(err: unknown, debug: boolean): string {
   if (!(err instanceof Error)) return String(err);
   if (debug && !(err instanceof CliError) && !(err instanceof ConfigError)) return err.stack ?? err.message;
-  const cause = err.cause instanceof Error ? ` (${err.cause.message})` : '';
-  return `${err.message}${cause}`.replaceAll('\n', ' ');
+  return describeCause(err).replaceAll('\n', ' ');
 }
 
 /** DEBUG read like the services read it (`1`, `yes`, `TRUE`...); a malformed value counts as off here. */

@@ -1,5 +1,8 @@
 import { openAsBlob } from 'node:fs';
-import { extractionFailed, reasonOf } from './document.js';
+import type { Clock } from '../clock.js';
+import { describeCause } from '../errors.js';
+import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../net/http.js';
+import { extractionFailed } from './document.js';
 import type { SourceFile } from './extractor.js';
 
 export interface UploadRequest {
@@ -14,6 +17,7 @@ export interface UploadRequest {
   timeoutMs: number;
   signal?: AbortSignal | undefined;
   fetch: typeof fetch;
+  clock?: Clock | undefined;
 }
 
 export interface UploadResponse {
@@ -32,36 +36,35 @@ export async function postFile(req: UploadRequest): Promise<UploadResponse> {
   const form = new FormData();
   for (const [name, value] of req.fields ?? []) form.append(name, value);
   form.append(req.fileField, await openAsBlob(req.file.path, { type: req.mime }), req.file.filename);
-  const timeout = AbortSignal.timeout(req.timeoutMs);
-  const signal = req.signal ? AbortSignal.any([timeout, req.signal]) : timeout;
-  let res: Response;
-  let text: string;
+  let answer: HttpAnswer;
   try {
-    res = await req.fetch(req.url, {
-      method: 'POST',
-      body: form,
-      headers: { accept: 'application/json', ...req.headers },
-      signal,
-    });
-    text = await res.text();
+    answer = await httpRequest(
+      {
+        url: req.url,
+        method: 'POST',
+        body: form,
+        headers: { accept: 'application/json', ...req.headers },
+        timeoutMs: req.timeoutMs,
+        signal: req.signal,
+      },
+      { fetch: req.fetch, ...(req.clock ? { clock: req.clock } : {}) },
+    );
   } catch (err) {
-    if (timeout.aborted) {
+    if (!(err instanceof HttpFailure)) throw err;
+    if (err.kind === 'timeout') {
       throw extractionFailed(
         `${req.upstream} did not answer within ${Math.round(req.timeoutMs / 1000)} s`,
         504,
         err,
       );
     }
-    if (req.signal?.aborted) throw err;
-    throw extractionFailed(`${req.upstream} unreachable: ${networkReason(err)}`, 502, err);
+    throw extractionFailed(
+      `${req.upstream} unreachable: ${err.networkCode ?? describeCause(err.cause)}`,
+      502,
+      err,
+    );
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: res.status, ok: res.ok, json, text };
+  return { status: answer.status, ok: answer.ok, json: jsonOf(answer), text: answer.text };
 }
 
 /** Upstream 4xx (the document was refused) stays 422; upstream 5xx is a bad gateway. */
@@ -79,11 +82,4 @@ export async function probeUrl(
   const res = await f(url, { signal, headers });
   await res.body?.cancel();
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
-}
-
-/** `fetch failed` says nothing; its cause (ECONNREFUSED ...) does. */
-function networkReason(err: unknown): string {
-  const cause = err instanceof Error && err.cause instanceof Error ? err.cause : undefined;
-  const code = (cause as { code?: unknown } | undefined)?.code;
-  return typeof code === 'string' ? code : reasonOf(cause ?? err);
 }

@@ -1,3 +1,4 @@
+import { describeCause } from '../errors.js';
 import type { KildeApp } from './app.js';
 
 /** A readiness check. It resolves when the dependency is usable and throws (with a short reason) otherwise. */
@@ -22,7 +23,7 @@ export async function runProbe(probe: Probe): Promise<string | undefined> {
     return await Promise.race([
       probe.check(ac.signal).then(
         () => undefined,
-        (e: unknown) => `${probe.name}: ${reason(e)}`,
+        (e: unknown) => `${probe.name}: ${describeCause(e)}`,
       ),
       timeout,
     ]);
@@ -40,11 +41,4 @@ export function registerHealth(app: KildeApp, probes: readonly Probe[]) {
     request.log.warn({ failures }, 'readiness probe failed');
     return reply.status(503).send({ status: 'error', detail: failures.join('; ') });
   });
-}
-
-/** `fetch failed` says nothing; the cause (ECONNREFUSED ...) does. */
-function reason(e: unknown): string {
-  if (!(e instanceof Error)) return String(e);
-  const cause = e.cause instanceof Error ? e.cause.message : undefined;
-  return cause && cause !== e.message ? `${e.message} (${cause})` : e.message;
 }

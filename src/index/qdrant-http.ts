@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
+import { describeCause } from '../errors.js';
+import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../net/http.js';
 
 /**
  * A small transport for Qdrant's REST API over an injected `fetch`.
@@ -16,6 +19,7 @@ export interface QdrantHttpOptions {
   timeoutMs: number;
   fetch: typeof fetch;
   log: Logger;
+  clock?: Clock | undefined;
 }
 
 export interface QdrantCall {
@@ -74,34 +78,29 @@ export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
   async function send(c: QdrantCall): Promise<{ status: number; json: unknown; text: string }> {
     const op = `${c.method} ${c.path}`;
     const qs = c.query ? `?${new URLSearchParams(c.query).toString()}` : '';
-    const timeout = AbortSignal.timeout(opts.timeoutMs);
-    const signal = c.signal ? AbortSignal.any([c.signal, timeout]) : timeout;
-    const init: RequestInit = { method: c.method, headers: { ...headers }, signal };
-    if (c.body !== undefined) {
-      init.headers = { ...headers, 'content-type': 'application/json' };
-      init.body = JSON.stringify(c.body);
-    }
     const started = performance.now();
-    let res: Response;
-    let text: string;
+    let res: HttpAnswer;
     try {
-      res = await opts.fetch(base + c.path + qs, init);
-      text = await res.text();
+      res = await httpRequest(
+        {
+          url: base + c.path + qs,
+          method: c.method,
+          headers,
+          ...(c.body === undefined ? {} : { json: c.body }),
+          timeoutMs: opts.timeoutMs,
+          signal: c.signal,
+        },
+        { fetch: opts.fetch, ...(opts.clock ? { clock: opts.clock } : {}) },
+      );
     } catch (err) {
-      if (timeout.aborted) {
+      if (!(err instanceof HttpFailure)) throw err;
+      if (err.kind === 'timeout') {
         throw new QdrantError(`Qdrant ${op} timed out after ${opts.timeoutMs} ms`, 0, { cause: err });
       }
-      const why = err instanceof Error ? err.message : String(err);
-      throw new QdrantError(`Qdrant ${op} failed: ${why}`, 0, { cause: err });
+      throw new QdrantError(`Qdrant ${op} failed: ${describeCause(err.cause)}`, 0, { cause: err });
     }
     opts.log.debug({ op, status: res.status, ms: Math.round(performance.now() - started) }, 'qdrant call');
-    let json: unknown;
-    try {
-      json = text ? JSON.parse(text) : undefined;
-    } catch {
-      json = undefined;
-    }
-    return { status: res.status, json, text };
+    return { status: res.status, json: jsonOf(res), text: res.text };
   }
 
   function fail(c: QdrantCall, status: number, json: unknown, text: string): never {

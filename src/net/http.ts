@@ -27,6 +27,8 @@ export interface HttpRequest {
   timeoutMs: number;
   /** The caller's cancellation: aborts at once with its reason, never retried. */
   signal?: AbortSignal | undefined;
+  /** An undici dispatcher (connection pool with its own connect time-out), passed to Node's fetch. */
+  dispatcher?: RequestInit['dispatcher'];
 }
 
 export interface HttpAnswer {
@@ -59,6 +61,13 @@ export class HttpFailure extends Error {
     );
   }
 
+  /** The system error code under `fetch failed` (ECONNREFUSED, UND_ERR_CONNECT_TIMEOUT…), when there is one. */
+  get networkCode(): string | undefined {
+    const inner = this.cause instanceof Error ? this.cause.cause : undefined;
+    const code = (inner as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' ? code : undefined;
+  }
+
   /** The short reason without the URL: `no answer within 2 s`, `unreachable (ECONNREFUSED …)`. */
   get reason(): string {
     return this.kind === 'timeout'
@@ -72,7 +81,10 @@ export async function httpRequest(req: HttpRequest, deps: HttpDeps = {}, attempt
   const clock = deps.clock ?? systemClock;
   const method = req.method ?? (req.json !== undefined || req.body !== undefined ? 'POST' : 'GET');
   const timeout = new AbortController();
-  const timer = clock.schedule(() => timeout.abort(new Error('time-out')), req.timeoutMs);
+  const timer = clock.schedule(
+    () => timeout.abort(new DOMException('The operation timed out', 'TimeoutError')),
+    req.timeoutMs,
+  );
   const signal = req.signal ? AbortSignal.any([req.signal, timeout.signal]) : timeout.signal;
   const headers: Record<string, string> = { ...req.headers };
   let body: RequestInit['body'] | undefined = req.body;
@@ -81,12 +93,10 @@ export async function httpRequest(req: HttpRequest, deps: HttpDeps = {}, attempt
     body = JSON.stringify(req.json);
   }
   try {
-    const res = await (deps.fetch ?? fetch)(req.url, {
-      method,
-      headers,
-      signal,
-      ...(body === undefined ? {} : { body }),
-    });
+    const init: RequestInit = { method, headers, signal };
+    if (body !== undefined) init.body = body;
+    if (req.dispatcher !== undefined) init.dispatcher = req.dispatcher;
+    const res = await (deps.fetch ?? fetch)(req.url, init);
     const text = await res.text();
     return { status: res.status, ok: res.ok, headers: res.headers, text, attempts };
   } catch (err) {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { RetrieveConfig } from '../config/retrieve.js';
 import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
+import { describeCause } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
 import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
@@ -9,7 +10,6 @@ import type { VectorIndex } from '../index/store.js';
 import { createChatClient } from '../llm/chat-client.js';
 import { createCollectionState } from './collection-state.js';
 import { createCorpusCache } from './corpus-cache.js';
-import { errorChain } from './error-chain.js';
 import { createRetrieveMetrics } from './metrics.js';
 import { createReranker } from './rerank.js';
 import { registerSearchRoutes } from './routes.js';
@@ -76,7 +76,7 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
         timeoutMs: 3000,
         check: (signal) =>
           index.ping(signal).catch((err: unknown) => {
-            throw new Error(errorChain(err));
+            throw new Error(describeCause(err));
           }),
       },
     ],

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import { joinUrl } from '../llm/join-url.js';
+import { httpRequest } from '../net/http.js';
 
 export interface RerankOptions {
   baseUrl: string;
@@ -7,6 +9,7 @@ export interface RerankOptions {
   apiKey: string;
   timeoutMs: number;
   fetch?: typeof fetch;
+  clock?: Clock;
 }
 
 export interface RerankScore {
@@ -25,24 +28,21 @@ const teiShape = z.array(z.object({ index: z.number().int(), score: z.number() }
  * Throws on any failure; the pipeline decides to fall back to the unranked candidates.
  */
 export function createReranker(o: RerankOptions) {
-  const doFetch = o.fetch ?? fetch;
+  const net = { ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.clock ? { clock: o.clock } : {}) };
   const base = o.baseUrl.replace(/\/+$/, '');
   // Accept a base given with or without its /v1.
   const url = base.endsWith('/v1') ? joinUrl(base, 'rerank') : joinUrl(base, 'v1/rerank');
   return {
     url,
     async rerank(query: string, documents: readonly string[], topN: number): Promise<RerankScore[]> {
-      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      const headers: Record<string, string> = {};
       if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
-      const res = await doFetch(url, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ model: o.model, query, documents, top_n: topN }),
-        signal: AbortSignal.timeout(o.timeoutMs),
-      });
-      const text = await res.text();
+      const res = await httpRequest(
+        { url, headers, json: { model: o.model, query, documents, top_n: topN }, timeoutMs: o.timeoutMs },
+        net,
+      );
       if (!res.ok) throw new Error(`rerank endpoint answered HTTP ${res.status}`);
-      const json: unknown = JSON.parse(text);
+      const json: unknown = JSON.parse(res.text);
       const cohere = cohereShape.safeParse(json);
       const scores = cohere.success
         ? cohere.data.results.map((r) => ({ index: r.index, score: r.relevance_score }))

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
+import { describeCause } from '../errors.js';
 import { DENSE_VECTOR } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
-import { errorChain } from './error-chain.js';
 
 /**
  * The spec says a settings mismatch between ingestion and retrieval is silent (wrong scores, empty
@@ -23,7 +23,7 @@ export async function checkIndexSettings(
   try {
     info = await index.describe();
   } catch (err) {
-    const w = `cannot inspect collection "${c.VECTORDB_INDEX}": ${errorChain(err)}`;
+    const w = `cannot inspect collection "${c.VECTORDB_INDEX}": ${describeCause(err)}`;
     log.warn({ check: 'index-settings' }, w);
     return [w];
   }

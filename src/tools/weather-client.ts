@@ -1,6 +1,8 @@
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
+import type { Clock } from '../clock.js';
 import { joinUrl } from '../llm/join-url.js';
+import { type HttpAnswer, HttpFailure, httpRequest } from '../net/http.js';
 
 /** Spec 1 §8: one upstream call gets 10 s in total and 3 s to connect. */
 export const WEATHER_TOTAL_TIMEOUT_MS = 10_000;
@@ -48,6 +50,8 @@ export interface WeatherClientOptions {
   totalTimeoutMs?: number;
   connectTimeoutMs?: number;
   fetch?: typeof fetch;
+  /** The total time-out of each call (tests pass a manual clock). */
+  clock?: Clock;
   /** Connection pool; by default an undici Agent with the connect time-out. */
   dispatcher?: Dispatcher;
 }
@@ -60,7 +64,7 @@ export interface WeatherClient {
 }
 
 export function createWeatherClient(o: WeatherClientOptions): WeatherClient {
-  const doFetch = o.fetch ?? fetch;
+  const net = { ...(o.fetch ? { fetch: o.fetch } : {}), ...(o.clock ? { clock: o.clock } : {}) };
   const totalMs = o.totalTimeoutMs ?? WEATHER_TOTAL_TIMEOUT_MS;
   const ownDispatcher = o.dispatcher === undefined;
   // The connect bound lives in the pool; the total bound is an abort signal on each call.
@@ -68,19 +72,27 @@ export function createWeatherClient(o: WeatherClientOptions): WeatherClient {
     o.dispatcher ?? new Agent({ connect: { timeout: o.connectTimeoutMs ?? WEATHER_CONNECT_TIMEOUT_MS } });
   const headers = { authorization: `Bearer ${o.apiKey}`, accept: 'application/json' };
   const endpoint = joinUrl(o.baseUrl, 'weather');
-  const get = (url: string, signal: AbortSignal) =>
-    // Node's fetch takes an undici dispatcher; the DOM RequestInit type does not know the field.
-    doFetch(url, { headers, signal, dispatcher } as unknown as RequestInit);
+  // The weather mapping reads the underlying reason (TimeoutError, ECONNREFUSED), not the wrapper.
+  const get = (url: string, signal?: AbortSignal) =>
+    httpRequest(
+      {
+        url,
+        headers,
+        timeoutMs: totalMs,
+        signal,
+        dispatcher: dispatcher as unknown as RequestInit['dispatcher'],
+      },
+      net,
+    ).catch((err: unknown) => {
+      throw err instanceof HttpFailure ? err.cause : err;
+    });
 
   return {
     async current(city, units, signal) {
-      const timeout = AbortSignal.timeout(totalMs);
       const url = `${endpoint}?${new URLSearchParams({ city, units })}`;
-      let res: Response;
-      let text: string;
+      let res: HttpAnswer;
       try {
-        res = await get(url, signal ? AbortSignal.any([signal, timeout]) : timeout);
-        text = await res.text();
+        res = await get(url, signal);
       } catch (err) {
         // Time-out, refused connection, reset, DNS: the caller can only retry later.
         throw new WeatherError('timeout', 'Weather service timed out', { cause: err });
@@ -92,7 +104,7 @@ export function createWeatherClient(o: WeatherClientOptions): WeatherClient {
         throw new WeatherError('unavailable', 'Upstream weather service unavailable', { status: res.status });
       let parsed: z.infer<typeof upstreamSchema>;
       try {
-        parsed = upstreamSchema.parse(JSON.parse(text));
+        parsed = upstreamSchema.parse(JSON.parse(res.text));
       } catch (err) {
         // A 2xx we cannot read is the upstream failing, not the caller.
         throw new WeatherError('unavailable', 'Upstream weather service unavailable', {
@@ -111,7 +123,6 @@ export function createWeatherClient(o: WeatherClientOptions): WeatherClient {
     async probe(signal) {
       // No city: a healthy upstream answers 4xx (missing parameter), which still proves it is up.
       const res = await get(endpoint, signal);
-      await res.body?.cancel();
       if (res.status === 401 || res.status === 403)
         throw new Error(`GET ${endpoint} rejected WEATHER_API_KEY (HTTP ${res.status})`);
       if (res.status >= 500) throw new Error(`GET ${endpoint} answered HTTP ${res.status}`);

@@ -95,7 +95,7 @@ describe('tool server readiness', () => {
     h = await startTools(`http://127.0.0.1:${await closedPort()}`);
     res = await h.app.inject({ url: '/health/ready' });
     expect(res.statusCode).toBe(503);
-    expect(res.json().detail).toMatch(/^weather-api: fetch failed \(.*ECONNREFUSED/);
+    expect(res.json().detail).toMatch(/^weather-api: fetch failed: .*ECONNREFUSED/);
     expect((await h.app.inject({ url: '/health' })).statusCode).toBe(200);
   });
 });
