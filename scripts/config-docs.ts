@@ -1,13 +1,13 @@
-import { SERVICES } from '../cli/services.js';
-import { allOverrides } from '../embedded/all-config.js';
-import { envDoc } from './fields.js';
+import { SERVICES } from '../src/cli/services.js';
+import { envDoc } from '../src/config/fields.js';
+import { allOverrides } from '../src/embedded/all-config.js';
 
 /** Renders docs/configuration.md from the service schemas: every variable, type, default, services. */
 export function renderConfigDocs(): string {
   const rows = new Map<string, { type: string; default: string; doc: string; services: string[] }>();
   for (const service of SERVICES) {
     for (const [name, field] of Object.entries(service.schema.shape)) {
-      const doc = envDoc(field as never);
+      const doc = envDoc(field);
       if (!doc) throw new Error(`${service.name}: ${name} has no documentation`);
       const row = rows.get(name) ?? { ...doc, services: [] };
       row.services.push(service.name);
@@ -42,7 +42,7 @@ export function renderConfigDocs(): string {
     '|---|---|---|---|',
   );
   for (const [name, field] of Object.entries(allOverrides).sort(([a], [b]) => a.localeCompare(b))) {
-    const r = envDoc(field as never);
+    const r = envDoc(field);
     if (!r) throw new Error(`all: ${name} has no documentation`);
     const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
     const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;

@@ -20,13 +20,19 @@ const blank = () =>
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-function documented<T extends z.ZodType>(schema: T, meta: EnvDoc): T {
-  return schema.meta({ env: meta }) as T;
+declare module 'zod' {
+  interface GlobalMeta {
+    /** The variable's entry in docs/configuration.md. */
+    env?: EnvDoc;
+  }
 }
 
-export function envDoc(schema: z.ZodType): EnvDoc | undefined {
-  const meta = schema.meta() as { env?: EnvDoc } | undefined;
-  return meta?.env;
+function documented<T extends z.ZodType>(schema: T, meta: EnvDoc): T {
+  return schema.meta({ env: meta });
+}
+
+export function envDoc(schema: z.core.$ZodType): EnvDoc | undefined {
+  return z.globalRegistry.get(schema)?.env;
 }
 
 export function requiredString(doc: string) {
