@@ -8,6 +8,8 @@ export interface EnvDoc {
   type: string;
   default: string;
   doc: string;
+  /** Set on a variable this build accepts but does not act on: why (what will read it). */
+  inert?: string;
 }
 
 const TRUE = new Set(['true', '1', 'yes']);
@@ -33,6 +35,17 @@ function documented<T extends z.ZodType>(schema: T, meta: EnvDoc): T {
 
 export function envDoc(schema: z.core.$ZodType): EnvDoc | undefined {
   return z.globalRegistry.get(schema)?.env;
+}
+
+/**
+ * Marks a variable this build parses (so a configuration written for a later release still starts)
+ * but does not act on; docs/configuration.md says so, and test/config/inert.test.ts checks that
+ * every other variable is read by the code.
+ */
+export function inert<T extends z.ZodType>(field: T, why: string): T {
+  const doc = envDoc(field);
+  if (!doc) throw new Error('inert() marks a documented field');
+  return field.meta({ env: { ...doc, inert: why } });
 }
 
 export function requiredString(doc: string) {

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { bool, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
+import { bool, inert, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
 
 /** Settings both ingestion and retrieval must agree on (spec 3, "Shared index contract"). */
 export const dataPiece = {
@@ -79,7 +79,10 @@ export const tokenizerPiece = {
   TOKENIZER_MODEL: optionalString(
     'Tokenizer used to measure chunks: a local `tokenizer.json` path or directory (falls back to `EMBEDDING_MODEL`).',
   ),
-  TOKENIZER_REVISION: string('', 'Hub revision of the tokenizer; empty means the latest.'),
+  TOKENIZER_REVISION: inert(
+    string('', 'Hub revision of the tokenizer; empty means the latest.'),
+    'the tokenizer is read from local files only, so there is no Hub revision to pin',
+  ),
 };
 
 /**
