@@ -1,7 +1,10 @@
 import type { z } from 'zod';
 import { bool, inert, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
 
-/** Settings both ingestion and retrieval must agree on (spec 3, "Shared index contract"). */
+/**
+ * Settings ingestion and retrieval must agree on; a mismatch raises no error, it gives wrong scores or
+ * empty hits (docs/architecture.md, "The shared index contract").
+ */
 export const dataPiece = {
   KILDE_DATA_DIR: string('./.kilde', 'Data directory of the embedded mode (LanceDB index, generated key).'),
 };
