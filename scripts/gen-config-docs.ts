@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { renderConfigDocs } from '../src/config/docs.js';
+import { renderConfigDocs } from './config-docs.js';
 
 const target = new URL('../docs/configuration.md', import.meta.url);
 writeFileSync(target, renderConfigDocs());

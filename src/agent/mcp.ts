@@ -14,8 +14,9 @@ const rewriteArgs = z.object({
 });
 
 /**
- * Agents as tools (spec 1 §1): the echo agent behind `POST /echo`, exposed over MCP as
- * `rewrite_concisely`. Both call the very same `echo.rewrite`, so they cannot behave differently.
+ * Agents as tools: the echo agent behind `POST /echo`, exposed over MCP as `rewrite_concisely`.
+ * An agent offered over REST and MCP calls one shared service function, here `echo.rewrite`, so the
+ * two cannot behave differently.
  */
 export function rewriteTool(echo: EchoService) {
   return defineTool({
@@ -28,8 +29,8 @@ export function rewriteTool(echo: EchoService) {
     async run(args, ctx) {
       try {
         const { rewritten } = await echo.rewrite(args.text, ctx.signal);
-        // Compact payload (spec 1 §4 rules 3-4): the caller already holds the original text, and
-        // tool results are replayed into the model's context on every later turn.
+        // Compact payload: the caller already holds the original text, and chat clients replay
+        // tool results into the model's context on every later turn, so a tool returns no more than needed.
         return JSON.stringify({ rewritten });
       } catch (err) {
         // The service raises the kernel's HTTP error type; tools answer with JSON-RPC errors.

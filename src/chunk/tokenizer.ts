@@ -60,7 +60,7 @@ export interface TokenCounterChoice {
 }
 
 /**
- * Applies the spec's fallback: `TOKENIZER_MODEL`, else `EMBEDDING_MODEL`. An explicit
+ * Chunks are measured with `TOKENIZER_MODEL`, else the `EMBEDDING_MODEL` tokenizer. An explicit
  * `TOKENIZER_MODEL` must load. `EMBEDDING_MODEL` is often a served model's name rather than a local
  * folder, so when it does not name a local tokenizer the approximation is used, with a warning for
  * the start-up log.

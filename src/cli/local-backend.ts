@@ -1,19 +1,17 @@
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
-import type { KernelConfig } from '../config/agent.js';
-import type { ExtractionSettings } from '../config/extraction.js';
 import { optionalString } from '../config/fields.js';
 import { type Env, parseConfig } from '../config/parse.js';
+import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
 import { type AllParts, composeAll } from '../embedded/compose.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type Backend, errorFromBody, type SearchResult, summarise } from './backend.js';
-import { allService } from './services.js';
 
 /** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
 export function localSchema() {
-  return allService().schema.extend({
+  return allSchema.extend({
     API_KEY: optionalString('Not needed by the local CLI, which serves no one.'),
   });
 }
@@ -38,7 +36,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
   const open = (): Promise<Runtime> => {
     runtime ??= (async () => {
       const all = await composeAll(config, log);
-      const app = await buildApp(config as unknown as KernelConfig, { logger: log, parts: all.parts });
+      const app = await buildApp(config, { logger: log, parts: all.parts });
       try {
         await startParts(all.parts);
       } catch (err) {
@@ -92,11 +90,11 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     },
     async extract(path, chosen) {
       // No index needed: only the engine.
-      const name = chosen ?? String(parsed.EXTRACTION_ENGINE);
+      const name = chosen ?? parsed.EXTRACTION_ENGINE;
       // Loaded here, not at the top: the engines' imports (PDF, Office, OCR) cost more than half a
       // second, which every `kilde` command (and every config error) would otherwise pay.
       const { createExtractor } = await import('../extract/create-extractor.js');
-      const extractor = createExtractor(name, parsed as unknown as ExtractionSettings, { log });
+      const extractor = createExtractor(name, parsed, { log });
       try {
         return {
           engine: extractor.name,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { KernelConfig } from '../config/agent.js';
-import { type Env, parseConfig } from '../config/parse.js';
+import type { KernelConfig } from '../config/kernel.js';
+import type { Env } from '../config/parse.js';
 import { buildApp, type KildeApp, type ServicePart, startParts } from '../http/app.js';
 import { createLogger } from '../http/logger.js';
 import { serve } from '../http/server.js';
@@ -11,7 +11,8 @@ export interface Running {
   service: string;
   app: KildeApp;
   parts: ServicePart[];
-  config: Readonly<Record<string, unknown>>;
+  /** The kernel's view of the parsed configuration. */
+  config: KernelConfig;
   log: Logger;
   /** e.g. `http://127.0.0.1:8000`. */
   address: string;
@@ -24,10 +25,10 @@ export async function startService(name: string, env: Env): Promise<Running> {
     const names = [...SERVICES.map((s) => s.name), 'all'].join(', ');
     throw new CliError(`unknown service "${name}"; choose one of ${names}`, 2);
   }
-  const config = parseConfig(def.schema, env);
-  const kernel = config as unknown as KernelConfig;
+  const configured = def.configure(env);
+  const kernel = configured.kernel;
   const log = createLogger(kernel);
-  const parts = await def.create(config, log);
+  const parts = await configured.create(log);
   const app = await buildApp(kernel, { logger: log, parts });
   try {
     await startParts(parts);
@@ -48,7 +49,7 @@ export async function startService(name: string, env: Env): Promise<Running> {
     throw listenError(err, kernel.HOST, kernel.PORT);
   }
   log.info({ service: def.name, address }, 'kilde listening');
-  return { service: def.name, app, parts, config, log, address };
+  return { service: def.name, app, parts, config: kernel, log, address };
 }
 
 /** `npm start` with port 8000 taken is a first-time user's likeliest failure: say what to change. */

@@ -1,92 +1,125 @@
 import type { Logger } from 'pino';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { extractorServiceSchema } from '../config/extraction.js';
 import { ingestSchema } from '../config/ingest.js';
+import type { KernelConfig } from '../config/kernel.js';
+import { type Env, parseConfig } from '../config/parse.js';
 import { retrieveSchema } from '../config/retrieve.js';
 import { toolsSchema } from '../config/tools.js';
-import { allOverrides } from '../embedded/all-config.js';
+import { allSchema } from '../embedded/all-config.js';
 import type { ServicePart } from '../http/app.js';
 
+/** A service's configuration schema: an object schema whose output includes the kernel's settings. */
+export type ServiceSchema = z.ZodObject & z.ZodType<KernelConfig>;
+
 /**
- * The registry behind `kilde serve <service>`. Each entry names its config schema (also the source
- * of docs/configuration.md) and builds its parts lazily, so `--help` and config errors stay fast.
+ * One `kilde serve <service>`: its config schema (also the source of docs/configuration.md) and how
+ * it builds its parts from the configuration that schema parses, typed by that schema (a misspelt
+ * variable does not compile). Parts are imported lazily, so `--help` and config errors stay fast.
  */
-export interface ServiceDef {
+export interface ServiceDefinition<S extends ServiceSchema> {
+  name: string;
+  summary: string;
+  schema: S;
+  create: (config: Readonly<z.output<S>>, log: Logger) => Promise<ServicePart[]>;
+}
+
+/** A service whose configuration is parsed and whose parts are not built yet. */
+export interface ConfiguredService {
+  /** The kernel's view of the parsed configuration (bind address, inbound key, logging, metrics). */
+  kernel: KernelConfig;
+  create: (log: Logger) => Promise<ServicePart[]>;
+}
+
+/**
+ * A registry entry. The configuration's own type lives inside `configure`, so services with
+ * different schemas share one list without widening their configuration to a record.
+ */
+export interface Service {
   name: string;
   summary: string;
   schema: z.ZodObject;
-  create: (config: Readonly<Record<string, unknown>>, log: Logger) => Promise<ServicePart[]>;
+  /** Parses `env` with the service's schema (one-line `ConfigError` on a bad value). */
+  configure: (env: Env) => ConfiguredService;
 }
 
-export const SERVICES: readonly ServiceDef[] = [
-  {
+export function defineService<S extends ServiceSchema>(def: ServiceDefinition<S>): Service {
+  return {
+    name: def.name,
+    summary: def.summary,
+    schema: def.schema,
+    configure(env) {
+      const config = parseConfig(def.schema, env);
+      return { kernel: config, create: (log) => def.create(config, log) };
+    },
+  };
+}
+
+export const SERVICES: readonly Service[] = [
+  defineService({
     name: 'agent',
     summary: 'LLM agent service: POST /echo',
     schema: agentSchema,
     async create(config) {
       const { createAgentPart } = await import('../agent/part.js');
-      return [createAgentPart(config as z.output<typeof agentSchema>)];
+      return [createAgentPart(config)];
     },
-  },
-  {
+  }),
+  defineService({
     name: 'tools',
     summary: 'MCP tool server: POST /mcp (get_weather), GET /weather',
     schema: toolsSchema,
     async create(config) {
       const { createToolsPart } = await import('../tools/part.js');
-      return [createToolsPart(config as z.output<typeof toolsSchema>)];
+      return [createToolsPart(config)];
     },
-  },
-  {
+  }),
+  defineService({
     name: 'ingest',
     summary:
       'ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}',
     schema: ingestSchema,
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
-      return [createIngestPart(config as z.output<typeof ingestSchema>, { log })];
+      return [createIngestPart(config, { log })];
     },
-  },
-  {
+  }),
+  defineService({
     name: 'retrieve',
     summary: 'retrieval service: POST /search',
     schema: retrieveSchema,
     async create(config, log) {
       const { createRetrievePart } = await import('../retrieve/part.js');
-      return [await createRetrievePart(config as z.output<typeof retrieveSchema>, { log })];
+      return [await createRetrievePart(config, { log })];
     },
-  },
-  {
+  }),
+  defineService({
     name: 'extractor',
     summary: 'Kreuzberg-compatible extraction sidecar: POST /extract (inprocess engine)',
     schema: extractorServiceSchema,
     async create(config) {
       const { createExtractorPart } = await import('../extract/sidecar-server.js');
-      return [createExtractorPart(config as z.output<typeof extractorServiceSchema>)];
+      return [createExtractorPart(config)];
     },
-  },
+  }),
 ];
 
 /**
  * `all`: every service's routes on one port over one shared index; its schema is the union of
- * theirs with the embedded defaults of `allOverrides` on top (lexical-only, markdown chunks, ...).
+ * theirs with the embedded defaults on top (src/embedded/all-config.ts).
  */
-export function allService(): ServiceDef {
-  const members = SERVICES.filter((s) => s.name !== 'extractor');
-  const shape = Object.assign({}, ...members.map((s) => s.schema.shape), allOverrides) as z.ZodRawShape;
-  return {
-    name: 'all',
-    summary: 'every service on one port (the embedded, offline mode)',
-    schema: z.object(shape),
-    async create(config, log) {
-      const { composeAll } = await import('../embedded/compose.js');
-      return (await composeAll(config, log)).parts;
-    },
-  };
-}
+export const allService: Service = defineService({
+  name: 'all',
+  summary: 'every service on one port (the embedded, offline mode)',
+  schema: allSchema,
+  async create(config, log) {
+    const { composeAll } = await import('../embedded/compose.js');
+    return (await composeAll(config, log)).parts;
+  },
+});
 
-export function findService(name: string): ServiceDef | undefined {
-  if (name === 'all') return allService();
+export function findService(name: string): Service | undefined {
+  if (name === 'all') return allService;
   return SERVICES.find((s) => s.name === name);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { int, number, oneOf, optionalOneOf, optionalString, string, url } from './fields.js';
+import { inert, int, number, oneOf, optionalOneOf, optionalString, string, url } from './fields.js';
 import { kernelPieces } from './shared.js';
 
 /** Engines this build ships (`createExtractor` builds them). */
@@ -19,6 +19,8 @@ export type ConcreteEngine = (typeof CONCRETE_ENGINES)[number];
 export type ExtractionEngineName = (typeof EXTRACTION_ENGINES)[number];
 
 const ROUTABLE = [...CONCRETE_ENGINES, ...PLANNED_ENGINES] as const;
+const NO_ROUTING = '`EXTRACTION_ENGINE=auto` routing is not in this build';
+const NO_VISION = 'the vision engines are not in this build';
 
 export const extractionPiece = {
   EXTRACTION_ENGINE: oneOf(
@@ -59,61 +61,63 @@ export const extractionPiece = {
     'auto',
     'Partitioning `strategy` requested from the Unstructured API.',
   ),
-  EXTRACTION_ROUTER_DEFAULT: optionalOneOf(
-    ROUTABLE,
-    'Engine for non-diagram documents when `EXTRACTION_ENGINE=auto` (used by the routing release; accepted now).',
+  EXTRACTION_ROUTER_DEFAULT: inert(
+    optionalOneOf(ROUTABLE, 'Engine for non-diagram documents when `EXTRACTION_ENGINE=auto`.'),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_DIAGRAM_ENGINE: oneOf(
-    ROUTABLE,
-    'hybrid-diagram',
-    'Engine for diagram-heavy `.docx` files when `EXTRACTION_ENGINE=auto` (used by the routing release; accepted now).',
+  EXTRACTION_ROUTER_DIAGRAM_ENGINE: inert(
+    oneOf(
+      ROUTABLE,
+      'hybrid-diagram',
+      'Engine for diagram-heavy `.docx` files when `EXTRACTION_ENGINE=auto`.',
+    ),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_MIN_TEXTBOXES: int(
-    20,
-    'Routing signal one: minimum drawing/text-box shapes (used by the routing release).',
-    { min: 0 },
+  EXTRACTION_ROUTER_MIN_TEXTBOXES: inert(
+    int(20, 'Routing signal one: minimum drawing/text-box shapes.', { min: 0 }),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_DRAWING_RATIO: number(
-    2.0,
-    'Routing signal one: minimum drawing-to-body word ratio (used by the routing release).',
-    { min: 0 },
+  EXTRACTION_ROUTER_DRAWING_RATIO: inert(
+    number(2.0, 'Routing signal one: minimum drawing-to-body word ratio.', { min: 0 }),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_MIN_BODY_IMAGES: int(
-    1,
-    'Routing signal two: minimum body images (used by the routing release).',
-    { min: 0 },
+  EXTRACTION_ROUTER_MIN_BODY_IMAGES: inert(
+    int(1, 'Routing signal two: minimum body images.', { min: 0 }),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_MIN_IMAGE_EMU: int(
-    1_500_000_000_000,
-    'Routing signal two: minimum display area of the largest image, squared EMU (about 1.79 square inches; used by the routing release).',
-    { min: 0 },
+  EXTRACTION_ROUTER_MIN_IMAGE_EMU: inert(
+    int(
+      1_500_000_000_000,
+      'Routing signal two: minimum display area of the largest image, squared EMU (about 1.79 square inches).',
+      { min: 0 },
+    ),
+    NO_ROUTING,
   ),
-  EXTRACTION_ROUTER_MIN_IMAGE_WORD_RATIO: number(
-    0,
-    'Optional guard on image area against body words; 0 disables it (used by the routing release).',
-    { min: 0 },
+  EXTRACTION_ROUTER_MIN_IMAGE_WORD_RATIO: inert(
+    number(0, 'Optional guard on image area against body words; 0 disables it.', { min: 0 }),
+    NO_ROUTING,
   ),
-  VISION_LLM_API_BASE_URL: url(
-    undefined,
-    'OpenAI-compatible base URL of the vision model; unset disables the vision engines (used by the vision release).',
+  VISION_LLM_API_BASE_URL: inert(
+    url(undefined, 'OpenAI-compatible base URL of the vision model; unset disables the vision engines.'),
+    NO_VISION,
   ),
-  VISION_LLM_MODEL: string('', 'Model on the vision endpoint (used by the vision release).'),
-  VISION_LLM_DPI: int(150, 'Page rasterisation density for vision engines (used by the vision release).', {
-    min: 36,
-  }),
-  VISION_LLM_MAX_PAGES: int(20, 'Page cap of one vision call (used by the vision release).', { min: 1 }),
-  VISION_LLM_MAX_TOKENS: int(
-    undefined,
-    'Output cap of a vision call; exceeding it fails the extraction (used by the vision release).',
-    { min: 1 },
+  VISION_LLM_MODEL: inert(string('', 'Model on the vision endpoint.'), NO_VISION),
+  VISION_LLM_DPI: inert(
+    int(150, 'Page rasterisation density for vision engines.', {
+      min: 36,
+    }),
+    NO_VISION,
   ),
-  VISION_LLM_LANGUAGE_HINT: optionalString(
-    'Source-language hint for vision prompts, e.g. `Danish` (used by the vision release).',
+  VISION_LLM_MAX_PAGES: inert(int(20, 'Page cap of one vision call.', { min: 1 }), NO_VISION),
+  VISION_LLM_MAX_TOKENS: inert(
+    int(undefined, 'Output cap of a vision call; exceeding it fails the extraction.', { min: 1 }),
+    NO_VISION,
   ),
-  OFFICE_RENDER_URL: url(
-    undefined,
-    'Office-to-PDF render sidecar for the vision engines (used by the vision release).',
+  VISION_LLM_LANGUAGE_HINT: inert(
+    optionalString('Source-language hint for vision prompts, e.g. `Danish`.'),
+    NO_VISION,
   ),
+  OFFICE_RENDER_URL: inert(url(undefined, 'Office-to-PDF render sidecar for the vision engines.'), NO_VISION),
 };
 
 export const extractionSchema = z.object(extractionPiece);

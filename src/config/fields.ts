@@ -8,6 +8,8 @@ export interface EnvDoc {
   type: string;
   default: string;
   doc: string;
+  /** Set on a variable this build accepts but does not act on: why (what will read it). */
+  inert?: string;
 }
 
 const TRUE = new Set(['true', '1', 'yes']);
@@ -20,13 +22,30 @@ const blank = () =>
     .optional()
     .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-function documented<T extends z.ZodType>(schema: T, meta: EnvDoc): T {
-  return schema.meta({ env: meta }) as T;
+declare module 'zod' {
+  interface GlobalMeta {
+    /** The variable's entry in docs/configuration.md. */
+    env?: EnvDoc;
+  }
 }
 
-export function envDoc(schema: z.ZodType): EnvDoc | undefined {
-  const meta = schema.meta() as { env?: EnvDoc } | undefined;
-  return meta?.env;
+function documented<T extends z.ZodType>(schema: T, meta: EnvDoc): T {
+  return schema.meta({ env: meta });
+}
+
+export function envDoc(schema: z.core.$ZodType): EnvDoc | undefined {
+  return z.globalRegistry.get(schema)?.env;
+}
+
+/**
+ * Marks a variable this build parses (so a configuration written for a later release still starts)
+ * but does not act on; docs/configuration.md says so, and test/config/inert.test.ts checks that
+ * every other variable is read by the code.
+ */
+export function inert<T extends z.ZodType>(field: T, why: string): T {
+  const doc = envDoc(field);
+  if (!doc) throw new Error('inert() marks a documented field');
+  return field.meta({ env: { ...doc, inert: why } });
 }
 
 export function requiredString(doc: string) {

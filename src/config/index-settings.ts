@@ -1,7 +1,10 @@
 import type { z } from 'zod';
-import { bool, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
+import { bool, inert, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
 
-/** Settings both ingestion and retrieval must agree on (spec 3, "Shared index contract"). */
+/**
+ * Settings ingestion and retrieval must agree on; a mismatch raises no error, it gives wrong scores or
+ * empty hits (docs/architecture.md, "The shared index contract").
+ */
 export const dataPiece = {
   KILDE_DATA_DIR: string('./.kilde', 'Data directory of the embedded mode (LanceDB index, generated key).'),
 };
@@ -79,7 +82,10 @@ export const tokenizerPiece = {
   TOKENIZER_MODEL: optionalString(
     'Tokenizer used to measure chunks: a local `tokenizer.json` path or directory (falls back to `EMBEDDING_MODEL`).',
   ),
-  TOKENIZER_REVISION: string('', 'Hub revision of the tokenizer; empty means the latest.'),
+  TOKENIZER_REVISION: inert(
+    string('', 'Hub revision of the tokenizer; empty means the latest.'),
+    'the tokenizer is read from local files only, so there is no Hub revision to pin',
+  ),
 };
 
 /**

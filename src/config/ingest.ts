@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { ObjectStoreSettings } from '../ingest/object-store.js';
 import { chunkingPiece } from './chunking.js';
 import { extractionPiece } from './extraction.js';
 import { bool, int, list, optionalBool, optionalString, string, url } from './fields.js';
@@ -77,6 +76,17 @@ export const ingestSchema = z
   })
   .superRefine(requireEmbeddingProvider('ingest'));
 export type IngestConfig = z.output<typeof ingestSchema>;
+
+/** Resolved object-storage settings (OBJECTSTORE_* with the standard AWS variables as fallback). */
+export interface ObjectStoreSettings {
+  endpoint?: string;
+  region: string;
+  /** Both keys or neither: without them the SDK's default chain applies (IAM role, web identity, profile). */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  forcePathStyle: boolean;
+  /** Empty: every bucket is allowed. */
+  allowedBuckets: readonly string[];
+}
 
 /** OBJECTSTORE_* first, then the standard AWS variables; path style defaults on with an endpoint. */
 export function objectStoreSettings(c: IngestConfig): ObjectStoreSettings {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, int, oneOf, string, url } from './fields.js';
+import { bool, inert, int, oneOf, string, url } from './fields.js';
 import {
   dataPiece,
   embeddingPiece,
@@ -9,6 +9,8 @@ import {
   sparsePiece,
 } from './index-settings.js';
 import { kernelPieces, llmPiece } from './shared.js';
+
+const NO_AGENTIC_LOOP = 'the agentic retrieval loop is not in this build';
 
 export const retrievalPiece = {
   ENABLE_HYBRID_SEARCH: bool(
@@ -23,9 +25,9 @@ export const retrievalPiece = {
     true,
     'Generate search queries from chat `messages` with the LLM (linear pipeline).',
   ),
-  ENABLE_AGENTIC_RAG: bool(
-    false,
-    'Route to the agentic loop (not in this build yet: logged, and the linear pipeline runs).',
+  ENABLE_AGENTIC_RAG: inert(
+    bool(false, 'Route to the agentic loop; in this build a warning is logged and the linear pipeline runs.'),
+    NO_AGENTIC_LOOP,
   ),
   SPARSE_QUERY_MODEL: oneOf(
     SPARSE_MODELS,
@@ -59,12 +61,21 @@ export const retrievalPiece = {
     },
   ),
   BM25_FUSION_CACHE_TTL: int(60, 'Client-side BM25 fusion: seconds a scrolled corpus is reused.', { min: 0 }),
-  AGENT_MAX_ITERATIONS: int(3, 'Agentic loop: logical iteration budget (used when the loop lands).', {
-    min: 1,
-  }),
-  AGENT_INCLUDE_RAW_QUERY: bool(true, 'Agentic loop: raw-query seed retrieval.'),
-  AGENT_PREVIEW_K: int(5, 'Agentic loop: previews returned to the model per tool call.', { min: 1 }),
-  AGENT_TOOL_PREVIEW_CHARS: int(200, 'Agentic loop: characters per preview.', { min: 20 }),
+  AGENT_MAX_ITERATIONS: inert(
+    int(3, 'Agentic loop: logical iteration budget.', {
+      min: 1,
+    }),
+    NO_AGENTIC_LOOP,
+  ),
+  AGENT_INCLUDE_RAW_QUERY: inert(bool(true, 'Agentic loop: raw-query seed retrieval.'), NO_AGENTIC_LOOP),
+  AGENT_PREVIEW_K: inert(
+    int(5, 'Agentic loop: previews returned to the model per tool call.', { min: 1 }),
+    NO_AGENTIC_LOOP,
+  ),
+  AGENT_TOOL_PREVIEW_CHARS: inert(
+    int(200, 'Agentic loop: characters per preview.', { min: 20 }),
+    NO_AGENTIC_LOOP,
+  ),
 };
 
 export const retrieveSchema = z

@@ -1,4 +1,4 @@
-import { bool, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
+import { bool, inert, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
 
 /** Pieces composed into every service's schema. */
 export const serverPiece = {
@@ -53,7 +53,10 @@ export const llmPiece = {
   ),
   AGENT_API_KEY: string('', 'Key sent as `Authorization: Bearer` to the LLM endpoint; empty sends none.'),
   AGENT_TIMEOUT: int(60, 'LLM call time-out in seconds; the wall-clock budget in agent loops.', { min: 1 }),
-  AGENT_STRICT_TOOLS: bool(true, 'When false, tools are registered without strict tool schemas.'),
+  AGENT_STRICT_TOOLS: inert(
+    bool(true, 'When false, tools are registered without strict tool schemas.'),
+    'no agent in this build hands tools to an LLM; the agentic loop will',
+  ),
 };
 
 export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece };

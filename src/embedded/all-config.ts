@@ -1,9 +1,13 @@
+import { z } from 'zod';
+import { agentSchema } from '../config/agent.js';
 import { CHUNK_MODES } from '../config/chunking.js';
 import { bool, oneOf, optionalBool, optionalString, url } from '../config/fields.js';
 import { EMBEDDING_PROVIDERS } from '../config/index-settings.js';
+import { ingestSchema } from '../config/ingest.js';
 import { ConfigError } from '../config/parse.js';
+import { retrieveSchema } from '../config/retrieve.js';
 import { llmPiece } from '../config/shared.js';
-import { mcpPiece } from '../config/tools.js';
+import { mcpPiece, type ToolsConfig, toolsSchema } from '../config/tools.js';
 
 /**
  * Where `kilde serve all` (and `npm start`) differ from the single services: it must start with
@@ -47,6 +51,20 @@ export const allOverrides = {
   MCP_ALLOWED_HOSTS: mcpPiece('kilde').MCP_ALLOWED_HOSTS,
 };
 
+/**
+ * `kilde serve all`'s schema: the union of the member services' variables (the extractor sidecar is
+ * not a member) with `allOverrides` on top. Merging shapes drops the services' object-level
+ * refinements (ingest and retrieve demand `EMBEDDING_PROVIDER`; here it defaults to `none`).
+ */
+export const allSchema = z.object({
+  ...agentSchema.shape,
+  ...toolsSchema.shape,
+  ...ingestSchema.shape,
+  ...retrieveSchema.shape,
+  ...allOverrides,
+});
+export type AllConfig = z.output<typeof allSchema>;
+
 /** The single services' default LLM endpoint, used by `/echo` in `all` when none is configured. */
 export const DEFAULT_LLM_URL = llmPiece.AGENT_API_BASE_URL.parse(undefined);
 
@@ -57,25 +75,33 @@ export interface AllChoices {
   tools: boolean;
 }
 
+/** The `all` configuration with the fields every member service expects filled in. */
+export type ResolvedAllConfig = Readonly<
+  AllConfig & { AGENT_API_BASE_URL: string; ENABLE_QUERY_GENERATION: boolean }
+>;
+
 /** Decides what `all` mounts and fills the fields the services expect, from the parsed `all` config. */
-export function resolveAllConfig(config: Readonly<Record<string, unknown>>): {
-  config: Record<string, unknown>;
+export function resolveAllConfig(config: Readonly<AllConfig>): {
+  config: ResolvedAllConfig;
+  /** The tool server's configuration, when its upstream is configured; otherwise it is not mounted. */
+  tools: ToolsConfig | undefined;
   choices: AllChoices;
 } {
   const llm = config.AGENT_API_BASE_URL !== undefined;
-  const hasUrl = config.WEATHER_API_BASE_URL !== undefined;
-  const hasKey = config.WEATHER_API_KEY !== undefined;
-  if (hasUrl !== hasKey) {
+  const { WEATHER_API_BASE_URL: weatherUrl, WEATHER_API_KEY: weatherKey } = config;
+  if ((weatherUrl === undefined) !== (weatherKey === undefined)) {
     throw new ConfigError(
       'Configuration error: WEATHER_API_BASE_URL and WEATHER_API_KEY must be set together to mount the tool server in `kilde serve all`',
     );
   }
-  return {
-    config: {
-      ...config,
-      AGENT_API_BASE_URL: config.AGENT_API_BASE_URL ?? DEFAULT_LLM_URL,
-      ENABLE_QUERY_GENERATION: config.ENABLE_QUERY_GENERATION ?? llm,
-    },
-    choices: { llm, tools: hasUrl && hasKey },
+  const resolved = {
+    ...config,
+    AGENT_API_BASE_URL: config.AGENT_API_BASE_URL ?? DEFAULT_LLM_URL,
+    ENABLE_QUERY_GENERATION: config.ENABLE_QUERY_GENERATION ?? llm,
   };
+  const tools =
+    weatherUrl !== undefined && weatherKey !== undefined
+      ? { ...resolved, WEATHER_API_BASE_URL: weatherUrl, WEATHER_API_KEY: weatherKey }
+      : undefined;
+  return { config: resolved, tools, choices: { llm, tools: tools !== undefined } };
 }

@@ -1,14 +1,10 @@
 import type { Logger } from 'pino';
-import type { AgentConfig } from '../config/agent.js';
-import type { IngestConfig } from '../config/ingest.js';
-import type { RetrieveConfig } from '../config/retrieve.js';
-import type { ToolsConfig } from '../config/tools.js';
 import type { ServicePart } from '../http/app.js';
 import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestPart } from '../ingest/part.js';
-import { resolveAllConfig } from './all-config.js';
+import { type AllChoices, type AllConfig, type ResolvedAllConfig, resolveAllConfig } from './all-config.js';
 
 /** The one line an operator pastes to turn dense search on (a new table: the old one has no dense vector). */
 export const ENABLE_DENSE_HINT =
@@ -25,17 +21,16 @@ export interface AllParts {
  * retrieval reads (one LanceDB connection, one writer queue, no cross-process refresh delay).
  */
 export async function composeAll(
-  parsed: Readonly<Record<string, unknown>>,
+  parsed: Readonly<AllConfig>,
   log: Logger,
   deps: { fetch?: typeof fetch } = {},
 ): Promise<AllParts> {
-  const { config, choices } = resolveAllConfig(parsed);
-  const ingestConfig = config as IngestConfig;
+  const { config, tools, choices } = resolveAllConfig(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
   const index = await openIndex(
     {
-      ...indexSettingsFrom(ingestConfig, ingestConfig.ENABLE_SPARSE_EMBEDDINGS),
-      language: ingestConfig.SPARSE_LANGUAGE,
+      ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
+      language: config.SPARSE_LANGUAGE,
     },
     { log, ...net },
   );
@@ -49,15 +44,15 @@ export async function composeAll(
     const { createIngestPart } = await import('../ingest/part.js');
     const { createRetrievePart } = await import('../retrieve/part.js');
     const { createAgentPart } = await import('../agent/part.js');
-    const ingest = createIngestPart(ingestConfig, { log, index, ...net });
-    const retrieve = await createRetrievePart(config as RetrieveConfig, { log, index, ...net });
-    const agent = createAgentPart(config as AgentConfig, net);
+    const ingest = createIngestPart(config, { log, index, ...net });
+    const retrieve = await createRetrievePart(config, { log, index, ...net });
+    const agent = createAgentPart(config, net);
     // Without a configured LLM the offline default would never be ready: its probe is left out.
     const parts: ServicePart[] = [shared, ingest, retrieve, choices.llm ? agent : { ...agent, probes: [] }];
-    if (choices.tools) {
+    if (tools) {
       const { createToolsPart } = await import('../tools/part.js');
       // Joins the agent's `/mcp` (one route, both tool sets).
-      parts.push(createToolsPart(config as ToolsConfig, net));
+      parts.push(createToolsPart(tools, net));
     }
     describeMode(config, choices, log);
     return { parts, ingest, index };
@@ -67,15 +62,11 @@ export async function composeAll(
   }
 }
 
-function describeMode(
-  config: Record<string, unknown>,
-  choices: { llm: boolean; tools: boolean },
-  log: Logger,
-): void {
+function describeMode(config: ResolvedAllConfig, choices: AllChoices, log: Logger): void {
   const lexicalOnly = config.EMBEDDING_PROVIDER === 'none';
   log.info(
     {
-      index: config.VECTORDB_URI ?? `${String(config.KILDE_DATA_DIR)}/lancedb`,
+      index: config.VECTORDB_URI ?? `${config.KILDE_DATA_DIR}/lancedb`,
       search: lexicalOnly ? 'lexical (BM25)' : config.ENABLE_HYBRID_SEARCH ? 'hybrid' : 'dense',
       extraction: config.EXTRACTION_ENGINE,
       chunking: config.CHUNK_SPLIT_BY,

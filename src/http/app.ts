@@ -11,7 +11,7 @@ import Fastify, {
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import type { KernelConfig } from '../config/agent.js';
+import type { KernelConfig } from '../config/kernel.js';
 import { requireBearer } from './auth.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * The shared index contract: everything ingestion and retrieval must agree on lives here
- * (spec 3 "Shared index contract", spec 2 "Stored point"). Both services import this module.
+ * (docs/architecture.md, "The shared index contract" and "Stored point"). Both services import this module.
  */
 export const DEFAULT_COLLECTION = 'ingestion_files';
 export const DENSE_VECTOR = 'text-dense';

@@ -113,7 +113,7 @@ export function rowToPoint(raw: unknown): StoredPoint {
 const distanceSchema = z.object({ _distance: z.number() });
 const scoreSchema = z.object({ _score: z.number() });
 
-/** cos = 1 − cosine distance; the contract's dense score is (cos + 1) / 2, clamped to [0, 1]. */
+/** cos = 1 − cosine distance; dense scores are (cos + 1) / 2, clamped to [0, 1] (`normaliseCosine`). */
 export function rowToDenseHit(raw: unknown): SearchHit {
   const d = distanceSchema.parse(raw)._distance;
   return { ...rowToPoint(raw), score: normaliseCosine(1 - d) };

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { VectorIndex } from './store.js';
 
-/** How to reach the index; both services derive it from the same variables (spec 3, "Shared index contract"). */
+/** How to reach the index; both services derive it from the same variables (docs/architecture.md, "The shared index contract"). */
 export interface IndexSettings {
   /** `http(s)://…` selects Qdrant; a filesystem path or `file://` URI selects embedded LanceDB there. */
   uri: string;

@@ -10,7 +10,7 @@ export interface CollectionWants {
   sparse: boolean;
 }
 
-/** The create-collection body (spec 2 "Index configuration"): per-tenant graphs, no global HNSW. */
+/** The create-collection body: per-tenant HNSW graphs keyed on `meta.collection_name` (m 0, payload_m 16), no global graph. */
 export function createCollectionBody(w: CollectionWants): Schemas['CreateCollection'] {
   const body: Schemas['CreateCollection'] = {
     vectors: w.denseDim === undefined ? {} : { [DENSE_VECTOR]: { size: w.denseDim, distance: 'Cosine' } },

@@ -5,7 +5,8 @@ export const RRF_K = 60;
 
 /**
  * Reciprocal rank fusion: each list adds 1 / (k + rank) (rank 1-based) to a hit's score. Scores are
- * raw RRF sums (spec 3: hybrid search returns raw fusion scores); ties keep first-seen order.
+ * raw RRF sums, not normalised: hybrid search answers raw fusion scores (higher is still better);
+ * ties keep first-seen order.
  */
 export function fuseRrf(lists: readonly (readonly SearchHit[])[], limit: number, k = RRF_K): SearchHit[] {
   const fused = new Map<string, SearchHit>();

@@ -1,6 +1,6 @@
 /**
  * An in-process async mutex keyed by `file_id`: concurrent ingests (and deletes) of one file run one
- * after another, in arrival order, so their versions never interleave (spec 2 §3).
+ * after another, in arrival order, so their versions never interleave (see versioning.ts).
  *
  * Scope: ONE process. Several replicas of `kilde serve ingest` behind a load balancer do not share
  * this lock; two replicas ingesting the same `file_id` at once could each delete the other's fresh

@@ -1,18 +1,8 @@
 import { GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
+import type { ObjectStoreSettings } from '../config/ingest.js';
 import { KildeError } from '../http/errors.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
-
-/** Resolved object-storage settings (OBJECTSTORE_* with the standard AWS variables as fallback). */
-export interface ObjectStoreSettings {
-  endpoint?: string;
-  region: string;
-  /** Both keys or neither: without them the SDK's default chain applies (IAM role, web identity, profile). */
-  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-  forcePathStyle: boolean;
-  /** Empty: every bucket is allowed. */
-  allowedBuckets: readonly string[];
-}
 
 export interface ObjectHead {
   bytes: number;

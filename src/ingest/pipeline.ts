@@ -9,7 +9,7 @@ import type { VectorIndex } from '../index/store.js';
 import type { IngestTarget } from './request.js';
 import { discardVersion, retireOtherVersions, type VersionScope } from './versioning.js';
 
-/** Pipeline stages in order (spec 2 §3); `fetch` is the object-storage download before them. */
+/** Pipeline stages in the order they run; `fetch` is the object-storage download before them. */
 export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
 
 export interface StageObserver {
@@ -188,7 +188,7 @@ function toPoints(
   return points;
 }
 
-/** `meta` in the Haystack layout of the reference deployment (spec 2 "Stored point"). */
+/** `meta` in the Haystack layout the reference deployment writes, so indexes it built stay readable (docs/architecture.md, "Stored point"). */
 export function chunkMeta(
   target: IngestTarget,
   doc: ExtractedDocument,

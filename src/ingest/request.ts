@@ -35,7 +35,7 @@ export function parseFlag(name: string, value: string): boolean {
   throw invalid(400, `${name} must be one of true/1/yes or false/0/no`);
 }
 
-/** JSON body (the object-storage reference). The chat platform sends `s3_bucket`/`s3_key`; the spec says `bucket`/`key`. */
+/** JSON body (the object-storage reference). Open WebUI sends `s3_bucket`/`s3_key`; the reference deployment's contract says `bucket`/`key`; both are accepted. */
 const jsonBody = z.strictObject({
   s3_bucket: optional('s3_bucket'),
   s3_key: optional('s3_key'),

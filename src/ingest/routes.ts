@@ -24,7 +24,7 @@ export interface RouteDeps {
   debug: boolean;
 }
 
-/** Ingestion failures answer `{status: false, error, code}` (spec 2 §2). */
+/** Ingestion failures answer `{status: false, error, code}`, the reference ingestion service's failure body. */
 export const ingestErrorBody: ErrorBodyFormat = (p) => ({
   status: false,
   error: p.message,

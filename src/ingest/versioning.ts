@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { VectorIndex } from '../index/store.js';
 
 /**
- * Atomic versioned replace (spec 2 §3). Each run stamps its points with a fresh `meta.ingest_version`
+ * Atomic versioned replace: re-ingesting a `file_id` never leaves it half written. Each run stamps its points with a fresh `meta.ingest_version`
  * and writes them beside the previous version, so searches keep finding the old version until the new
  * one is complete; only then are the other versions of the same `file_id` in the same collection
  * deleted. A failed run deletes only its own version. Callers hold the per-`file_id` lock throughout.

@@ -47,7 +47,7 @@ function parseGenerated(text: string, max: number): string[] {
 }
 
 /**
- * Which queries to run (spec 3 §4 step 1): generated from `messages` when query generation is on
+ * Which queries to run, the first step of the linear pipeline: generated from `messages` when query generation is on
  * and messages are given; otherwise the explicit `queries`, else the last user message. Any LLM
  * failure falls back to the last user message (or the explicit queries), never an error.
  */

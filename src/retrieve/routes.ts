@@ -36,7 +36,7 @@ export const searchBody = z
   })
   .superRefine((b, ctx) => {
     const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);
-    // Without explicit queries the last user message is the fallback query (spec 3 §4 step 1), so a
+    // Without explicit queries the last user message is the fallback query (`resolveQueries`), so a
     // conversation without one would leave nothing to search when query generation is off or fails.
     const hasUserMessage = (b.messages ?? []).some((m) => m.role === 'user' && m.content.trim().length > 0);
     if (!hasQuery && !hasUserMessage) {

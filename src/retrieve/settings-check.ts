@@ -4,7 +4,7 @@ import { DENSE_VECTOR } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 
 /**
- * The spec says a settings mismatch between ingestion and retrieval is silent (wrong scores, empty
+ * A settings mismatch between ingestion and retrieval raises no error by itself (wrong scores, empty
  * hits). Kilde checks what it can at start-up and warns loudly; it never refuses to start, because
  * the ingestion side may create the collection later.
  */

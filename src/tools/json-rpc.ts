@@ -1,7 +1,8 @@
 import type { FastifyReply } from 'fastify';
 
 /**
- * JSON-RPC error codes Kilde's MCP endpoint answers with (spec 1 §7 leaves the numbers open).
+ * JSON-RPC error codes Kilde's MCP endpoint answers with (the reference tool server's contract leaves
+ * the numbers open).
  * -32700..-32600 are JSON-RPC's own; -32099..-32000 are reserved for servers. Kilde avoids the
  * values the MCP SDK already uses (-32000 transport, -32001 session, -32002 resource, -32042 URL
  * elicitation) for its tool failures, so a client can tell a tool failure from a transport one.

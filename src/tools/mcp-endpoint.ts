@@ -15,7 +15,7 @@ export const MCP_PATH = '/mcp';
 /** Same bound the SDK applies when it reads bodies itself. */
 const MCP_BODY_LIMIT = 4 * 1024 * 1024;
 
-/** Spec 1 §7: the message every `/mcp` call fails with before the machinery runs. */
+/** The message every `/mcp` call fails with before `start()` (the reference server's wording, kept for clients that match on it). */
 export const NOT_STARTED = 'Task group is not initialized';
 
 type State = 'new' | 'running' | 'closed';
@@ -32,7 +32,7 @@ const owners = new WeakMap<object, McpMachinery>();
 
 /**
  * The `/mcp` endpoint of one service part: routes, transport security, the optional bearer guard,
- * and a start/close lifecycle (spec 1 §3): `/mcp` serves only between `start()` (once per instance)
+ * and a start/close lifecycle: `/mcp` serves only between `start()` (once per instance)
  * and `close()`, which also ends open event streams so shutdown does not wait on them.
  *
  * Stateless: every POST gets a fresh SDK server and transport and no `Mcp-Session-Id`, so any
@@ -105,7 +105,7 @@ export class McpMachinery {
       handler: (request, reply) => this.handle(request, reply),
     });
     // The guard covers every path that starts with /mcp (`/mcp/x`, `/mcp-x`), not only the
-    // endpoint itself (spec 1 §5); the static `/mcp` route above still wins for `/mcp`.
+    // endpoint itself; the static `/mcp` route above still wins for `/mcp`.
     app.all(`${MCP_PATH}*`, { onRequest: guard }, async (request, reply) =>
       reply
         .status(404)

@@ -41,7 +41,8 @@ export function toolMetrics(registry: Registry): ToolMetrics {
  * One MCP server for one HTTP request (stateless mode: the SDK's transport cannot be reused across
  * requests, and a server is bound to one transport). The low-level `Server` is used instead of
  * `McpServer` because `McpServer` turns every exception of a tool into an `isError` result, while
- * the contract (spec 1 §7) wants a JSON-RPC error with `code` and `message`.
+ * a tool failure must reach the client as a JSON-RPC error with `code` and a short, human-friendly
+ * `message` (it is shown to the user).
  */
 export function createMcpServer(
   info: McpServerInfo,

@@ -13,7 +13,7 @@ export interface ToolsDeps {
   dispatcher?: Dispatcher;
   /** Clock for the weather cache (ms). */
   now?: () => number;
-  /** Overrides of the spec's 10 s / 3 s bounds, for tests. */
+  /** Overrides of the 10 s total / 3 s connect bounds of an upstream call, for tests. */
   totalTimeoutMs?: number;
   connectTimeoutMs?: number;
 }
@@ -40,7 +40,8 @@ const REST_ERRORS: Record<WeatherFailure, { status: number; code: 'NOT_FOUND' | 
 
 /**
  * The tool server: `/mcp` with `get_weather`, the REST twin `GET /weather` (bearer), and a readiness
- * probe of the upstream. Explicit routes are registered before the MCP endpoint (spec 1 §4).
+ * probe of the upstream. Explicit routes are registered before the MCP endpoint, whose wildcard
+ * would otherwise answer every path.
  */
 export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): ToolsPart {
   const client = createWeatherClient({

@@ -11,7 +11,7 @@ export interface ToolContext {
 }
 
 /**
- * One MCP tool. Its parameter schema and documentation text are the public contract (spec 1 §4):
+ * One MCP tool. Its parameter schema and documentation text are its public contract:
  * the first line of `doc` is the summary clients list, the rest tells the model when to call it.
  * `run` receives arguments already parsed by `input` (so the same bounds as the REST validator
  * apply) and returns the result as one JSON string (the portable result shape).

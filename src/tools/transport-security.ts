@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sendJsonRpcError } from './json-rpc.js';
 
 /**
- * DNS-rebinding protection for `/mcp`, answered with the contract's status codes (spec 1 §5, §7):
+ * DNS-rebinding protection for `/mcp`, answered with the reference tool server's status codes:
  * Host not allowed → 421, Origin not allowed → 403, POST without `application/json` → 400.
  * The SDK can check Host/Origin itself but answers 403 for both and 415 for the media type, so
  * its checks stay off and this hook runs first (onRequest: before body parsing and the SDK).

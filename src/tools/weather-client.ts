@@ -4,13 +4,13 @@ import type { Clock } from '../clock.js';
 import { joinUrl } from '../llm/join-url.js';
 import { type HttpAnswer, HttpFailure, httpRequest } from '../net/http.js';
 
-/** Spec 1 §8: one upstream call gets 10 s in total and 3 s to connect. */
+/** One upstream call gets 10 s in total and 3 s to connect: a synchronous tool must answer within a chat turn. */
 export const WEATHER_TOTAL_TIMEOUT_MS = 10_000;
 export const WEATHER_CONNECT_TIMEOUT_MS = 3_000;
 
 export type Units = 'metric' | 'imperial';
 
-/** The tool's result object (spec 1 §2). */
+/** The tool's result object: the four fields `get_weather` returns, as a JSON string. */
 export interface WeatherReport {
   city: string;
   temperature_c: number;
@@ -21,7 +21,9 @@ export interface WeatherReport {
 export type WeatherFailure = 'not-found' | 'rejected' | 'unavailable' | 'timeout';
 
 /**
- * An upstream failure, already carrying the user-facing message of spec 1 §4. It is a plain
+ * An upstream failure, already carrying its user-facing message (404 `City not found: <city>`, other
+ * 4xx `Invalid request to weather API`, 5xx `Upstream weather service unavailable`, time-out or
+ * transport error `Weather service timed out`). It is a plain
  * error (no HTTP status of ours): the REST route and the MCP tool each map `kind` their own way.
  */
 export class WeatherError extends Error {

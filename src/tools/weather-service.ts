@@ -37,7 +37,7 @@ export interface WeatherService {
 }
 
 /**
- * Weather lookups with an in-process cache (spec 1 §8): successful answers live `ttlMs`, keyed by
+ * Weather lookups with an in-process cache: successful answers live `ttlMs`, keyed by
  * every argument (lower-cased city + units); failures are never stored, so the next call retries.
  * Replicas each hold their own cache, which is acceptable for data that is stale-tolerant anyway.
  */

@@ -23,7 +23,7 @@ export function weatherTool(service: WeatherService) {
     async run(args, ctx) {
       await ctx.progress(`Looking up the weather in ${args.city}`, 0, 1);
       try {
-        // The result is small (four fields), so it needs no compaction (spec 1 §4 rule 3).
+        // The result is small (four fields), so unlike a long record it needs no compaction.
         return JSON.stringify(await service.current(args, ctx.signal));
       } catch (err) {
         if (err instanceof WeatherError) throw new ToolError(CODES[err.kind], err.message, { cause: err });

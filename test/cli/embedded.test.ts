@@ -2,10 +2,8 @@ import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { highlight, queryTerms, snippet } from '../../src/cli/render.js';
-import { allService } from '../../src/cli/services.js';
-import type { KernelConfig } from '../../src/config/agent.js';
 import { ConfigError, parseConfig } from '../../src/config/parse.js';
-import { resolveAllConfig } from '../../src/embedded/all-config.js';
+import { allSchema, resolveAllConfig } from '../../src/embedded/all-config.js';
 import { KEY_FILE, loadOrCreateKey } from '../../src/embedded/api-key.js';
 import { composeAll } from '../../src/embedded/compose.js';
 import { fileIdFor } from '../../src/embedded/file-ingest.js';
@@ -24,11 +22,11 @@ afterEach(async () => {
 async function startAll(env: Record<string, string>) {
   const tmp = await tempDir('kilde-all-');
   cleanups.push(tmp.remove);
-  const config = parseConfig(allService().schema, { API_KEY: 'k', KILDE_DATA_DIR: tmp.dir, ...env });
+  const config = parseConfig(allSchema, { API_KEY: 'k', KILDE_DATA_DIR: tmp.dir, ...env });
   const sink = logSink();
   const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, sink.stream);
   const all = await composeAll(config, log);
-  const app: KildeApp = await buildApp(config as unknown as KernelConfig, { logger: log, parts: all.parts });
+  const app: KildeApp = await buildApp(config, { logger: log, parts: all.parts });
   cleanups.push(() => app.close());
   await startParts(all.parts);
   return { all, app, logs: sink, dir: tmp.dir };
@@ -38,7 +36,7 @@ const AUTH = { authorization: 'Bearer k' };
 
 describe('kilde serve all: config', () => {
   it('defaults to the embedded, offline settings', () => {
-    const c = parseConfig(allService().schema, { API_KEY: 'k' });
+    const c = parseConfig(allSchema, { API_KEY: 'k' });
     expect(c).toMatchObject({
       EMBEDDING_PROVIDER: 'none',
       EXTRACTION_ENGINE: 'inprocess',
@@ -57,15 +55,15 @@ describe('kilde serve all: config', () => {
   });
 
   it('query generation follows an explicit LLM endpoint unless set; weather needs URL and key together', () => {
-    const llm = parseConfig(allService().schema, { API_KEY: 'k', AGENT_API_BASE_URL: 'http://llm:4000/v1' });
+    const llm = parseConfig(allSchema, { API_KEY: 'k', AGENT_API_BASE_URL: 'http://llm:4000/v1' });
     expect(resolveAllConfig(llm).config.ENABLE_QUERY_GENERATION).toBe(true);
-    const off = parseConfig(allService().schema, {
+    const off = parseConfig(allSchema, {
       API_KEY: 'k',
       AGENT_API_BASE_URL: 'http://llm:4000/v1',
       ENABLE_QUERY_GENERATION: 'false',
     });
     expect(resolveAllConfig(off).config.ENABLE_QUERY_GENERATION).toBe(false);
-    const half = parseConfig(allService().schema, { API_KEY: 'k', WEATHER_API_KEY: 'w' });
+    const half = parseConfig(allSchema, { API_KEY: 'k', WEATHER_API_KEY: 'w' });
     expect(() => resolveAllConfig(half)).toThrow(ConfigError);
     expect(() => resolveAllConfig(half)).toThrow(
       /WEATHER_API_BASE_URL and WEATHER_API_KEY must be set together/,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { renderConfigDocs } from '../../src/config/docs.js';
+import { renderConfigDocs } from '../../scripts/config-docs.js';
 
 describe('docs/configuration.md', () => {
   it('is up to date with the config schemas (run `npm run docs:config`)', () => {

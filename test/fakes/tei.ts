@@ -5,7 +5,7 @@ import type { EmbeddingsFault } from './openai-embeddings.js';
 import { type FakeServer, type RecordedRequest, sendJson, startRecordingServer } from './recording-server.js';
 
 /**
- * A fake text-embeddings-inference server in the shapes of `shared/contracts/tei-openapi.json`:
+ * A fake text-embeddings-inference server in the shapes of `test/fixtures/contracts/tei-openapi.json`:
  * `POST /embed` (→ `[[float]]`), `POST /rerank` (→ `[{index, score, text?}]`, best first),
  * `POST /embed_sparse` (→ `[[{index, value}]]`), `GET /health`, `GET /info`; errors as
  * `{error, error_type}` with TEI's statuses (413 validation, 422 tokenizer, 400 empty, 429 overloaded).

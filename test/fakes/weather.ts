@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { type FakeServer, sendJson, startRecordingServer } from './recording-server.js';
 
 /**
- * A fake weather upstream in the contract's wire shape (spec 1 §2): `GET /weather?city=&units=`
+ * A fake weather upstream in the reference deployment's wire shape: `GET /weather?city=&units=`
  * with `Authorization: Bearer <key>` answers `{city, current: {temp_c, conditions, observed_at}}`.
  */
 export type WeatherMode =

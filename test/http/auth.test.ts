@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kernelSchema } from '../../src/config/agent.js';
+import { kernelSchema } from '../../src/config/kernel.js';
 import type { KildeApp } from '../../src/http/app.js';
 import { bearerMatches } from '../../src/http/auth.js';
 import { testApp, testConfig } from '../helpers/app.js';

@@ -3,7 +3,7 @@ import { type ChunkMeta, type IndexPoint, pointId, type SparseVector } from '../
 import type { HybridQuery, VectorIndex } from '../../src/index/store.js';
 
 /**
- * The one `VectorIndex` contract suite (spec 3, "Shared index contract"); every adapter runs it.
+ * The one `VectorIndex` contract suite (docs/architecture.md, "The shared index contract"); every adapter runs it.
  * `makeIndex` returns a fresh, empty, not-yet-ensured index each time.
  */
 export type MakeIndex = (opts: { denseDim?: number; sparse: boolean }) => Promise<VectorIndex>;

@@ -152,7 +152,7 @@ describe('optional bearer guard (MCP_BEARER_AUTH=true)', () => {
       headers: { authorization: 'Bearer test-key' },
     });
     expect(subAuthed.status).toBe(404);
-    // "Any request whose path starts with /mcp" (spec 1 §5): not only the /mcp/ sub-tree.
+    // The guard covers any request whose path starts with /mcp, not only the /mcp/ sub-tree.
     for (const path of ['/mcp-admin', '/mcpx?y=1']) {
       const sibling = await raw(`${h.base}${path}`, { method: 'GET' });
       expect(sibling.status).toBe(401);

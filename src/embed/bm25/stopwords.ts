@@ -1,8 +1,8 @@
 /**
  * Stop words of fastembed's `Qdrant/bm25` model: the NLTK stop-word lists (nltk_data
  * `corpora/stopwords`, Apache-2.0) that the model repository ships as `english.txt` and
- * `danish.txt`. Copied verbatim, in file order; a test compares them with the contract copies
- * in `shared/contracts/bm25-stopwords/`. fastembed matches them against the lower-cased token,
+ * `danish.txt`. Copied verbatim, in file order; a test compares them with the copies
+ * in `test/fixtures/contracts/bm25-stopwords/`. fastembed matches them against the lower-cased token,
  * before stemming.
  */
 

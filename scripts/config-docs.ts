@@ -1,13 +1,13 @@
-import { SERVICES } from '../cli/services.js';
-import { allOverrides } from '../embedded/all-config.js';
-import { envDoc } from './fields.js';
+import { SERVICES } from '../src/cli/services.js';
+import { type EnvDoc, envDoc } from '../src/config/fields.js';
+import { allOverrides } from '../src/embedded/all-config.js';
 
 /** Renders docs/configuration.md from the service schemas: every variable, type, default, services. */
 export function renderConfigDocs(): string {
-  const rows = new Map<string, { type: string; default: string; doc: string; services: string[] }>();
+  const rows = new Map<string, EnvDoc & { services: string[] }>();
   for (const service of SERVICES) {
     for (const [name, field] of Object.entries(service.schema.shape)) {
-      const doc = envDoc(field as never);
+      const doc = envDoc(field);
       if (!doc) throw new Error(`${service.name}: ${name} has no documentation`);
       const row = rows.get(name) ?? { ...doc, services: [] };
       row.services.push(service.name);
@@ -22,6 +22,8 @@ export function renderConfigDocs(): string {
     'Kilde reads its configuration from environment variables once at start-up; unknown variables are ignored.',
     'Booleans accept `true/false/1/0/yes/no` in any case. A blank value means "use the default".',
     "`kilde serve all` accepts the union of every service's variables.",
+    'A variable marked **no effect in this build** is accepted (a configuration written for a later release',
+    'still starts) but nothing reads it yet; the mark says what is missing.',
     '',
     '| Variable | Type | Default | Services | Description |',
     '|---|---|---|---|---|',
@@ -29,7 +31,8 @@ export function renderConfigDocs(): string {
   for (const [name, r] of [...rows.entries()].sort(([a], [b]) => a.localeCompare(b))) {
     const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
     const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
-    lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${r.services.join(', ')} | ${esc(r.doc)} |`);
+    const doc = r.inert ? `**No effect in this build** (${r.inert}). ${r.doc}` : r.doc;
+    lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${r.services.join(', ')} | ${esc(doc)} |`);
   }
   lines.push(
     '',
@@ -42,7 +45,7 @@ export function renderConfigDocs(): string {
     '|---|---|---|---|',
   );
   for (const [name, field] of Object.entries(allOverrides).sort(([a], [b]) => a.localeCompare(b))) {
-    const r = envDoc(field as never);
+    const r = envDoc(field);
     if (!r) throw new Error(`all: ${name} has no documentation`);
     const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
     const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
