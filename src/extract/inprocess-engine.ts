@@ -3,69 +3,95 @@ import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind } from './file-type.js';
 import type { ReadContent } from './inprocess/content.js';
-import { readDocx } from './inprocess/docx.js';
-import { readHtml } from './inprocess/html.js';
-import { readOffice } from './inprocess/office.js';
-import { readPdf } from './inprocess/pdf.js';
-import { readDelimited, readPlain } from './inprocess/text.js';
+import { checkTextSize, DEFAULT_LIMITS, type ExtractionLimits } from './limits.js';
 
-const READERS: Record<FileKind, (path: string) => Promise<ReadContent>> = {
-  pdf: readPdf,
-  docx: readDocx,
-  pptx: (p) => readOffice(p, 'pptx'),
-  xlsx: (p) => readOffice(p, 'xlsx'),
-  odt: (p) => readOffice(p, 'odt'),
-  odp: (p) => readOffice(p, 'odp'),
-  ods: (p) => readOffice(p, 'ods'),
-  rtf: (p) => readOffice(p, 'rtf'),
-  epub: (p) => readOffice(p, 'epub'),
-  html: readHtml,
-  markdown: readPlain,
-  text: readPlain,
-  csv: (p) => readDelimited(p, ','),
-  tsv: (p) => readDelimited(p, '\t'),
+type Reader = (path: string, limits: ExtractionLimits) => Promise<ReadContent>;
+
+/** Readers load their libraries on first use: a worker that only sees PDFs never loads mammoth. */
+const office =
+  (kind: FileKind): Reader =>
+  async (p) =>
+    (await import('./inprocess/office.js')).readOffice(p, kind);
+const READERS: Record<FileKind, Reader> = {
+  pdf: async (p, l) => (await import('./inprocess/pdf.js')).readPdf(p, l),
+  docx: async (p, l) => (await import('./inprocess/docx.js')).readDocx(p, l),
+  pptx: office('pptx'),
+  xlsx: office('xlsx'),
+  odt: office('odt'),
+  odp: office('odp'),
+  ods: office('ods'),
+  rtf: office('rtf'),
+  epub: office('epub'),
+  html: async (p, l) => (await import('./inprocess/html.js')).readHtml(p, l),
+  markdown: async (p) => (await import('./inprocess/text.js')).readPlain(p),
+  text: async (p) => (await import('./inprocess/text.js')).readPlain(p),
+  csv: async (p) => (await import('./inprocess/text.js')).readDelimited(p, ','),
+  tsv: async (p) => (await import('./inprocess/text.js')).readDelimited(p, '\t'),
 };
+
+/** Zip packages: judged by `checkArchive` before their reader inflates anything. */
+const PACKAGES: ReadonlySet<FileKind> = new Set(['docx', 'pptx', 'xlsx', 'odt', 'odp', 'ods', 'epub']);
 
 export interface InprocessOptions {
   /** Engine name reported in errors and on the extractor. */
   name: string;
   /** Restricts the accepted kinds (`pdf-inprocess`); all kinds when absent. */
   only?: readonly FileKind[];
+  /** Per-document limits; the configured defaults when absent. */
+  limits?: ExtractionLimits;
 }
 
-/** The pure-JavaScript engine: type sniffing, one reader per format, language detection. */
+/** What the format readers make of a file, before languages are detected. */
+export interface ReadDocument {
+  content: ReadContent;
+  mime: string;
+}
+
+/**
+ * Type sniffing, the limits and one reader per format: the part of the `inprocess` engine that
+ * runs inside the extraction worker pool (see `src/pool/`).
+ */
+export async function readDocument(file: SourceFile, opts: InprocessOptions): Promise<ReadDocument> {
+  const limits = opts.limits ?? DEFAULT_LIMITS;
+  const type = await detectFileType(file.path, file.filename, file.mimeType);
+  if (type.kind === undefined) {
+    throw extractionFailed(
+      type.claimed
+        ? `File content does not match its type: named or sent as ${type.claimed}, but it is not one (corrupt or mislabelled)`
+        : `Unsupported file type: ${type.mime}`,
+    );
+  }
+  if (opts.only && !opts.only.includes(type.kind)) {
+    throw extractionFailed(
+      `Unsupported file type: ${type.mime} (the ${opts.name} engine accepts ${opts.only.join(', ').toUpperCase()} only)`,
+    );
+  }
+  let content: ReadContent;
+  try {
+    if (PACKAGES.has(type.kind)) await (await import('./zip-guard.js')).checkArchive(file.path, limits);
+    content = await READERS[type.kind](file.path, limits);
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`, 422, err);
+  }
+  checkTextSize(content.text.length, limits);
+  return { content, mime: type.mime };
+}
+
+/**
+ * The pure-JavaScript engine in the calling thread: type sniffing, one reader per format, language
+ * detection. Services run it through the worker pool (`createPooledExtractor`); this form serves
+ * the pool's workers, tests and benches.
+ */
 export function createInprocessExtractor(opts: InprocessOptions = { name: 'inprocess' }): Extractor {
   return {
     name: opts.name,
     acceptsProfile: false,
     async extract(file: SourceFile, options?: ExtractOptions): Promise<ExtractedDocument[]> {
       options?.signal?.throwIfAborted();
-      const type = await detectFileType(file.path, file.filename, file.mimeType);
-      if (type.kind === undefined) {
-        throw extractionFailed(
-          type.claimed
-            ? `File content does not match its type: named or sent as ${type.claimed}, but it is not one (corrupt or mislabelled)`
-            : `Unsupported file type: ${type.mime}`,
-        );
-      }
-      if (opts.only && !opts.only.includes(type.kind)) {
-        throw extractionFailed(
-          `Unsupported file type: ${type.mime} (the ${opts.name} engine accepts ${opts.only.join(', ').toUpperCase()} only)`,
-        );
-      }
-      let content: ReadContent;
-      try {
-        content = await READERS[type.kind](file.path);
-      } catch (err) {
-        if (err instanceof KildeError) throw err;
-        throw extractionFailed(
-          `Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`,
-          422,
-          err,
-        );
-      }
+      const { content, mime } = await readDocument(file, opts);
       options?.signal?.throwIfAborted();
-      return [toDocument(content, type.mime)];
+      return [toDocument(content, mime)];
     },
   };
 }

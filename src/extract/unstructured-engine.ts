@@ -7,6 +7,7 @@ import { detectFileType } from './file-type.js';
 import { postFile, probeUrl, upstreamStatus } from './http-upload.js';
 import { joinPages, type ReadContent, tidyMarkdown } from './inprocess/content.js';
 import { htmlToMarkdown } from './inprocess/html.js';
+import { DEFAULT_LIMITS } from './limits.js';
 
 export interface UnstructuredOptions {
   baseUrl: string;
@@ -95,7 +96,7 @@ function markdownOf(el: Element): string {
     case 'ListItem':
       return text ? `- ${text}` : '';
     case 'Table':
-      return el.metadata?.text_as_html ? htmlToMarkdown(el.metadata.text_as_html) : text;
+      return el.metadata?.text_as_html ? htmlToMarkdown(el.metadata.text_as_html, DEFAULT_LIMITS) : text;
     case 'CodeSnippet':
       return text ? `\`\`\`\n${text}\n\`\`\`` : '';
     default:

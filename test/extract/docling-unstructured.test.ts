@@ -124,7 +124,7 @@ describe('doc-generic (Unstructured API)', () => {
     expect(req?.fields.strategy).toEqual(['hi_res']);
     expect(req?.files[0]).toMatchObject({ field: 'files', type: 'application/pdf' });
     expect(doc?.text).toBe(
-      '# Indfødsret\n\nDanske statsborgere har ret til at stemme.\n\n- Folketinget\n\n## Valg\n\n| a | b |\n| - | - |\n| 1 | 2 |',
+      '# Indfødsret\n\nDanske statsborgere har ret til at stemme.\n\n- Folketinget\n\n## Valg\n\n| a | b |\n| --- | --- |\n| 1 | 2 |',
     );
     expect(doc?.pages?.map((p) => p.page)).toEqual([1, 2]);
     expect(doc?.metadata.languages).toEqual(['da', 'en']);

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import mammoth from 'mammoth';
+import type { ExtractionLimits } from '../limits.js';
 import { readCoreProperties } from '../ooxml-core.js';
 import type { ReadContent } from './content.js';
 import { htmlToMarkdown } from './html.js';
@@ -11,11 +12,11 @@ const STYLE_MAP = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'
 const noImages = mammoth.images.imgElement(async () => ({ src: '' }));
 
 /** DOCX → semantic HTML (mammoth, which also reads text boxes) → Markdown with headings and GFM tables. */
-export async function readDocx(path: string): Promise<ReadContent> {
+export async function readDocx(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const buffer = await readFile(path);
   const { value: html } = await mammoth.convertToHtml(
     { buffer },
     { styleMap: STYLE_MAP, convertImage: noImages },
   );
-  return { text: htmlToMarkdown(html), metadata: readCoreProperties(new Uint8Array(buffer)) };
+  return { text: htmlToMarkdown(html, limits), metadata: readCoreProperties(new Uint8Array(buffer)) };
 }

@@ -1,30 +1,22 @@
 import { readFile } from 'node:fs/promises';
-import { NodeHtmlMarkdown } from 'node-html-markdown';
 import { toIsoDate } from '../dates.js';
+import type { ExtractionLimits } from '../limits.js';
 import { decodeXml, splitAuthors } from '../ooxml-core.js';
 import { type ReadContent, tidyMarkdown } from './content.js';
+import { htmlToMarkdown as convert } from './html-markdown.js';
 import { decodeText } from './text.js';
 
-/** Links keep their text only and images are dropped: URLs and icons cost tokens and say little. */
-const converter = new NodeHtmlMarkdown(
-  {
-    bulletMarker: '-',
-    codeBlockStyle: 'fenced',
-    maxConsecutiveNewlines: 2,
-    keepDataImages: false,
-    ignore: ['script', 'style', 'noscript', 'template', 'svg', 'iframe', 'nav', 'head'],
-  },
-  { a: { postprocess: ({ content }) => content }, img: { ignore: true } },
-);
-
-/** HTML → Markdown: headings stay `#` headings and tables become GFM tables (pipes escaped). */
-export function htmlToMarkdown(html: string): string {
-  return tidyMarkdown(converter.translate(html));
+/**
+ * HTML → Markdown: headings stay `#` headings, tables become GFM tables (pipes escaped), links keep
+ * their text and images are dropped (URLs and icons cost tokens and say little).
+ */
+export function htmlToMarkdown(html: string, limits: Pick<ExtractionLimits, 'maxNesting'>): string {
+  return tidyMarkdown(convert(html, limits));
 }
 
-export async function readHtml(path: string): Promise<ReadContent> {
+export async function readHtml(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const html = decodeText(await readFile(path));
-  return { text: htmlToMarkdown(html), metadata: htmlMetadata(html) };
+  return { text: htmlToMarkdown(html, limits), metadata: htmlMetadata(html) };
 }
 
 /** Head metadata: `<title>`, author and publication date meta tags, and the declared `lang`. */

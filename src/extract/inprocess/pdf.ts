@@ -1,8 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { extractText, getDocumentProxy, getMeta } from 'unpdf';
+import { getDocumentProxy, getMeta } from 'unpdf';
 import { toIsoDate } from '../dates.js';
+import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
 import { splitAuthors } from '../ooxml-core.js';
 import { joinPages, type ReadContent } from './content.js';
 
@@ -19,14 +20,38 @@ const PDF_OPTIONS = {
   isEvalSupported: false,
 };
 
-/** PDF text page by page (page spans into the joined text) and the info dictionary. */
-export async function readPdf(path: string): Promise<ReadContent> {
+/**
+ * PDF text page by page (page spans into the joined text) and the info dictionary. The page count
+ * is judged before any page is read, and pages are read one at a time (each released after its
+ * text is taken) so memory follows the largest page, not the document.
+ */
+export async function readPdf(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const data = new Uint8Array(await readFile(path));
   const pdf = await getDocumentProxy(data, PDF_OPTIONS);
   try {
-    const { totalPages, text } = await extractText(pdf, { mergePages: false });
+    const totalPages = pdf.numPages;
+    if (totalPages > limits.maxPages) {
+      throw limitExceeded(
+        `${totalPages.toLocaleString('en')} pages, more than ${limits.maxPages.toLocaleString('en')}`,
+        'EXTRACTION_MAX_PAGES',
+      );
+    }
+    const texts: string[] = [];
+    let chars = 0;
+    for (let n = 1; n <= totalPages; n++) {
+      const page = await pdf.getPage(n);
+      const content = await page.getTextContent();
+      // As unpdf's extractText joins a page's items.
+      const text = content.items
+        .map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : ''))
+        .join('');
+      page.cleanup();
+      chars += text.length;
+      checkTextSize(chars, limits);
+      texts.push(text);
+    }
     const { info } = await getMeta(pdf);
-    const joined = joinPages(text);
+    const joined = joinPages(texts);
     return { text: joined.text, pages: joined.pages, metadata: { ...pdfInfo(info), page_count: totalPages } };
   } finally {
     await pdf.destroy();
