@@ -98,9 +98,9 @@ export const SERVICES: readonly Service[] = [
     name: 'extractor',
     summary: 'Kreuzberg-compatible extraction sidecar: POST /extract (inprocess engine)',
     schema: extractorServiceSchema,
-    async create(config) {
+    async create(config, log) {
       const { createExtractorPart } = await import('../extract/sidecar-server.js');
-      return [createExtractorPart(config)];
+      return [createExtractorPart(config, { log })];
     },
   }),
 ];

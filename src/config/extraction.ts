@@ -1,6 +1,65 @@
 import { z } from 'zod';
+import type { ExtractionLimits } from '../extract/limits.js';
 import { inert, int, number, oneOf, optionalOneOf, optionalString, string, url } from './fields.js';
 import { kernelPieces } from './shared.js';
+
+/** Defaults of the per-document limits (also used where no configuration is read: tests, benches). */
+export const LIMIT_DEFAULTS: ExtractionLimits = {
+  maxPages: 5_000,
+  maxArchiveBytes: 256 * 1024 * 1024,
+  maxArchiveEntries: 20_000,
+  maxCompressionRatio: 500,
+  maxTextChars: 20_000_000,
+  maxNesting: 512,
+};
+
+/**
+ * The worker pool and per-document limits of the in-process work (extraction, chunking, BM25).
+ * Defaults suit a 2-core, 4 GiB container: two workers of at most 1 GiB heap each beside the
+ * main thread. Over a limit a document gets `EXTRACTION_FAILED` naming the variable.
+ */
+export const extractionLimitsPiece = {
+  EXTRACTION_WORKERS: int(
+    2,
+    'Worker threads that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced.',
+    { min: 1, max: 64 },
+  ),
+  EXTRACTION_MAX_HEAP_MB: int(
+    1024,
+    'V8 heap of one worker, MiB; a document that needs more fails with `EXTRACTION_FAILED` and the worker is replaced.',
+    { min: 64 },
+  ),
+  EXTRACTION_MAX_PAGES: int(
+    LIMIT_DEFAULTS.maxPages,
+    'Most pages of one PDF; checked before any page is read.',
+    { min: 1 },
+  ),
+  EXTRACTION_MAX_ARCHIVE_BYTES: int(
+    LIMIT_DEFAULTS.maxArchiveBytes,
+    'Most uncompressed bytes of one OOXML/ODF/EPUB package (256 MiB), from its zip central directory before anything is inflated, and verified while inflating.',
+    { min: 1 },
+  ),
+  EXTRACTION_MAX_ARCHIVE_ENTRIES: int(
+    LIMIT_DEFAULTS.maxArchiveEntries,
+    'Most entries of one OOXML/ODF/EPUB package.',
+    { min: 1 },
+  ),
+  EXTRACTION_MAX_COMPRESSION_RATIO: int(
+    LIMIT_DEFAULTS.maxCompressionRatio,
+    'Highest uncompressed-to-compressed ratio of a package entry larger than 1 MiB (a zip bomb compresses ~1000:1; very repetitive real documents reach ~250:1).',
+    { min: 1 },
+  ),
+  EXTRACTION_MAX_TEXT_CHARS: int(
+    LIMIT_DEFAULTS.maxTextChars,
+    'Most characters of text extracted from one document.',
+    { min: 1 },
+  ),
+  EXTRACTION_MAX_NESTING: int(
+    LIMIT_DEFAULTS.maxNesting,
+    'Deepest element nesting of an HTML document or an XML package part (browsers stop at 512).',
+    { min: 8 },
+  ),
+};
 
 /** Engines this build ships (`createExtractor` builds them). */
 export const CONCRETE_ENGINES = [
@@ -28,7 +87,12 @@ export const extractionPiece = {
     'inprocess',
     'Extraction engine: `inprocess` (pure JavaScript, offline: PDF, DOCX, PPTX, XLSX, ODF, RTF, EPUB, HTML, Markdown, text, CSV), `pdf-inprocess` (PDF only), `sidecar-http` (Kreuzberg HTTP API at `EXTRACTION_SIDECAR_URL`), `doc-layout` (Docling Serve at `DOCLING_SERVE_URL`), `doc-generic` (Unstructured API at `UNSTRUCTURED_API_URL`). `vision-llm`, `hybrid-diagram` and `auto` are accepted names that are not available in this build yet.',
   ),
-  EXTRACTION_TIMEOUT: int(300, 'Time-out of one extraction by an HTTP engine, seconds.', { min: 1 }),
+  EXTRACTION_TIMEOUT: int(
+    300,
+    "Time-out of one extraction, seconds: an HTTP engine's request, or the in-process engine's work on one document in its worker (the worker is stopped and replaced; the request gets `EXTRACTION_FAILED`). Chunking and BM25 encoding of one document in the worker pool have the same bound.",
+    { min: 1 },
+  ),
+  ...extractionLimitsPiece,
   EXTRACTION_SIDECAR_URL: url(
     undefined,
     'Base URL of a Kreuzberg-compatible extraction sidecar (`POST {url}/extract`), e.g. `http://kreuzberg:8000` or a `kilde serve extractor`. Required by `sidecar-http`.',
@@ -121,11 +185,26 @@ export const extractionPiece = {
 };
 
 export const extractionSchema = z.object(extractionPiece);
+
+/** The limits as the extraction worker pool takes them. */
+export function extractionLimits(c: z.output<typeof limitsSchema>): ExtractionLimits {
+  return {
+    maxPages: c.EXTRACTION_MAX_PAGES,
+    maxArchiveBytes: c.EXTRACTION_MAX_ARCHIVE_BYTES,
+    maxArchiveEntries: c.EXTRACTION_MAX_ARCHIVE_ENTRIES,
+    maxCompressionRatio: c.EXTRACTION_MAX_COMPRESSION_RATIO,
+    maxTextChars: c.EXTRACTION_MAX_TEXT_CHARS,
+    maxNesting: c.EXTRACTION_MAX_NESTING,
+  };
+}
+const limitsSchema = z.object(extractionLimitsPiece);
 export type ExtractionSettings = z.output<typeof extractionSchema>;
 
 /** `kilde serve extractor`: a Kreuzberg-compatible `POST /extract` served by the `inprocess` engine. */
 export const extractorServiceSchema = z.object({
   ...kernelPieces,
+  EXTRACTION_TIMEOUT: extractionPiece.EXTRACTION_TIMEOUT,
+  ...extractionLimitsPiece,
   EXTRACTOR_MAX_UPLOAD_BYTES: int(
     100 * 1024 * 1024,
     'Largest file `kilde serve extractor` accepts per multipart part (100 MiB, as Kreuzberg); larger parts get 413.',

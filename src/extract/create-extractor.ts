@@ -4,18 +4,25 @@ import {
   type ConcreteEngine,
   EXTRACTION_ENGINES,
   type ExtractionSettings,
+  extractionLimits,
   PLANNED_ENGINES,
 } from '../config/extraction.js';
 import { ConfigError } from '../config/parse.js';
+import { type Deadline, WorkerPool } from '../pool/worker-pool.js';
 import { createDoclingExtractor } from './docling-engine.js';
 import type { Extractor } from './extractor.js';
-import { createInprocessExtractor } from './inprocess-engine.js';
+import type { FileKind } from './file-type.js';
 import { createKreuzbergExtractor } from './kreuzberg-engine.js';
+import { createPooledExtractor } from './pooled-engine.js';
 import { createUnstructuredExtractor } from './unstructured-engine.js';
 
 export interface ExtractorDeps {
   log: Logger;
   fetch?: typeof fetch;
+  /** The worker pool the in-process engines run in; without one, such an engine gets its own. */
+  pool?: WorkerPool;
+  /** Time limits of an own pool's tasks (tests fire them themselves). */
+  deadline?: (ms: number) => Deadline;
 }
 
 type Factory = (settings: ExtractionSettings, deps: ExtractorDeps) => Extractor;
@@ -25,8 +32,8 @@ type Factory = (settings: ExtractionSettings, deps: ExtractorDeps) => Extractor;
  * their entries here (the router wraps this registry to build the engines it routes to).
  */
 const FACTORIES: Record<ConcreteEngine, Factory> = {
-  inprocess: () => createInprocessExtractor({ name: 'inprocess' }),
-  'pdf-inprocess': () => createInprocessExtractor({ name: 'pdf-inprocess', only: ['pdf'] }),
+  inprocess: (s, d) => pooled('inprocess', undefined, s, d),
+  'pdf-inprocess': (s, d) => pooled('pdf-inprocess', ['pdf'], s, d),
   'sidecar-http': (s, d) =>
     createKreuzbergExtractor({
       baseUrl: required(s.EXTRACTION_SIDECAR_URL, 'EXTRACTION_SIDECAR_URL', 'sidecar-http'),
@@ -78,6 +85,46 @@ export function createExtractor(
   }
   throw new ConfigError(
     `Configuration error: unknown extraction engine "${engine}"; choose one of ${EXTRACTION_ENGINES.join(', ')}`,
+  );
+}
+
+function pooled(
+  name: string,
+  only: readonly FileKind[] | undefined,
+  settings: ExtractionSettings,
+  deps: ExtractorDeps,
+): Extractor {
+  const opts = { name, ...(only ? { only } : {}) };
+  if (deps.pool) return createPooledExtractor(deps.pool, opts);
+  return createPooledExtractor(ownPool(settings, deps), { ...opts, ownsPool: true });
+}
+
+type PoolConfig = Pick<
+  ExtractionSettings,
+  | 'EXTRACTION_WORKERS'
+  | 'EXTRACTION_MAX_HEAP_MB'
+  | 'EXTRACTION_TIMEOUT'
+  | 'EXTRACTION_MAX_PAGES'
+  | 'EXTRACTION_MAX_ARCHIVE_BYTES'
+  | 'EXTRACTION_MAX_ARCHIVE_ENTRIES'
+  | 'EXTRACTION_MAX_COMPRESSION_RATIO'
+  | 'EXTRACTION_MAX_TEXT_CHARS'
+  | 'EXTRACTION_MAX_NESTING'
+>;
+
+/** A pool for extraction alone, sized and limited by the extraction settings. */
+export function ownPool(
+  s: PoolConfig,
+  deps: { log: Logger; deadline?: ((ms: number) => Deadline) | undefined },
+): WorkerPool {
+  return new WorkerPool(
+    {
+      size: s.EXTRACTION_WORKERS,
+      heapMb: s.EXTRACTION_MAX_HEAP_MB,
+      timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
+      setup: { limits: extractionLimits(s) },
+    },
+    { log: deps.log, ...(deps.deadline ? { deadline: deps.deadline } : {}) },
   );
 }
 

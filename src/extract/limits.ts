@@ -1,3 +1,4 @@
+import { LIMIT_DEFAULTS } from '../config/extraction.js';
 import type { KildeError } from '../http/errors.js';
 import { extractionFailed } from './document.js';
 
@@ -21,15 +22,8 @@ export interface ExtractionLimits {
   maxNesting: number;
 }
 
-/** The configured defaults, for callers (tests, benches, the CLI) that do not read configuration. */
-export const DEFAULT_LIMITS: ExtractionLimits = {
-  maxPages: 5_000,
-  maxArchiveBytes: 256 * 1024 * 1024,
-  maxArchiveEntries: 20_000,
-  maxCompressionRatio: 500,
-  maxTextChars: 20_000_000,
-  maxNesting: 512,
-};
+/** The configured defaults, for callers (tests, benches) that do not read configuration. */
+export const DEFAULT_LIMITS: ExtractionLimits = LIMIT_DEFAULTS;
 
 /** A document over one of the limits: `EXTRACTION_FAILED` naming the limit and its variable. */
 export function limitExceeded(what: string, variable: string): KildeError {

@@ -5,13 +5,15 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type Logger, pino } from 'pino';
 import type { ExtractorServiceConfig } from '../config/extraction.js';
 import type { KildeApp, ServicePart } from '../http/app.js';
 import { KildeError } from '../http/errors.js';
+import { ownPool } from './create-extractor.js';
 import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
-import { createInprocessExtractor } from './inprocess-engine.js';
 import { toIso6393 } from './languages.js';
 import { findMarkdownTables } from './markdown-table.js';
+import { createPooledExtractor } from './pooled-engine.js';
 
 /** A Kreuzberg error body: `{error_type, message, traceback, status_code}`. */
 function kreuzbergError(status: number, errorType: string, message: string) {
@@ -25,10 +27,17 @@ function kreuzbergError(status: number, errorType: string, message: string) {
  */
 export function createExtractorPart(
   config: ExtractorServiceConfig,
-  extractor: Extractor = defaultExtractor(),
+  deps: { log?: Logger; extractor?: Extractor } = {},
 ): ServicePart {
+  const extractor =
+    deps.extractor ??
+    createPooledExtractor(ownPool(config, { log: deps.log ?? pino({ level: 'silent' }) }), {
+      name: 'inprocess',
+      ownsPool: true,
+    });
   return {
     name: 'extractor',
+    close: async () => extractor.close?.(),
     async register(app: KildeApp, ctx) {
       await app.register(multipart, {
         limits: { fileSize: config.EXTRACTOR_MAX_UPLOAD_BYTES, files: 32, fields: 8 },
@@ -51,10 +60,6 @@ export function createExtractorPart(
       });
     },
   };
-}
-
-function defaultExtractor(): Extractor {
-  return createInprocessExtractor({ name: 'inprocess' });
 }
 
 /** Streams every `files` part to disk; `config` must be JSON (its options do not apply to this engine). */

@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
 import { createChunker } from '../chunk/create-chunker.js';
+import { createPooledChunker } from '../chunk/pooled-chunker.js';
 import { chooseTokenCounter } from '../chunk/tokenizer.js';
 import { chunkingSettings } from '../config/chunking.js';
+import { extractionLimits } from '../config/extraction.js';
 import type { IngestConfig } from '../config/ingest.js';
 import { ConfigError } from '../config/parse.js';
+import { createPooledSparseEncoder } from '../embed/bm25/pooled-encoder.js';
 import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
 import { createExtractor } from '../extract/create-extractor.js';
@@ -11,6 +14,7 @@ import type { Extractor } from '../extract/extractor.js';
 import { engineFor, openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
+import { type Deadline, WorkerPool } from '../pool/worker-pool.js';
 import type { StageObserver } from './pipeline.js';
 import { IngestService } from './service.js';
 
@@ -23,6 +27,8 @@ export interface BuildDeps {
   index?: VectorIndex;
   /** Leave `index.ensureCollection()` to the caller (which may wait for an index that is not up yet). */
   deferEnsure?: boolean;
+  /** Time limits of the worker pool's tasks (tests fire them themselves). */
+  deadline?: (ms: number) => Deadline;
 }
 
 export interface BuiltPipeline {
@@ -32,6 +38,8 @@ export interface BuiltPipeline {
   extractor: Extractor;
   /** Any concrete engine by name, for the extraction probe. */
   extractorFor(engine: string): Extractor;
+  /** The worker pool of extraction, chunking and BM25 encoding. */
+  pool: WorkerPool;
   close(): Promise<void>;
 }
 
@@ -56,18 +64,17 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       'lexical-only mode (EMBEDDING_PROVIDER=none): points carry no dense vector; set EMBEDDING_PROVIDER, EMBEDDING_MODEL and EMBEDDING_DIM to enable dense search',
     );
   }
-  const chunker = createChunker(
-    {
-      ...chunking,
-      ...(dense
-        ? {
-            prefixTokens: tokens.counter.count(config.EMBEDDING_PREFIX_DOC),
-            maxTokens: config.EMBEDDING_MAX_TOKENS,
-          }
-        : {}),
-    },
-    tokens.counter,
-  );
+  const chunkerSettings = {
+    ...chunking,
+    ...(dense
+      ? {
+          prefixTokens: tokens.counter.count(config.EMBEDDING_PREFIX_DOC),
+          maxTokens: config.EMBEDDING_MAX_TOKENS,
+        }
+      : {}),
+  };
+  // Built here only to refuse impossible settings at start-up; chunking itself runs in the pool.
+  createChunker(chunkerSettings, tokens.counter);
   const indexSettings = {
     ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
     language: config.SPARSE_LANGUAGE,
@@ -77,27 +84,52 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       'Configuration error: EMBEDDING_PROVIDER=none on Qdrant needs ENABLE_SPARSE_EMBEDDINGS=true (points would carry no vector at all)',
     );
   }
-  const sparse = config.ENABLE_SPARSE_EMBEDDINGS
+  const sparseModel = config.ENABLE_SPARSE_EMBEDDINGS
     ? createSparseEncoder(config.SPARSE_EMBEDDING_MODEL, config.SPARSE_LANGUAGE)
     : undefined;
-  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, { log, ...http });
+  // Extraction, chunking and BM25 encoding of whole documents run in this pool, off the event loop.
+  const pool = new WorkerPool(
+    {
+      size: config.EXTRACTION_WORKERS,
+      heapMb: config.EXTRACTION_MAX_HEAP_MB,
+      timeoutMs: config.EXTRACTION_TIMEOUT * 1000,
+      setup: {
+        limits: extractionLimits(config),
+        chunking: { settings: chunkerSettings, counter: tokens.counter.source ?? 'approximate' },
+        ...(sparseModel
+          ? { sparse: { model: config.SPARSE_EMBEDDING_MODEL, language: config.SPARSE_LANGUAGE } }
+          : {}),
+      },
+    },
+    { log, ...(deps.deadline ? { deadline: deps.deadline } : {}) },
+  );
+  const chunker = createPooledChunker(pool, chunking.mode);
+  const sparse = sparseModel ? createPooledSparseEncoder(pool, sparseModel) : undefined;
+  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, { log, pool, ...http });
   // The probe route may name another engine; each is built once, on first use.
   const engines = new Map<string, Extractor>([[extractor.name, extractor]]);
   const extractorFor = (engine: string): Extractor => {
     const known = engines.get(engine);
     if (known) return known;
-    const made = createExtractor(engine, config, { log, ...http });
+    const made = createExtractor(engine, config, { log, pool, ...http });
     engines.set(engine, made);
     return made;
   };
 
   const ownsIndex = deps.index === undefined;
-  const index = deps.index ?? (await openIndex(indexSettings, { log, ...http }));
+  let index: VectorIndex;
+  try {
+    index = deps.index ?? (await openIndex(indexSettings, { log, ...http }));
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
   if (!deps.deferEnsure) {
     try {
       await index.ensureCollection();
     } catch (err) {
       if (ownsIndex) await index.close().catch(() => undefined);
+      await pool.close();
       throw err;
     }
   }
@@ -127,6 +159,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     index,
     extractor,
     extractorFor,
+    pool,
     async close() {
       await Promise.allSettled([
         ownsIndex ? index.close() : undefined,
@@ -134,6 +167,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
         tokens.counter.close?.(),
         ...[...engines.values()].map((e) => e.close?.()),
       ]);
+      await pool.close();
     },
   };
 }

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
+import type { BatchChunker } from '../chunk/pooled-chunker.js';
+import type { DocumentSparseEncoder } from '../embed/bm25/pooled-encoder.js';
 import type { DenseEmbedder } from '../embed/dense.js';
 import type { SparseEncoder } from '../embed/sparse.js';
 import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
@@ -19,11 +21,12 @@ export interface StageObserver {
 /** The stages, built once at start-up and reused by every request. */
 export interface PipelineParts {
   extractor: Extractor;
-  chunker: Chunker;
+  /** A `BatchChunker` runs in the worker pool (services); a plain `Chunker` in this thread (tests). */
+  chunker: Chunker | BatchChunker;
   /** Absent in lexical-only mode (`EMBEDDING_PROVIDER=none`): points carry no dense vector. */
   dense?: DenseEmbedder;
-  /** Present when ENABLE_SPARSE_EMBEDDINGS is on. */
-  sparse?: SparseEncoder;
+  /** Present when ENABLE_SPARSE_EMBEDDINGS is on; services encode in the worker pool. */
+  sparse?: SparseEncoder | DocumentSparseEncoder;
   index: VectorIndex;
   log: Logger;
   observer?: StageObserver;
@@ -96,7 +99,7 @@ export async function runPipeline(
     observer,
     'chunk',
     { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
-    () => toPoints(parts.chunker, docs, target, version, parts.extractor.name),
+    async () => toPoints(await chunkAll(parts.chunker, docs), docs, target, version, parts.extractor.name),
   );
   if (points.length === 0) {
     throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
@@ -166,16 +169,20 @@ async function retireWithRetry(index: VectorIndex, scope: VersionScope, log: Log
   }
 }
 
+function chunkAll(chunker: Chunker | BatchChunker, docs: readonly ExtractedDocument[]) {
+  return 'chunkAll' in chunker ? chunker.chunkAll(docs) : docs.map((doc) => chunker.chunk(doc));
+}
+
 function toPoints(
-  chunker: Chunker,
+  chunked: ReadonlyArray<readonly Chunk[]>,
   docs: readonly ExtractedDocument[],
   target: IngestTarget,
   version: string,
   engine: string,
 ): IndexPoint[] {
   const points: IndexPoint[] = [];
-  for (const doc of docs) {
-    for (const chunk of chunker.chunk(doc)) {
+  for (const [i, doc] of docs.entries()) {
+    for (const chunk of chunked[i] ?? []) {
       if (chunk.content.trim() === '') continue;
       const splitId = points.length;
       points.push({

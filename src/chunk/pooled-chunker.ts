@@ -1,0 +1,27 @@
+import type { ExtractedDocument } from '../extract/extractor.js';
+import type { WorkerPool } from '../pool/worker-pool.js';
+import type { Chunk, Chunker } from './chunker.js';
+
+/** Chunks a request's documents at once, away from the caller's thread (the ingestion pipeline's form). */
+export interface BatchChunker {
+  readonly mode: Chunker['mode'];
+  chunkAll(docs: readonly ExtractedDocument[], signal?: AbortSignal): Promise<Chunk[][]>;
+}
+
+/**
+ * Chunking in the worker pool: tokenising a whole document and placing windows over it costs
+ * seconds for a long one, which on the event loop would stall every other request.
+ */
+export function createPooledChunker(pool: WorkerPool, mode: Chunker['mode']): BatchChunker {
+  return {
+    mode,
+    chunkAll: (docs, signal) =>
+      pool.run(
+        {
+          kind: 'chunk',
+          docs: docs.map((d) => ({ text: d.text, ...(d.pages ? { pages: d.pages } : {}) })),
+        },
+        { signal },
+      ),
+  };
+}

@@ -1,0 +1,88 @@
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import type { Chunker } from '../chunk/chunker.js';
+import { createChunker } from '../chunk/create-chunker.js';
+import { loadTokenCounter } from '../chunk/tokenizer.js';
+import { createSparseEncoder } from '../embed/create-sparse.js';
+import type { SparseEncoder } from '../embed/sparse.js';
+import { readDocument } from '../extract/inprocess-engine.js';
+import { KildeError } from '../http/errors.js';
+import type { PackedSparse, Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
+
+/*
+ * The entry of every worker of the pool (`worker-pool.ts`). Each task first says on its port that
+ * it has started (the caller's time limit runs from then, not from when it was queued), then runs
+ * in this thread, where a runaway document can only exhaust this worker's heap or time.
+ */
+const setup = workerData as WorkerSetup;
+let chunker: Promise<Chunker> | undefined;
+let sparse: SparseEncoder | undefined;
+
+export default async function run(task: Task): Promise<unknown> {
+  task.started.postMessage('started');
+  task.started.close();
+  try {
+    const value = await perform(task.input);
+    const result: TaskResult<TaskInput['kind']> = { ok: true, value };
+    if (!('offsets' in value)) return result;
+    // Sparse vectors move to the caller instead of being copied.
+    return move({
+      [transferableSymbol]: [value.offsets.buffer, value.indices.buffer, value.values.buffer],
+      [valueSymbol]: result,
+    });
+  } catch (err) {
+    if (err instanceof KildeError) {
+      return { ok: false, error: { code: err.code, status: err.statusCode, message: err.message } };
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    return { ok: false, error: { code: 'INTERNAL', status: 500, message: message.split('\n')[0] ?? '' } };
+  }
+}
+
+async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]> {
+  switch (input.kind) {
+    case 'extract':
+      return readDocument(input.file, {
+        name: input.engine,
+        limits: setup.limits,
+        ...(input.only ? { only: input.only } : {}),
+      });
+    case 'chunk': {
+      const c = await chunkerOf();
+      return input.docs.map((doc) => c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }));
+    }
+    case 'sparse':
+      return pack(sparseOf().encodeDocuments(input.texts));
+  }
+}
+
+function chunkerOf(): Promise<Chunker> {
+  const c = setup.chunking;
+  if (!c) throw new Error('this pool was not set up for chunking');
+  chunker ??= loadTokenCounter(c.counter === 'approximate' ? undefined : c.counter).then((counter) =>
+    createChunker(c.settings, counter),
+  );
+  return chunker;
+}
+
+function sparseOf(): SparseEncoder {
+  const s = setup.sparse;
+  if (!s) throw new Error('this pool was not set up for sparse encoding');
+  sparse ??= createSparseEncoder(s.model, s.language);
+  return sparse;
+}
+
+function pack(vectors: ReadonlyArray<{ indices: number[]; values: number[] }>): PackedSparse {
+  const offsets = new Uint32Array(vectors.length + 1);
+  let total = 0;
+  vectors.forEach((v, i) => {
+    total += v.indices.length;
+    offsets[i + 1] = total;
+  });
+  const indices = new Uint32Array(total);
+  const values = new Float64Array(total);
+  vectors.forEach((v, i) => {
+    indices.set(v.indices, offsets[i]);
+    values.set(v.values, offsets[i]);
+  });
+  return { offsets, indices, values };
+}
