@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
 import {
   CONCRETE_ENGINES,
   type ConcreteEngine,
@@ -8,7 +9,7 @@ import {
   PLANNED_ENGINES,
 } from '../config/extraction.js';
 import { ConfigError } from '../config/parse.js';
-import { type Deadline, WorkerPool } from '../pool/worker-pool.js';
+import { WorkerPool } from '../pool/worker-pool.js';
 import { createDoclingExtractor } from './docling-engine.js';
 import type { Extractor } from './extractor.js';
 import type { FileKind } from './file-type.js';
@@ -21,8 +22,8 @@ export interface ExtractorDeps {
   fetch?: typeof fetch;
   /** The worker pool the in-process engines run in; without one, such an engine gets its own. */
   pool?: WorkerPool;
-  /** Time limits of an own pool's tasks (tests fire them themselves). */
-  deadline?: (ms: number) => Deadline;
+  /** Times an own pool's task limits (tests pass a manual clock). */
+  clock?: Clock;
 }
 
 type Factory = (settings: ExtractionSettings, deps: ExtractorDeps) => Extractor;
@@ -113,10 +114,7 @@ type PoolConfig = Pick<
 >;
 
 /** A pool for extraction alone, sized and limited by the extraction settings. */
-export function ownPool(
-  s: PoolConfig,
-  deps: { log: Logger; deadline?: ((ms: number) => Deadline) | undefined },
-): WorkerPool {
+export function ownPool(s: PoolConfig, deps: { log: Logger; clock?: Clock | undefined }): WorkerPool {
   return new WorkerPool(
     {
       size: s.EXTRACTION_WORKERS,
@@ -124,7 +122,7 @@ export function ownPool(
       timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
       setup: { limits: extractionLimits(s) },
     },
-    { log: deps.log, ...(deps.deadline ? { deadline: deps.deadline } : {}) },
+    { log: deps.log, ...(deps.clock ? { clock: deps.clock } : {}) },
   );
 }
 

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { createChunker } from '../chunk/create-chunker.js';
 import { createPooledChunker } from '../chunk/pooled-chunker.js';
 import { chooseTokenCounter } from '../chunk/tokenizer.js';
+import type { Clock } from '../clock.js';
 import { chunkingSettings } from '../config/chunking.js';
 import { extractionLimits } from '../config/extraction.js';
 import type { IngestConfig } from '../config/ingest.js';
@@ -14,7 +15,7 @@ import type { Extractor } from '../extract/extractor.js';
 import { engineFor, openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
-import { type Deadline, WorkerPool } from '../pool/worker-pool.js';
+import { WorkerPool } from '../pool/worker-pool.js';
 import type { StageObserver } from './pipeline.js';
 import { IngestService } from './service.js';
 
@@ -27,8 +28,8 @@ export interface BuildDeps {
   index?: VectorIndex;
   /** Leave `index.ensureCollection()` to the caller (which may wait for an index that is not up yet). */
   deferEnsure?: boolean;
-  /** Time limits of the worker pool's tasks (tests fire them themselves). */
-  deadline?: (ms: number) => Deadline;
+  /** Times the worker pool's task limits (tests pass a manual clock). */
+  clock?: Clock;
 }
 
 export interface BuiltPipeline {
@@ -101,7 +102,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
           : {}),
       },
     },
-    { log, ...(deps.deadline ? { deadline: deps.deadline } : {}) },
+    { log, ...(deps.clock ? { clock: deps.clock } : {}) },
   );
   const chunker = createPooledChunker(pool, chunking.mode);
   const sparse = sparseModel ? createPooledSparseEncoder(pool, sparseModel) : undefined;

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
 import { isRetryable, KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
 import type { VectorIndex } from '../index/store.js';
-import type { Deadline } from '../pool/worker-pool.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
@@ -16,8 +16,8 @@ export interface IngestPartDeps {
   fetch?: typeof fetch;
   /** An already open index shared with other parts (`kilde serve all`); the caller closes it. */
   index?: VectorIndex;
-  /** Time limits of the worker pool's tasks (tests fire them themselves). */
-  deadline?: (ms: number) => Deadline;
+  /** Times the worker pool's task limits (tests pass a manual clock). */
+  clock?: Clock;
 }
 
 /** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
@@ -62,7 +62,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       log: deps.log,
       ...(deps.fetch ? { fetch: deps.fetch } : {}),
       ...(deps.index ? { index: deps.index } : {}),
-      ...(deps.deadline ? { deadline: deps.deadline } : {}),
+      ...(deps.clock ? { clock: deps.clock } : {}),
       // Stage timings reach the metrics once routes are registered (the CLI has none).
       observer: { stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds) },
       deferEnsure: true,

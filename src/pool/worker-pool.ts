@@ -1,6 +1,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import { Piscina } from 'piscina';
+import { type Clock, systemClock, type Timer } from '../clock.js';
 import { limitExceeded } from '../extract/limits.js';
 import { KildeError } from '../http/errors.js';
 import type { Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
@@ -15,16 +16,10 @@ export interface PoolSettings {
   setup: WorkerSetup;
 }
 
-/** A task's time limit: aborts `signal` when the time is up. */
-export interface Deadline {
-  signal: AbortSignal;
-  cancel(): void;
-}
-
 export interface PoolDeps {
   log: Logger;
-  /** Arms a running task's time limit; tests pass one they fire themselves. */
-  deadline?: (ms: number) => Deadline;
+  /** Times a running task's limit; tests pass a manual clock and advance it themselves. */
+  clock?: Clock;
 }
 
 /** Idle workers are stopped after this long; the next task starts a fresh one. */
@@ -48,12 +43,12 @@ export class WorkerPool {
   readonly #piscina: Piscina<Task, TaskResult<TaskInput['kind']>>;
   readonly #settings: PoolSettings;
   readonly #log: Logger;
-  readonly #deadline: (ms: number) => Deadline;
+  readonly #clock: Clock;
 
   constructor(settings: PoolSettings, deps: PoolDeps) {
     this.#settings = settings;
     this.#log = deps.log;
-    this.#deadline = deps.deadline ?? timerDeadline;
+    this.#clock = deps.clock ?? systemClock;
     this.#piscina = new Piscina({
       filename: WORKER,
       name: 'default',
@@ -78,16 +73,13 @@ export class WorkerPool {
     signal?.throwIfAborted();
     const stop = new AbortController();
     let timedOut = false;
-    let deadline: Deadline | undefined;
+    let deadline: Timer | undefined;
     const { port1, port2 } = new MessageChannel();
     port1.once('message', () => {
-      deadline = this.#deadline(this.#settings.timeoutMs);
-      const expire = () => {
+      deadline = this.#clock.schedule(() => {
         timedOut = true;
         stop.abort();
-      };
-      if (deadline.signal.aborted) expire();
-      else deadline.signal.addEventListener('abort', expire, { once: true });
+      }, this.#settings.timeoutMs);
     });
     port1.unref();
     const onAbort = () => stop.abort(signal?.reason);
@@ -146,11 +138,4 @@ export class WorkerPool {
       cause: err,
     });
   }
-}
-
-function timerDeadline(ms: number): Deadline {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), ms);
-  timer.unref();
-  return { signal: controller.signal, cancel: () => clearTimeout(timer) };
 }
