@@ -25,6 +25,8 @@ export interface TokenCounter {
   offsets(text: string): Array<[number, number]>;
   /** `count` of each text, in one call (faster for a tokenizer in another thread). */
   countMany?(texts: string[]): number[];
+  /** `countMany` without blocking the calling thread while the tokenizer works. */
+  countManyAsync?(texts: string[]): Promise<number[]>;
   /** What counts: a tokenizer file path, or `approximate` for the built-in estimate. */
   readonly source?: string;
   /** Tokens the model adds around every input ([CLS]/[SEP] for BERT); not part of `count`. */

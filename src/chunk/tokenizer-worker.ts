@@ -13,6 +13,7 @@ const { workerData, parentPort } = require('node:worker_threads');
 const { Tokenizer } = require(workerData.modulePath);
 const flag = new Int32Array(workerData.flag);
 const port = workerData.port;
+const asyncPort = workerData.asyncPort;
 const SURROGATE = /[\uD800-\uDFFF]/;
 let tok;
 try {
@@ -57,6 +58,15 @@ if (tok) port.on('message', async (req) => {
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 });
+// Counts asked for without blocking the caller: the answer is an ordinary message.
+if (tok) asyncPort.on('message', async (req) => {
+  try {
+    const encs = await tok.encodeBatch(req.texts, { addSpecialTokens: false });
+    asyncPort.postMessage({ id: req.id, counts: Int32Array.from(encs, (e) => e.getLength()) });
+  } catch (err) {
+    asyncPort.postMessage({ id: req.id, error: String((err && err.message) || err) });
+  }
+});
 if (tok) tok.encode('', null, { addSpecialTokens: true }).then(
   (e) => parentPort.postMessage({ ready: true, specialTokens: e.getLength() }),
   (err) => parentPort.postMessage({ error: String((err && err.message) || err) }),
@@ -87,10 +97,11 @@ export async function startTokenizerWorker(file: string): Promise<TokenCounter> 
   const flagBuffer = new SharedArrayBuffer(4);
   const flag = new Int32Array(flagBuffer);
   const { port1, port2 } = new MessageChannel();
+  const asyncChannel = new MessageChannel();
   const worker = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { modulePath, file, flag: flagBuffer, port: port2 },
-    transferList: [port2],
+    workerData: { modulePath, file, flag: flagBuffer, port: port2, asyncPort: asyncChannel.port2 },
+    transferList: [port2, asyncChannel.port2],
   });
   const specialTokens = await new Promise<number>((resolve, reject) => {
     worker.once('message', (m: { ready?: boolean; specialTokens?: number; error?: string }) => {
@@ -102,11 +113,13 @@ export async function startTokenizerWorker(file: string): Promise<TokenCounter> 
   }).catch(async (err: unknown) => {
     await worker.terminate();
     port1.close();
+    asyncChannel.port1.close();
     throw err;
   });
-  // Neither the worker nor the port may keep the process alive.
+  // Neither the worker nor the ports may keep the process alive.
   worker.unref();
   port1.unref();
+  const countAsync = asyncCounter(asyncChannel.port1);
 
   let broken: Error | undefined;
   const send = (request: { text: string } | { texts: string[] }): Int32Array => {
@@ -138,11 +151,55 @@ export async function startTokenizerWorker(file: string): Promise<TokenCounter> 
     offsets: (text) => (text === '' ? [] : encode(text).slice()),
     // One round trip, and the tokenizer encodes the batch on all cores.
     countMany: (texts) => (texts.length === 0 ? [] : Array.from(send({ texts }))),
+    countManyAsync: (texts) => (texts.length === 0 ? Promise.resolve([]) : countAsync(texts)),
     async close() {
       port1.close();
+      asyncChannel.port1.close();
       await worker.terminate();
     },
   };
+}
+
+/**
+ * Batch counts answered as ordinary messages, so the caller's event loop keeps running while the
+ * tokenizer works (the ingestion pipeline's embedder counts every chunk). The port holds the process
+ * only while an answer is awaited.
+ */
+function asyncCounter(port: MessagePort): (texts: string[]) => Promise<number[]> {
+  let next = 0;
+  const pending = new Map<number, { resolve: (c: number[]) => void; reject: (e: Error) => void }>();
+  port.on('message', (m: { id: number; counts?: Int32Array; error?: string }) => {
+    const p = pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (pending.size === 0) port.unref();
+    if (m.error !== undefined) p.reject(new Error(`tokenizer failed: ${m.error}`));
+    else p.resolve(Array.from(m.counts ?? []));
+  });
+  port.unref();
+  return (texts) =>
+    new Promise<number[]>((resolve, reject) => {
+      const id = next++;
+      const chars = texts.reduce((n, t) => n + t.length, 0);
+      const timeoutMs = timeoutFor(chars);
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new TimeoutError(`tokenizer did not answer within ${Math.round(timeoutMs / 1000)} s`));
+      }, timeoutMs);
+      timer.unref();
+      pending.set(id, {
+        resolve: (c) => {
+          clearTimeout(timer);
+          resolve(c);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      port.ref();
+      port.postMessage({ id, texts });
+    });
 }
 
 function call(

@@ -3,7 +3,7 @@ import type { TokenCounter } from '../chunk/chunker.js';
 import { KildeError } from '../http/errors.js';
 import type { DenseEmbedder } from './dense.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
-import { halve, poolVectors, splitToBudget, textBudget, type Window } from './token-budget.js';
+import { countAll, halve, poolVectors, splitToBudget, textBudget, type Window } from './token-budget.js';
 
 export interface BudgetedEmbedderOptions {
   provider: string;
@@ -35,6 +35,16 @@ interface Piece extends Window {
  */
 export function createBudgetedEmbedder(backend: EmbeddingBackend, o: BudgetedEmbedderOptions): DenseEmbedder {
   const { counter, log } = o;
+  const budgets = new Map<string, number>();
+  /** The text budget of a prefix, counted once (it is the same string every call). */
+  const budgetFor = (prefix: string): number => {
+    let b = budgets.get(prefix);
+    if (b === undefined) {
+      b = textBudget(o.maxTokens, prefix, counter);
+      budgets.set(prefix, b);
+    }
+    return b;
+  };
 
   function fail(message: string, detail?: string): KildeError {
     return new KildeError('EMBEDDING_FAILED', 502, message, detail === undefined ? undefined : { detail });
@@ -93,10 +103,11 @@ export function createBudgetedEmbedder(backend: EmbeddingBackend, o: BudgetedEmb
 
   async function embedAll(texts: readonly string[], prefix: string, signal?: AbortSignal) {
     if (texts.length === 0) return [];
-    const budget = textBudget(o.maxTokens, prefix, counter);
+    const budget = budgetFor(prefix);
+    const counts = await countAll(counter, texts);
     const pieces: Piece[] = [];
     texts.forEach((text, owner) => {
-      const windows = splitToBudget(text, budget, counter);
+      const windows = splitToBudget(text, budget, counter, counts[owner]);
       if (windows.length > 1) {
         log.info(
           { chars: text.length, windows: windows.length, budget },

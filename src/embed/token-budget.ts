@@ -41,8 +41,13 @@ export function textBudget(maxTokens: number, prefix: string, counter: TokenCoun
  * A cut inside a word (between two touching tokens, e.g. WordPiece `##` pieces) moves back to the
  * last gap between tokens, as long as that keeps at least half the window.
  */
-export function splitToBudget(text: string, budget: number, counter: TokenCounter): Window[] {
-  const total = counter.count(text);
+export function splitToBudget(
+  text: string,
+  budget: number,
+  counter: TokenCounter,
+  counted?: number,
+): Window[] {
+  const total = counted ?? counter.count(text);
   if (total <= budget) return [{ text, tokens: total }];
   const offsets = counter.offsets(text);
   const windows: Window[] = [];
@@ -59,6 +64,28 @@ export function splitToBudget(text: string, budget: number, counter: TokenCounte
     i = next;
   }
   return windows;
+}
+
+/** Characters counted between two yields to the event loop when the counter has no async form. */
+const SLICE_CHARS = 256 * 1024;
+
+/**
+ * Token counts of many texts (a document's chunks) without holding the event loop: the tokenizer
+ * thread's async batch when the counter has one, else the counter in slices with a yield between.
+ */
+export async function countAll(counter: TokenCounter, texts: readonly string[]): Promise<number[]> {
+  if (counter.countManyAsync) return counter.countManyAsync([...texts]);
+  const out: number[] = [];
+  let chars = 0;
+  for (const text of texts) {
+    out.push(counter.count(text));
+    chars += text.length;
+    if (chars >= SLICE_CHARS) {
+      chars = 0;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+  return out;
 }
 
 /** Whether token `i` starts after a gap (whitespace) rather than touching token `i - 1`. */

@@ -33,6 +33,21 @@ describe('loadTokenCounter with a local tokenizer.json (all-MiniLM-L6-v2)', () =
     expect(counter.source).toBe(MINILM);
   });
 
+  it('counts a batch without blocking the event loop: same counts as the blocking form', async () => {
+    const texts = Array.from(
+      { length: 200 },
+      (_, i) => `Afsnit ${i}: ${'den spanske syge hærgede '.repeat(400)}`,
+    );
+    let turns = 0;
+    const tick = setInterval(() => turns++, 0);
+    const counts = await counter.countManyAsync?.(texts);
+    clearInterval(tick);
+    expect(counts).toEqual(counter.countMany?.(texts));
+    // The loop kept turning while the tokenizer thread worked.
+    expect(turns).toBeGreaterThan(0);
+    expect(await counter.countManyAsync?.([])).toEqual([]);
+  });
+
   it('returns offsets into the original text, in UTF-16 units even after an emoji', () => {
     const text = 'Den Spanske Syge 🎉 æøå';
     const offsets = counter.offsets(text);
