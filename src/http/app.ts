@@ -13,6 +13,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KernelConfig } from '../config/kernel.js';
 import { requireBearer } from './auth.js';
+import { BODY_LIMITS } from './body-limits.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
@@ -48,7 +49,7 @@ export interface AppDeps {
   logger: Logger;
   parts: ServicePart[];
   metrics?: Registry;
-  /** Max body size for JSON bodies (multipart routes set their own limits). */
+  /** Max body size of JSON routes without their own (`BODY_LIMITS`); multipart routes set their own. */
   bodyLimit?: number;
 }
 
@@ -61,7 +62,7 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    bodyLimit: deps.bodyLimit ?? 10 * 1024 * 1024,
+    bodyLimit: deps.bodyLimit ?? BODY_LIMITS.default,
     routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true },
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();

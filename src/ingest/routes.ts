@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONCRETE_ENGINES } from '../config/extraction.js';
 import type { KildeApp, PartContext } from '../http/app.js';
+import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
@@ -59,16 +60,20 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     deps.metrics.ingest(ok ? 'success' : 'failure', code, reply.elapsedTime / 1000);
   };
 
-  app.put('/api/v1/ingest', { onRequest: ctx.auth, onResponse: countIngest }, async (request) => {
-    const outcome = request.isMultipart() ? await ingestUpload(request) : await ingestObject(request.body);
-    deps.metrics.document(outcome.bytes, outcome.chunksCount);
-    return {
-      status: true,
-      collection_name: outcome.collectionName,
-      chunks_count: outcome.chunksCount,
-      extraction: outcome.extraction,
-    };
-  });
+  app.put(
+    '/api/v1/ingest',
+    { onRequest: ctx.auth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
+    async (request) => {
+      const outcome = request.isMultipart() ? await ingestUpload(request) : await ingestObject(request.body);
+      deps.metrics.document(outcome.bytes, outcome.chunksCount);
+      return {
+        status: true,
+        collection_name: outcome.collectionName,
+        chunks_count: outcome.chunksCount,
+        extraction: outcome.extraction,
+      };
+    },
+  );
 
   async function ingestObject(body: unknown): Promise<IngestOutcome> {
     const req = parseJsonIngest(body);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { KildeApp, PartContext } from '../http/app.js';
+import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
 import type { SearchService } from './search-service.js';
 
@@ -64,7 +65,11 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
   // the kernel's router ignores duplicate slashes.
   app.post(
     '/search',
-    { onRequest: ctx.auth, schema: { body: searchBody, response: { 200: searchResponse } } },
+    {
+      onRequest: ctx.auth,
+      bodyLimit: BODY_LIMITS.search,
+      schema: { body: searchBody, response: { 200: searchResponse } },
+    },
     async (request) => {
       const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
         throw asSearchError(err);

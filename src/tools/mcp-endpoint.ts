@@ -5,6 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { McpSettings } from '../config/tools.js';
 import type { KildeApp, PartContext } from '../http/app.js';
+import { BODY_LIMITS } from '../http/body-limits.js';
 import { bearerGuard } from './bearer-guard.js';
 import { RpcCode, sendJsonRpcError } from './json-rpc.js';
 import { createMcpServer, type ToolMetrics, toolMetrics } from './mcp-server.js';
@@ -13,7 +14,6 @@ import { originsFromHosts, transportSecurityHook } from './transport-security.js
 
 export const MCP_PATH = '/mcp';
 /** Same bound the SDK applies when it reads bodies itself. */
-const MCP_BODY_LIMIT = 4 * 1024 * 1024;
 
 /** The message every `/mcp` call fails with before `start()` (the reference server's wording, kept for clients that match on it). */
 export const NOT_STARTED = 'Task group is not initialized';
@@ -90,7 +90,7 @@ export class McpMachinery {
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: MCP_PATH,
-      bodyLimit: MCP_BODY_LIMIT,
+      bodyLimit: BODY_LIMITS.mcp,
       onRequest: [...guard, security],
       errorHandler: (error: FastifyError, request, reply) => {
         // Malformed or empty JSON bodies: a JSON-RPC parse error rather than the REST error shape.

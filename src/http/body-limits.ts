@@ -1,0 +1,18 @@
+/**
+ * Largest request body each JSON route reads, in bytes. Each fits the most its schema can accept,
+ * so no body can keep `JSON.parse` on the event loop longer than a valid request would; a larger
+ * one is refused with 413 before it is parsed. Multipart routes stream to disk under their own
+ * limits (`MAX_UPLOAD_BYTES`).
+ */
+export const BODY_LIMITS = {
+  /** Any route without its own (the kernel's, and unknown routes). */
+  default: 1024 * 1024,
+  /** `POST /search`: up to 50 messages of 100,000 characters (≈ 5 MB of text, UTF-8). */
+  search: 8 * 1024 * 1024,
+  /** `PUT /api/v1/ingest` as JSON: bucket, key and identifiers only. */
+  ingest: 64 * 1024,
+  /** `POST /echo`: 10,000 characters, escaped at worst six bytes each. */
+  echo: 128 * 1024,
+  /** `POST /mcp`: one JSON-RPC message (tool arguments included). */
+  mcp: 4 * 1024 * 1024,
+} as const;
