@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
 import type { ServicePart } from '../http/app.js';
 import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
@@ -23,7 +24,7 @@ export interface AllParts {
 export async function composeAll(
   parsed: Readonly<AllConfig>,
   log: Logger,
-  deps: { fetch?: typeof fetch } = {},
+  deps: { fetch?: typeof fetch; clock?: Clock } = {},
 ): Promise<AllParts> {
   const { config, tools, choices } = resolveAllConfig(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
@@ -44,7 +45,12 @@ export async function composeAll(
     const { createIngestPart } = await import('../ingest/part.js');
     const { createRetrievePart } = await import('../retrieve/part.js');
     const { createAgentPart } = await import('../agent/part.js');
-    const ingest = createIngestPart(config, { log, index, ...net });
+    const ingest = createIngestPart(config, {
+      log,
+      index,
+      ...net,
+      ...(deps.clock ? { clock: deps.clock } : {}),
+    });
     const retrieve = await createRetrievePart(config, { log, index, ...net });
     const agent = createAgentPart(config, net);
     // Without a configured LLM the offline default would never be ready: its probe is left out.

@@ -63,6 +63,16 @@ const TEXT_EXTENSIONS: Record<string, FileKind> = {
   '.text': 'text',
 };
 
+const ZIP_EXTENSIONS: Record<string, FileKind> = {
+  '.docx': 'docx',
+  '.pptx': 'pptx',
+  '.xlsx': 'xlsx',
+  '.odt': 'odt',
+  '.odp': 'odp',
+  '.ods': 'ods',
+  '.epub': 'epub',
+};
+
 const MIME_KINDS: Record<string, FileKind> = Object.fromEntries(
   Object.entries(KIND_MIME).map(([k, m]) => [m, k as FileKind]),
 );
@@ -156,7 +166,11 @@ async function detectZip(path: string, ext: string): Promise<DetectedType> {
     const raw = files.mimetype;
     if (raw) mimetype = new TextDecoder().decode(raw).trim();
   } catch {
-    return { kind: undefined, mime: 'application/zip' };
+    // A truncated or corrupt package named as one says so rather than "unsupported".
+    const named = ZIP_EXTENSIONS[ext];
+    return named
+      ? { kind: undefined, mime: 'application/zip', claimed: KIND_MIME[named] }
+      : { kind: undefined, mime: 'application/zip' };
   }
   if (names.includes('word/document.xml')) return known('docx');
   if (names.includes('ppt/presentation.xml')) return known('pptx');

@@ -59,7 +59,7 @@ export class WorkerPool {
       concurrentTasksPerWorker: 1,
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: settings.heapMb, stackSizeMb: 4 },
-      execArgv: FROM_SOURCE ? ['--import', 'tsx'] : [],
+      execArgv: FROM_SOURCE ? ['--import', 'tsx/esm'] : [],
       workerData: settings.setup,
     });
   }
