@@ -61,6 +61,9 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
     // Gating errors (413 on a download) pass unchanged.
     if (err.code === 'INVALID_REQUEST') return err;
     if (err.code === f.code) return err;
+    // A document over an extraction limit (hit while reading, chunking or encoding it in the
+    // worker pool) says so, whichever stage found out.
+    if (err.code === 'EXTRACTION_FAILED' && err.statusCode === 422) return err;
     // Another stage's code becomes this stage's; a 5xx keeps its message for the log and DEBUG (the
     // kernel shows clients the code's public message), a 4xx is about the caller's file and stays.
     const allowed: readonly number[] = ERRORS[f.code].statuses;

@@ -1,0 +1,85 @@
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
+import { createChunker } from '../../src/chunk/create-chunker.js';
+import { createPooledChunker } from '../../src/chunk/pooled-chunker.js';
+import { createPooledSparseEncoder } from '../../src/embed/bm25/pooled-encoder.js';
+import { createSparseEncoder } from '../../src/embed/create-sparse.js';
+import type { ExtractedDocument } from '../../src/extract/extractor.js';
+import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
+import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
+import { KildeError } from '../../src/http/errors.js';
+import { WorkerPool } from '../../src/pool/worker-pool.js';
+import { DOCUMENTS } from '../fixtures/index.js';
+import { ManualClock } from '../helpers/clock.js';
+
+const settings = { mode: 'markdown' as const, size: 60, overlap: 10 };
+const clock = new ManualClock();
+const pool = new WorkerPool(
+  {
+    size: 1,
+    heapMb: 256,
+    timeoutMs: 60_000,
+    setup: {
+      limits: DEFAULT_LIMITS,
+      chunking: { settings, counter: 'approximate' },
+      sparse: { model: 'Qdrant/bm25', language: 'english' },
+    },
+  },
+  { log: pino({ level: 'silent' }), clock },
+);
+afterAll(() => pool.close());
+
+const doc = (text: string): ExtractedDocument => ({
+  text,
+  metadata: { languages: [], mime_type: 'text/markdown' },
+});
+
+describe('the worker pool', () => {
+  it('extracts, chunks and encodes exactly as the calling thread would', async () => {
+    const file = { path: join(DOCUMENTS, 'word_tables.docx'), filename: 'word_tables.docx' };
+    const [pooled] = await createPooledExtractor(pool, { name: 'inprocess' }).extract(file);
+    const [local] = await createInprocessExtractor().extract(file);
+    expect(pooled).toEqual(local);
+
+    const docs = [pooled as ExtractedDocument, doc('# A\n\nOne two three.\n\n## B\n\nFour five six.')];
+    const chunked = await createPooledChunker(pool, 'markdown').chunkAll(docs);
+    const chunker = createChunker(settings, approximateTokenCounter());
+    expect(chunked).toEqual(docs.map((d) => chunker.chunk(d)));
+
+    const texts = chunked.flat().map((c) => c.content);
+    const bm25 = createSparseEncoder('Qdrant/bm25', 'english');
+    expect(await createPooledSparseEncoder(pool, bm25).encodeDocuments(texts)).toEqual(
+      bm25.encodeDocuments(texts),
+    );
+  });
+
+  it('stops a task its caller gave up on, and takes the next one', async () => {
+    const gone = new AbortController();
+    const running = pool.run(
+      { kind: 'chunk', docs: [{ text: 'word '.repeat(3_000_000) }] },
+      { signal: gone.signal },
+    );
+    await clock.whenPending(1);
+    gone.abort(new Error('client went away'));
+    await expect(running).rejects.toThrow('client went away');
+    expect(clock.pending).toBe(0);
+    const [chunks] = await pool.run({ kind: 'chunk', docs: [{ text: 'Short text.' }] });
+    expect(chunks?.[0]?.content).toBe('Short text.');
+  });
+
+  it('fails a chunking task past its time limit with EXTRACTION_FAILED naming EXTRACTION_TIMEOUT', async () => {
+    const running = pool.run({ kind: 'chunk', docs: [{ text: 'word '.repeat(3_000_000) }] });
+    await clock.whenPending(1);
+    clock.advance(60_000);
+    const err = await running.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KildeError);
+    expect(err).toMatchObject({
+      code: 'EXTRACTION_FAILED',
+      statusCode: 422,
+      message: 'Document exceeds an extraction limit: processing took longer than 60 s (EXTRACTION_TIMEOUT)',
+    });
+  });
+});
