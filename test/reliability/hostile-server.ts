@@ -1,10 +1,9 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { allService } from '../../src/cli/services.js';
 import type { Clock } from '../../src/clock.js';
-import type { KernelConfig } from '../../src/config/agent.js';
 import { parseConfig } from '../../src/config/parse.js';
+import { allSchema } from '../../src/embedded/all-config.js';
 import { composeAll } from '../../src/embedded/compose.js';
 import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
 import { createLogger } from '../../src/http/logger.js';
@@ -26,11 +25,11 @@ export interface HostileServer {
 /** `kilde serve all` in this process on a real loopback port, embedded index in a temp dir. */
 export async function startServer(env: Record<string, string> = {}, clock?: Clock): Promise<HostileServer> {
   const dir = await mkdtemp(join(tmpdir(), 'kilde-hostile-'));
-  const config = parseConfig(allService().schema, { API_KEY: 'k', KILDE_DATA_DIR: dir, ...env });
+  const config = parseConfig(allSchema, { API_KEY: 'k', KILDE_DATA_DIR: dir, ...env });
   const logs = logSink();
   const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, logs.stream);
   const all = await composeAll(config, log, clock ? { clock } : {});
-  const app = await buildApp(config as unknown as KernelConfig, { logger: log, parts: all.parts });
+  const app = await buildApp(config, { logger: log, parts: all.parts });
   await startParts(all.parts);
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
