@@ -67,25 +67,57 @@ const MAX_SAMPLES = 5;
  * Detects the languages of a document, most likely first. Up to five evenly spaced samples are
  * classified; a language is reported when it leads at least a third of them, so a bilingual
  * document reports both while boilerplate (language menus, reference lists) does not add noise.
+ * Only the samples are cleaned and read, so a long document costs no more than a short one (this
+ * runs on the event loop, after extraction).
  */
 export function detectLanguages(text: string): string[] {
-  const clean = text
-    .replace(/[|#*_`>[\]()-]+/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  if (clean.length < 20) return [];
-  const n = Math.min(MAX_SAMPLES, Math.ceil(clean.length / SAMPLE));
-  const step = n > 1 ? (clean.length - SAMPLE) / (n - 1) : 0;
+  const samples = samplesOf(text);
   const leads = new Map<string, { count: number; score: number }>();
-  for (let i = 0; i < n; i++) {
-    const start = Math.round(i * step);
-    const [top] = detectAll(clean.slice(start, start + SAMPLE)).filter((r) => /^[a-z]{2}$/.test(r.lang));
+  for (const sample of samples) {
+    const [top] = detectAll(sample).filter((r) => /^[a-z]{2}$/.test(r.lang));
     if (!top) continue;
     const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
     leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.accuracy });
   }
-  const needed = Math.max(1, Math.ceil(n / 3));
+  const needed = Math.max(1, Math.ceil(samples.length / 3));
   const ranked = [...leads.entries()].sort((a, b) => b[1].count - a[1].count || b[1].score - a[1].score);
   const kept = ranked.filter(([, v]) => v.count >= needed).map(([lang]) => lang);
   return kept.length > 0 ? kept : ranked.slice(0, 1).map(([lang]) => lang);
+}
+
+/** Markup and table rules out, whitespace collapsed. */
+function clean(s: string): string {
+  return s
+    .replace(/[|#*_`>[\]()-]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+}
+
+/**
+ * Up to five samples of about SAMPLE cleaned characters, evenly spaced over the text. A long text is
+ * cleaned only in its sample windows, read at twice the sample size because Markdown (tables
+ * especially) shrinks when cleaned.
+ */
+function samplesOf(text: string): string[] {
+  const window = SAMPLE * 2;
+  if (text.length <= MAX_SAMPLES * window) {
+    // Short enough to clean whole and space the samples over the cleaned text.
+    const all = clean(text);
+    if (all.length < 20) return [];
+    const n = Math.min(MAX_SAMPLES, Math.ceil(all.length / SAMPLE));
+    const step = n > 1 ? (all.length - SAMPLE) / (n - 1) : 0;
+    return Array.from({ length: n }, (_, i) => {
+      const start = Math.round(i * step);
+      return all.slice(start, start + SAMPLE);
+    });
+  }
+  const n = MAX_SAMPLES;
+  const step = n > 1 ? (text.length - window) / (n - 1) : 0;
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = Math.round(i * step);
+    const sample = clean(text.slice(start, start + window)).slice(0, SAMPLE);
+    if (sample.length >= 20) out.push(sample);
+  }
+  return out;
 }
