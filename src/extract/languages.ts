@@ -1,4 +1,15 @@
-import { detectAll, toISO2, toISO3 } from 'tinyld/heavy';
+import { createRequire } from 'node:module';
+
+type Tinyld = typeof import('tinyld/heavy');
+let tinyld: Tinyld | undefined;
+/**
+ * tinyld's heavy model costs ~0.5 s and ~150 MiB to load: it is loaded (synchronously, from its
+ * CommonJS build) the first time a text is classified, not by every `kilde` command that imports this.
+ */
+function lib(): Tinyld {
+  tinyld ??= createRequire(import.meta.url)('tinyld/heavy') as Tinyld;
+  return tinyld;
+}
 
 /** ISO 639-3 (and 639-2/B) codes that tinyld's table does not map to 639-1. */
 const EXTRA_ISO3: Record<string, string> = {
@@ -50,13 +61,13 @@ export function toIso6391(code: string): string | undefined {
   if (!/^[a-z]{3}$/.test(c)) return undefined;
   const extra = EXTRA_ISO3[c];
   if (extra) return extra;
-  const mapped = toISO2(c);
+  const mapped = lib().toISO2(c);
   return /^[a-z]{2}$/.test(mapped) ? mapped : undefined;
 }
 
 /** ISO 639-1 → 639-3, the form Kreuzberg reports in `detected_languages`. */
 export function toIso6393(code: string): string {
-  const mapped = toISO3(code);
+  const mapped = lib().toISO3(code);
   return /^[a-z]{3}$/.test(mapped) ? mapped : code;
 }
 
@@ -74,7 +85,7 @@ export function detectLanguages(text: string): string[] {
   const samples = samplesOf(text);
   const leads = new Map<string, { count: number; score: number }>();
   for (const sample of samples) {
-    const [top] = detectAll(sample).filter((r) => /^[a-z]{2}$/.test(r.lang));
+    const [top] = lib().detectAll(sample).filter((r) => /^[a-z]{2}$/.test(r.lang));
     if (!top) continue;
     const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
     leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.accuracy });
