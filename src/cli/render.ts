@@ -55,7 +55,7 @@ export function highlight(text: string, terms: readonly string[], ansi: boolean)
 
 function pageOf(meta: ChunkMeta): string | undefined {
   if (meta.pages && meta.pages.length > 1) return `pp. ${meta.pages[0]}–${meta.pages.at(-1)}`;
-  if (meta.page !== undefined) return `p. ${meta.page}`;
+  if (meta.page_number !== undefined) return `p. ${meta.page_number}`;
   return undefined;
 }
 

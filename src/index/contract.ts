@@ -29,9 +29,14 @@ export interface ChunkMeta {
   user_id?: string;
   /** Heading breadcrumb, outermost first (markdown split mode). */
   headers?: string[];
-  /** First page the chunk lies on (1-based), when the format has pages. */
+  /**
+   * First page the chunk lies on, 0-based: Open WebUI's convention (its loaders write it so, and its
+   * citation view links `#page=${page + 1}`). The only 0-based page field.
+   */
   page?: number;
-  /** Every page the chunk touches. */
+  /** The same page as people number it (1-based, as a PDF viewer's page index shows it). */
+  page_number?: number;
+  /** Every page the chunk touches, 1-based like `page_number`. */
   pages?: number[];
   /** Character offsets of the chunk in the extracted text of its document. */
   char_start?: number;
@@ -101,6 +106,23 @@ export function pointId(fileId: string, ingestVersion: string, splitId: number):
   h[8] = (h[8]! & 0x3f) | 0x80;
   const hex = h.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * `meta` as read back from the index, page fields in today's layout whoever wrote them:
+ * - Kilde before 0.1 wrote `page` 1-based with `pages` and no `page_number`: `page_number` takes
+ *   that value and `page` becomes 0-based, so old indexes cite the right page without re-ingesting;
+ * - writers with only a 1-based `page_number` (Haystack's splitter) get the 0-based `page` too.
+ */
+export function withPageFields(meta: ChunkMeta): ChunkMeta {
+  const { page, page_number: number, pages } = meta;
+  if (Number.isInteger(number)) {
+    return page === undefined ? { ...meta, page: (number as number) - 1 } : meta;
+  }
+  if (Number.isInteger(page) && Array.isArray(pages) && pages[0] === page) {
+    return { ...meta, page: (page as number) - 1, page_number: page as number };
+  }
+  return meta;
 }
 
 /** Dense scores are normalised cosine: (cos + 1) / 2, clamped to [0, 1]. */

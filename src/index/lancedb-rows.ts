@@ -7,6 +7,7 @@ import {
   normaliseCosine,
   type SearchHit,
   type StoredPoint,
+  withPageFields,
 } from './contract.js';
 
 /**
@@ -106,7 +107,7 @@ const rowSchema = z.object({ id: z.string(), content: z.string(), meta: z.string
 
 export function rowToPoint(raw: unknown): StoredPoint {
   const row = rowSchema.parse(raw);
-  const meta: ChunkMeta = metaSchema.parse(JSON.parse(row.meta));
+  const meta: ChunkMeta = withPageFields(metaSchema.parse(JSON.parse(row.meta)));
   return { id: row.id, content: row.content, meta };
 }
 

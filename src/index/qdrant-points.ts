@@ -7,6 +7,7 @@ import {
   SPARSE_VECTOR,
   type SparseVector,
   type StoredPoint,
+  withPageFields,
 } from './contract.js';
 
 /** Point ↔ Qdrant wire mapping: payload `{content, meta}`, named vectors, ids and cursors. */
@@ -41,7 +42,7 @@ export const updateResult = z.object({ status: z.string() });
 export function toStored(id: string | number, payload: unknown): { point: StoredPoint } | { issue: string } {
   const p = payloadSchema.safeParse(payload);
   if (!p.success) return { issue: p.error.issues[0]?.message ?? 'invalid payload' };
-  return { point: { id: String(id), content: p.data.content ?? '', meta: p.data.meta } };
+  return { point: { id: String(id), content: p.data.content ?? '', meta: withPageFields(p.data.meta) } };
 }
 
 export function checkDense(vector: readonly number[], denseDim: number | undefined, what: string): void {

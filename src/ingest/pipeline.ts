@@ -223,7 +223,9 @@ export function chunkMeta(
   };
   if (chunk.headers && chunk.headers.length > 0) meta.headers = [...chunk.headers];
   if (chunk.pages && chunk.pages.length > 0) {
-    meta.page = chunk.pages[0]!;
+    // `page` 0-based for Open WebUI's citation links; `page_number`/`pages` as people count pages.
+    meta.page = chunk.pages[0]! - 1;
+    meta.page_number = chunk.pages[0]!;
     meta.pages = [...chunk.pages];
   }
   if (md.title) meta.title = md.title;

@@ -75,10 +75,13 @@ describe('real documents (docling test fixtures)', () => {
     const points = await ingestFile(join(FIXTURES, 'normal_4pages.pdf'), 'pdf-4');
     expectSaneChunks(points, 'normal_4pages.pdf');
     const pages = points.map((p) => p.meta.page!);
-    expect(pages[0]).toBe(1);
-    expect(pages.at(-1)).toBe(4);
+    expect(pages[0]).toBe(0);
+    expect(pages.at(-1)).toBe(3);
     expect(pages).toEqual([...pages].sort((a, b) => a - b));
-    for (const p of points) expect(p.meta.pages).toContain(p.meta.page);
+    for (const p of points) {
+      expect(p.meta.page_number).toBe(p.meta.page! + 1);
+      expect(p.meta.pages).toContain(p.meta.page_number);
+    }
     expect(points[0]!.meta).toMatchObject({ authors: ['김창호'], languages: ['ko'] });
     expect(points[0]!.meta.title).toMatch(/코로나-19/);
     expect(points[0]!.meta.created_at).toMatch(/^2020-03-31T/);
