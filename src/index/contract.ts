@@ -75,7 +75,10 @@ export interface StoredPoint {
 }
 
 export interface SearchHit extends StoredPoint {
-  /** Higher is more relevant. Dense: (cos + 1) / 2 in [0, 1]; hybrid: raw RRF; lexical: the engine's score. */
+  /**
+   * Higher is more relevant. Dense: (cos + 1) / 2 in [0, 1]; hybrid: RRF divided by its maximum, in
+   * [0, 1]; lexical: the engine's BM25 score (unbounded; retrieval maps it into [0, 1]).
+   */
   score: number;
 }
 

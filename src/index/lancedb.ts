@@ -231,11 +231,10 @@ class LanceIndex implements VectorIndex {
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
     const n = hybridCandidates(limit);
-    const dense =
-      query.dense !== undefined && this.denseDim !== undefined
-        ? this.searchDense(query.dense, filter, n)
-        : Promise.resolve([]);
-    const [denseHits, lexicalHits] = await Promise.all([dense, this.searchLexical(query, filter, n)]);
+    const lexical = this.searchLexical(query, filter, n);
+    // Without a dense side only the lexical list is fused (and normalised as one list).
+    if (query.dense === undefined || this.denseDim === undefined) return fuseRrf([await lexical], limit);
+    const [denseHits, lexicalHits] = await Promise.all([this.searchDense(query.dense, filter, n), lexical]);
     return fuseRrf([denseHits, lexicalHits], limit);
   }
 

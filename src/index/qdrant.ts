@@ -47,6 +47,9 @@ function prefetchLimit(limit: number): number {
 
 const anyResult = z.unknown();
 
+/** Qdrant's RRF constant when the query names none (`{fusion: 'rrf'}`). */
+const QDRANT_RRF_K = 2;
+
 export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): VectorIndex {
   const log = deps.log.child({ index: 'qdrant', collection: settings.collection });
   const http = createQdrantHttp({
@@ -231,8 +234,15 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       if (q.sparse && q.sparse.indices.length > 0) {
         prefetches.push(prefetch(sparseInput(q.sparse), SPARSE_VECTOR));
       }
-      // One call: Qdrant runs both prefetches and fuses them (raw RRF scores, not normalised).
-      return query({ prefetch: prefetches, query: { fusion: 'rrf' }, limit, with_payload: true }, false);
+      // One call: Qdrant runs both prefetches and fuses them. Its RRF gives 1 / (position + 2) per
+      // list (0-based position, k = 2 by default in every version), so the largest sum is
+      // prefetches / 2: dividing by it puts the scores in [0, 1] without changing the order.
+      const hits = await query(
+        { prefetch: prefetches, query: { fusion: 'rrf' }, limit, with_payload: true },
+        false,
+      );
+      const scale = QDRANT_RRF_K / prefetches.length;
+      return hits.map((h) => ({ ...h, score: Math.min(1, h.score * scale) }));
     },
 
     async ping(signal) {

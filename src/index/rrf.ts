@@ -4,15 +4,16 @@ import type { SearchHit } from './contract.js';
 export const RRF_K = 60;
 
 /**
- * Reciprocal rank fusion: each list adds 1 / (k + rank) (rank 1-based) to a hit's score. Scores are
- * raw RRF sums, not normalised: hybrid search answers raw fusion scores (higher is still better);
- * ties keep first-seen order.
+ * Reciprocal rank fusion: each list adds 1 / (k + rank) (rank 1-based) to a hit's score, and the sum
+ * is divided by its largest possible value, lists / (k + 1), so scores lie in [0, 1] (1: first in
+ * every list) with the raw RRF order unchanged. Ties keep first-seen order.
  */
 export function fuseRrf(lists: readonly (readonly SearchHit[])[], limit: number, k = RRF_K): SearchHit[] {
   const fused = new Map<string, SearchHit>();
+  const scale = (k + 1) / Math.max(1, lists.length);
   for (const list of lists) {
     list.forEach((hit, index) => {
-      const add = 1 / (k + index + 1);
+      const add = scale / (k + index + 1);
       const seen = fused.get(hit.id);
       if (seen) seen.score += add;
       else fused.set(hit.id, { id: hit.id, content: hit.content, meta: hit.meta, score: add });

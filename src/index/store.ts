@@ -46,7 +46,7 @@ export interface VectorIndex {
   searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]>;
   /** Lexical search: Qdrant over `text-sparse` (needs `query.sparse`), LanceDB full-text over content. */
   searchLexical(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]>;
-  /** Dense + lexical fused server-side (Qdrant Query API RRF) or in the adapter (LanceDB RRF); raw RRF scores. */
+  /** Dense + lexical fused server-side (Qdrant Query API RRF) or in the adapter (LanceDB RRF); RRF scores divided by their maximum, in [0, 1]. */
   searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]>;
   /** Readiness: the engine answers and the collection exists. */
   ping(signal?: AbortSignal): Promise<void>;

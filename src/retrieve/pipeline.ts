@@ -8,6 +8,7 @@ import type { createCorpusCache } from './corpus-cache.js';
 import { dedupByContent } from './fuse.js';
 import type { RetrieveMetrics } from './metrics.js';
 import type { Reranker } from './rerank.js';
+import { rerankScores, withLexicalScores } from './scores.js';
 
 /** Which search runs, decided once per request from the configuration and the collection. */
 export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';
@@ -64,10 +65,10 @@ export async function searchOne(
       case 'hybrid':
         return d.index.searchHybrid({ dense: vector!, sparse, text: query }, filter, fetchN);
       case 'lexical':
-        return d.index.searchLexical({ sparse, text: query }, filter, fetchN);
+        return withLexicalScores(await d.index.searchLexical({ sparse, text: query }, filter, fetchN));
       case 'client-bm25': {
         const { corpus } = await d.corpus.get(collectionNames);
-        return corpus.search(sparse.indices, fetchN);
+        return withLexicalScores(corpus.search(sparse.indices, fetchN));
       }
       case 'dense+client-bm25': {
         const [denseHits, { corpus }] = await Promise.all([
@@ -92,7 +93,9 @@ export async function searchOne(
         Math.min(k, candidates.length),
       ),
     );
-    const reranked = scores.slice(0, k).map((s) => ({ ...candidates[s.index]!, score: s.score }));
+    const top = scores.slice(0, k);
+    const bounded = rerankScores(top.map((s) => s.score));
+    const reranked = top.map((s, i) => ({ ...candidates[s.index]!, score: bounded[i]! }));
     return { mode, hits: reranked };
   } catch (err) {
     d.metrics.fallback('rerank');

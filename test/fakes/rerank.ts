@@ -7,7 +7,8 @@ import { type FakeServer, type RecordedRequest, sendJson, startRecordingServer }
  * document, so a test can predict the order. `shape: 'tei'` answers TEI's `[{index, score}]`.
  */
 export type RerankMode =
-  | { kind: 'ok'; shape?: 'cohere' | 'tei' }
+  /** `logits`: raw cross-encoder logits (8 × overlap − 4), as TEI answers with `raw_scores`. */
+  | { kind: 'ok'; shape?: 'cohere' | 'tei'; logits?: boolean }
   | { kind: 'status'; status: number }
   | { kind: 'slow'; delayMs: number };
 
@@ -35,7 +36,10 @@ export async function startFakeRerankServer(): Promise<FakeRerankServer> {
     if (mode.kind === 'slow') await new Promise((r) => setTimeout(r, mode.delayMs));
     const body = req.json as { query: string; documents: string[]; top_n?: number };
     const scored = body.documents
-      .map((d, index) => ({ index, relevance_score: overlapScore(body.query, d) }))
+      .map((d, index) => {
+        const overlap = overlapScore(body.query, d);
+        return { index, relevance_score: mode.kind === 'ok' && mode.logits ? 8 * overlap - 4 : overlap };
+      })
       .sort((a, b) => b.relevance_score - a.relevance_score)
       .slice(0, body.top_n ?? body.documents.length);
     if (mode.kind === 'ok' && mode.shape === 'tei') {

@@ -85,13 +85,13 @@ describe('LanceDB adapter', () => {
     await expect(i.scroll({}, { limit: 3, cursor: 'bogus' })).rejects.toThrow('invalid scroll cursor');
   });
 
-  it('scores hybrid hits with RRF, k = 60', async () => {
+  it('scores hybrid hits with RRF, k = 60, divided by its maximum (1 = first in both lists)', async () => {
     const i = await index(await tempDir(), { denseDim: 2 });
     await i.upsert([chunk('f', 0, 'apples and pears', [1, 0]), chunk('f', 1, 'bananas', [0.8, 0.2])]);
     const hits = await i.searchHybrid({ text: 'bananas', dense: [1, 0] }, {}, 5);
     expect(hits.map((h) => h.content)).toEqual(['bananas', 'apples and pears']);
-    expect(hits[0]!.score).toBeCloseTo(1 / 62 + 1 / 61, 12);
-    expect(hits[1]!.score).toBeCloseTo(1 / 61, 12);
+    expect(hits[0]!.score).toBeCloseTo((1 / 62 + 1 / 61) / (2 / 61), 12);
+    expect(hits[1]!.score).toBeCloseTo(1 / 61 / (2 / 61), 12);
   });
 
   it('stems in the configured language (Danish)', async () => {

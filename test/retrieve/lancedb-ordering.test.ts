@@ -53,8 +53,10 @@ describe('dense vs hybrid ordering (labelled: the code-word query is answered by
     expect(hybridOrder.slice(0, 2)).toEqual(['pump', 'decoy']);
     const [pump, decoy] = h.json.distances[0] as number[];
     // LanceDB's full-text side finds only "pump" (every other query word is a stop word).
-    expect(pump).toBeCloseTo(1 / (RRF_K + 1) + 1 / (RRF_K + pumpDenseRank), 12);
-    expect(decoy).toBeCloseTo(1 / (RRF_K + 1), 12);
+    // RRF divided by its maximum over two lists, 2 / (k + 1).
+    const max = 2 / (RRF_K + 1);
+    expect(pump).toBeCloseTo((1 / (RRF_K + 1) + 1 / (RRF_K + pumpDenseRank)) / max, 12);
+    expect(decoy).toBeCloseTo(1 / (RRF_K + 1) / max, 12);
     // Chunks without a lexical match keep their dense order behind the fused ones.
     expect(hybridOrder.slice(2)).toEqual(denseOrder.filter((id) => id !== 'pump' && id !== 'decoy'));
   });

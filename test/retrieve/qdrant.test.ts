@@ -95,10 +95,12 @@ describe('hybrid on a collection without text-sparse: dense + client-side BM25',
     expect(result.status).toBe(200);
     const order = fileIds(result.json.metadatas[0]);
     expect(order.slice(0, 2)).toEqual(['pump', 'decoy']);
-    // Raw RRF: pump is first lexically and `pumpDenseRank` densely; the decoy has no lexical match.
+    // RRF over two lists, divided by its maximum 2 / (k + 1): pump is first lexically and
+    // `pumpDenseRank` densely; the decoy has no lexical match.
     const [pumpScore, decoyScore] = result.json.distances[0] as number[];
-    expect(pumpScore).toBeCloseTo(1 / (RRF_K + 1) + 1 / (RRF_K + pumpDenseRank), 12);
-    expect(decoyScore).toBeCloseTo(1 / (RRF_K + 1), 12);
+    const max = 2 / (RRF_K + 1);
+    expect(pumpScore).toBeCloseTo((1 / (RRF_K + 1) + 1 / (RRF_K + pumpDenseRank)) / max, 12);
+    expect(decoyScore).toBeCloseTo(1 / (RRF_K + 1) / max, 12);
     expect(
       new Set(result.json.metadatas[0].map((m: { collection_name: string }) => m.collection_name)),
     ).toEqual(new Set(['kb']));
