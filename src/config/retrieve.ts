@@ -53,6 +53,11 @@ export const retrievalPiece = {
     max: 50,
   }),
   QUERY_GENERATION_MAX_QUERIES: int(3, 'Most queries the generator may return.', { min: 1, max: 10 }),
+  SMALL_COLLECTION_CHUNKS: int(
+    100,
+    'Collections searched together with at most this many chunks count as small (an attached file, ~40 pages at 400-token chunks): a query that finds nothing there gets their opening chunks, in reading order, score 0. 0 turns it off.',
+    { min: 0, max: 10_000 },
+  ),
   BM25_FUSION_MAX_DOCS: int(
     20000,
     'Client-side BM25 fusion: most chunks scrolled into memory per collection set.',

@@ -11,6 +11,7 @@ import { createChatClient } from '../llm/chat-client.js';
 import { createCollectionState } from './collection-state.js';
 import { createCorpusCache } from './corpus-cache.js';
 import { createRetrieveMetrics } from './metrics.js';
+import { createOpeningChunks } from './opening-chunks.js';
 import { createReranker } from './rerank.js';
 import { registerSearchRoutes } from './routes.js';
 import { createSearchService } from './search-service.js';
@@ -110,6 +111,7 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
         lastMessages: config.QUERY_GENERATION_MESSAGES,
         maxQueries: config.QUERY_GENERATION_MAX_QUERIES,
         mergeResults: config.MERGE_QUERY_RESULTS,
+        opening: createOpeningChunks(index, config.SMALL_COLLECTION_CHUNKS),
         log,
       });
       registerSearchRoutes(app, ctx, service);

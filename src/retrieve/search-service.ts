@@ -3,6 +3,7 @@ import type { ChunkMeta, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
 import type { ChatClient } from '../llm/chat-client.js';
 import type { CollectionState } from './collection-state.js';
+import type { createOpeningChunks } from './opening-chunks.js';
 import { type PipelineDeps, type SearchMode, searchMode, searchOne } from './pipeline.js';
 import { type ChatTurn, resolveQueries } from './query-source.js';
 
@@ -28,6 +29,8 @@ export interface SearchServiceOptions {
   lastMessages: number;
   maxQueries: number;
   mergeResults: boolean;
+  /** Answers a query that found nothing in a small collection set with the files' opening chunks. */
+  opening?: ReturnType<typeof createOpeningChunks> | undefined;
   log: Logger;
 }
 
@@ -63,6 +66,13 @@ export function createSearchService(o: SearchServiceOptions) {
           ? await Promise.all(queries.map((q) => searchOne(o.pipeline, m, q, req.collection_names, req.k)))
           : queries.map(() => ({ hits: [] as SearchHit[] }));
         let lists = results.map((r) => r.hits);
+        if (o.opening && info.exists && lists.some((l) => l.length === 0)) {
+          const opening = await o.opening.load(req.collection_names, req.k);
+          if (opening) {
+            lists = lists.map((l) => (l.length === 0 ? opening : l));
+            o.log.debug({ chunks: opening.length }, 'nothing matched in a small collection: opening chunks');
+          }
+        }
         if (o.mergeResults && lists.length > 1) lists = [fuseRrf(lists, req.k)];
         metrics.search(mode, 'ok');
         o.log.debug({ mode, queries: queries.length, hits: lists.map((l) => l.length) }, 'search done');
