@@ -2,38 +2,74 @@ import { z } from 'zod';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
+
+/** Until the shared collection-name rule lands here (item 5): the old search pattern. */
+const collectionName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must match ^[A-Za-z0-9_-]{1,128}$');
+
 import type { SearchService } from './search-service.js';
+
+/**
+ * Bounds of a search request. A chat turn is never refused for being large (a long paste, a long
+ * chat, many attached knowledge bases): past a bound the request is clamped, so retrieval still runs
+ * on what matters most. Only malformed requests get a 422. The JSON body itself is capped at 10 MB.
+ */
+export const SEARCH_LIMITS = {
+  /** Explicit queries searched (the first ones). */
+  queries: 10,
+  /** Characters of a query (and of the last user message used as one) that are searched. */
+  queryChars: 2000,
+  /** Chat messages kept (the last ones); the query generator sees fewer (QUERY_GENERATION_MESSAGES). */
+  messages: 50,
+  /** Characters kept of one message (the first ones) for building queries. */
+  messageChars: 8000,
+  /** Text parts of one message kept. */
+  parts: 100,
+  /** Collections searched at once (the first ones). */
+  collections: 200,
+  /** Hits per query. */
+  k: 100,
+} as const;
+
+const clip = (max: number) => (s: string) => (s.length > max ? s.slice(0, max) : s);
 
 /**
  * Message content may be a string or OpenAI-style parts; only the text parts are searched. Raw chat
  * messages carry `content: null` on an assistant turn that only calls tools: that is no text.
  */
-const content = z.union([
-  z.string().max(100_000),
-  z.null().transform(() => ''),
-  z
-    .array(z.object({ type: z.string(), text: z.string().optional() }))
-    .max(100)
-    .transform((parts) =>
+const content = z
+  .union([
+    z.string(),
+    z.null().transform(() => ''),
+    z.array(z.object({ type: z.string(), text: z.string().nullish() })).transform((parts) =>
       parts
+        .slice(0, SEARCH_LIMITS.parts)
         .map((p) => p.text ?? '')
         .filter(Boolean)
         .join('\n'),
     ),
-]);
+  ])
+  .transform(clip(SEARCH_LIMITS.messageChars));
 
 export const searchBody = z
   .object({
-    queries: z.array(z.string().max(2000)).max(10).optional(),
+    queries: z
+      .array(z.string().transform(clip(SEARCH_LIMITS.queryChars)))
+      .transform((q) => q.slice(0, SEARCH_LIMITS.queries))
+      .optional(),
     messages: z
       .array(z.object({ role: z.string().min(1).max(64), content }))
-      .max(50)
+      .transform((m) => m.slice(-SEARCH_LIMITS.messages))
       .optional(),
     collection_names: z
-      .array(z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must match ^[A-Za-z0-9_-]{1,128}$'))
+      .array(collectionName)
       .min(1)
-      .max(20),
-    k: z.number().int().min(1).max(100).default(5),
+      .transform((c) => [...new Set(c)].slice(0, SEARCH_LIMITS.collections)),
+    k: z
+      .number()
+      .int()
+      .min(1)
+      .transform((k) => Math.min(k, SEARCH_LIMITS.k))
+      .default(5),
   })
   .superRefine((b, ctx) => {
     const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);

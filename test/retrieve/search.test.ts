@@ -265,19 +265,8 @@ describe('validation and auth', () => {
     ['no query and no messages', { collection_names: ['kb-main'] }],
     ['only blank queries', { queries: ['  '], collection_names: ['kb-main'] }],
     ['no collections', { queries: ['x'], collection_names: [] }],
-    ['a bad collection name', { queries: ['x'], collection_names: ['kb main'] }],
-    ['21 collections', { queries: ['x'], collection_names: Array.from({ length: 21 }, (_, i) => `c${i}`) }],
+    ['a bad collection name', { queries: ['x'], collection_names: ['kb/main'] }],
     ['k = 0', { queries: ['x'], collection_names: ['a'], k: 0 }],
-    ['k = 101', { queries: ['x'], collection_names: ['a'], k: 101 }],
-    ['11 queries', { queries: Array.from({ length: 11 }, () => 'q'), collection_names: ['a'] }],
-    ['a 2001-char query', { queries: ['x'.repeat(2001)], collection_names: ['a'] }],
-    [
-      '51 messages',
-      {
-        messages: Array.from({ length: 51 }, () => ({ role: 'user', content: 'x' })),
-        collection_names: ['a'],
-      },
-    ],
   ])('rejects %s with 422', async (_name, body) => {
     const { status, json } = await r.search(body);
     expect(status).toBe(422);
