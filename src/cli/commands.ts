@@ -6,6 +6,7 @@ import type { Env } from '../config/parse.js';
 import { readStoredKey } from '../embedded/api-key.js';
 import { fileIdFor } from '../embedded/file-ingest.js';
 import { createLogger } from '../http/logger.js';
+import { collectionNameProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { Backend } from './backend.js';
 import { CliError, debugOn } from './fail.js';
 import { createHttpBackend } from './http-backend.js';
@@ -76,6 +77,13 @@ function positiveInt(name: string, max: number) {
   };
 }
 
+/** One collection name, held to the rule ingest and search apply (a usage error otherwise). */
+function collection(v: string): string {
+  const problem = collectionNameProblem(v.trim());
+  if (problem) throw new InvalidArgumentError(problem);
+  return normaliseCollectionName(v.trim());
+}
+
 /** `--collection a,b` or repeated `--collection a --collection b`. */
 function collections(v: string, prev: string[] = []): string[] {
   return [
@@ -83,7 +91,8 @@ function collections(v: string, prev: string[] = []): string[] {
     ...v
       .split(',')
       .map((s) => s.trim())
-      .filter(Boolean),
+      .filter(Boolean)
+      .map(collection),
   ];
 }
 
@@ -113,7 +122,7 @@ export function registerCommands(program: Command, io: CliIo): void {
       .command('ingest')
       .description('ingest files, folders or globs into a collection (re-ingesting replaces each file)')
       .argument('<paths...>', 'files, folders (walked recursively) or globs')
-      .requiredOption('-c, --collection <name>', 'collection name')
+      .requiredOption('-c, --collection <name>', 'collection name', collection)
       .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
       // 8: enough for the embedded index to group-commit the writes of small files (~7x 2's files/s)
       .option('--concurrency <n>', 'files in flight', positiveInt('--concurrency', 64), 8)
@@ -224,7 +233,7 @@ export function registerCommands(program: Command, io: CliIo): void {
     documents
       .command('list')
       .description('documents of a collection (embedded index only)')
-      .requiredOption('-c, --collection <name>', 'collection name')
+      .requiredOption('-c, --collection <name>', 'collection name', collection)
       .option('--json', 'print JSON'),
   ).action(async (o: Remote & { collection: string; json?: boolean }) => {
     await withBackend(io, o, undefined, async (backend) => {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KildeError } from '../http/errors.js';
+import { collectionNameProblem, collectionNameSchema } from '../index/identifiers.js';
 
 /** What every ingest needs to know about the file, whichever way it arrived. */
 export interface IngestTarget {
@@ -43,7 +44,7 @@ const jsonBody = z.strictObject({
   key: optional('key'),
   file_id: required('file_id'),
   filename: optional('filename'),
-  collection_name: required('collection_name'),
+  collection_name: required('collection_name').pipe(collectionNameSchema),
   collection_type: optional('collection_type'),
   user_id: required('user_id'),
   overwrite: z
@@ -94,7 +95,7 @@ function pick(name: string, a: string | undefined, b: string | undefined): strin
 const formFields = z.strictObject({
   file_id: required('file_id'),
   filename: optional('filename'),
-  collection_name: required('collection_name'),
+  collection_name: required('collection_name').pipe(collectionNameSchema),
   collection_type: optional('collection_type'),
   user_id: required('user_id'),
   overwrite: optional('overwrite'),
@@ -128,6 +129,8 @@ export function parseFormIngest(
  */
 export function checkCollection(target: Pick<IngestTarget, 'collectionName' | 'fileId' | 'userId'>) {
   const { collectionName, fileId, userId } = target;
+  const problem = collectionNameProblem(collectionName);
+  if (problem) throw invalid(400, `Invalid request: ${problem}`);
   if (collectionName.startsWith('file-') && collectionName !== `file-${fileId}`) {
     throw invalid(403, 'collection_name must be file-{file_id} for file collections');
   }

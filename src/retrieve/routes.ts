@@ -2,9 +2,7 @@ import { z } from 'zod';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
-
-/** Until the shared collection-name rule lands here (item 5): the old search pattern. */
-const collectionName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must match ^[A-Za-z0-9_-]{1,128}$');
+import { collectionNameSchema } from '../index/identifiers.js';
 
 import type { SearchService } from './search-service.js';
 
@@ -61,7 +59,7 @@ export const searchBody = z
       .transform((m) => m.slice(-SEARCH_LIMITS.messages))
       .optional(),
     collection_names: z
-      .array(collectionName)
+      .array(collectionNameSchema)
       .min(1)
       .transform((c) => [...new Set(c)].slice(0, SEARCH_LIMITS.collections)),
     k: z
