@@ -17,6 +17,8 @@ export interface ReceivedFile {
 export interface ReceivedForm {
   fields: Record<string, string>;
   file: ReceivedFile;
+  /** Names of file parts other than `file` (skipped). */
+  ignoredParts: string[];
 }
 
 /**
@@ -31,6 +33,7 @@ export async function receiveMultipart(
   opts: { maxBytes: number; early?: (fields: Record<string, string>) => void },
 ): Promise<ReceivedForm> {
   const fields: Record<string, string> = {};
+  const ignored: string[] = [];
   let file: ReceivedFile | undefined;
   const parts = request.parts({
     limits: { fileSize: opts.maxBytes, fields: 32, fieldSize: 64 * 1024, parts: 40 },
@@ -45,8 +48,13 @@ export async function receiveMultipart(
         fields[part.fieldname] = part.value;
         continue;
       }
-      if (part.fieldname !== 'file')
-        throw invalid(400, `Invalid request: unexpected file part "${part.fieldname}"`);
+      if (part.fieldname !== 'file') {
+        // A file part Kilde does not know is skipped like an unknown field.
+        ignored.push(part.fieldname);
+        part.file.resume();
+        await new Promise((done) => part.file.once('end', done));
+        continue;
+      }
       if (file) throw invalid(400, 'Invalid request: exactly one file part is allowed');
       opts.early?.(fields);
       const path = sourcePath(dir, part.filename ?? '');
@@ -70,5 +78,5 @@ export async function receiveMultipart(
     throw invalid(400, `Malformed multipart body: ${String(e.message ?? err)}`);
   }
   if (!file) throw invalid(400, 'Invalid request: the multipart body has no "file" part');
-  return { fields, file };
+  return { fields, file, ignoredParts: ignored };
 }

@@ -36,8 +36,12 @@ export function parseFlag(name: string, value: string): boolean {
   throw invalid(400, `${name} must be one of true/1/yes or false/0/no`);
 }
 
-/** JSON body (the object-storage reference). Open WebUI sends `s3_bucket`/`s3_key`; the reference deployment's contract says `bucket`/`key`; both are accepted. */
-const jsonBody = z.strictObject({
+/**
+ * JSON body (the object-storage reference). Open WebUI sends `s3_bucket`/`s3_key`; the reference
+ * deployment's contract says `bucket`/`key`; both are accepted. Fields Kilde does not know are
+ * ignored (a newer chat platform may send more); known fields are type-checked.
+ */
+const jsonBody = z.object({
   s3_bucket: optional('s3_bucket'),
   s3_key: optional('s3_key'),
   bucket: optional('bucket'),
@@ -52,6 +56,14 @@ const jsonBody = z.strictObject({
     .nullish()
     .transform((v) => v ?? undefined),
 });
+
+export const JSON_FIELDS = Object.keys(jsonBody.shape);
+
+/** The fields of a body Kilde does not know (and ignores): logged at DEBUG by the route. */
+export function unknownFields(body: unknown, known: readonly string[]): string[] {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return [];
+  return Object.keys(body).filter((k) => !known.includes(k));
+}
 
 export interface ObjectIngest extends IngestTarget {
   bucket: string;
@@ -91,8 +103,8 @@ function pick(name: string, a: string | undefined, b: string | undefined): strin
   return v;
 }
 
-/** Form fields of a multipart upload (all strings on the wire). */
-const formFields = z.strictObject({
+/** Form fields of a multipart upload (all strings on the wire); unknown ones are ignored. */
+const formFields = z.object({
   file_id: required('file_id'),
   filename: optional('filename'),
   collection_name: required('collection_name').pipe(collectionNameSchema),

@@ -11,7 +11,15 @@ import type { IngestMetrics } from './metrics.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
 import { timed } from './pipeline.js';
-import { checkCollection, invalid, parseFormIngest, parseJsonIngest } from './request.js';
+import {
+  checkCollection,
+  FORM_FIELDS,
+  invalid,
+  JSON_FIELDS,
+  parseFormIngest,
+  parseJsonIngest,
+  unknownFields,
+} from './request.js';
 import type { IngestOutcome } from './service.js';
 import { sourcePath, withTempDir } from './temp-dir.js';
 
@@ -64,7 +72,9 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     '/api/v1/ingest',
     { onRequest: ctx.auth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
     async (request) => {
-      const outcome = request.isMultipart() ? await ingestUpload(request) : await ingestObject(request.body);
+      const outcome = request.isMultipart()
+        ? await ingestUpload(request)
+        : await ingestObject(request.body, request);
       deps.metrics.document(outcome.bytes, outcome.chunksCount);
       return {
         status: true,
@@ -75,8 +85,14 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     },
   );
 
-  async function ingestObject(body: unknown): Promise<IngestOutcome> {
+  /** Unknown fields are ignored so a newer chat platform's additions never fail an upload. */
+  const logIgnored = (request: FastifyRequest, fields: string[]) => {
+    if (fields.length > 0) request.log.debug({ fields }, 'ignored unknown ingest field(s)');
+  };
+
+  async function ingestObject(body: unknown, request: FastifyRequest): Promise<IngestOutcome> {
     const req = parseJsonIngest(body);
+    logIgnored(request, unknownFields(body, JSON_FIELDS));
     if (!deps.objectStore.allows(req.bucket)) throw invalid(403, `Bucket ${req.bucket} is not allowed`);
     checkCollection(req);
     const { service } = deps.pipeline();
@@ -118,6 +134,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
         },
       });
       const target = parseFormIngest(form.fields, form.file.filename);
+      logIgnored(request, [...unknownFields(form.fields, FORM_FIELDS), ...form.ignoredParts]);
       return service.ingest(target, async () => ({
         path: form.file.path,
         bytes: form.file.bytes,
