@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
 import { isRetryable, KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
+import { checkDenseUsable } from '../index/dense-check.js';
 import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
@@ -110,6 +111,8 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         check: async (signal) => {
           if (!built) throw new Error('collection not ensured yet');
           await built.index.ping(signal);
+          // The collection may have been recreated with another dense size since start-up.
+          await checkDenseUsable(built.index, config, 'ingest');
         },
       },
     ],

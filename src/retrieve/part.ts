@@ -4,6 +4,7 @@ import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
 import { describeCause } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
+import { checkDenseUsable } from '../index/dense-check.js';
 import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
@@ -75,10 +76,13 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
       {
         name: 'index',
         timeoutMs: 3000,
-        check: (signal) =>
-          index.ping(signal).catch((err: unknown) => {
+        check: async (signal) => {
+          await index.ping(signal).catch((err: unknown) => {
             throw new Error(describeCause(err));
-          }),
+          });
+          // Reachable is not enough: with a dense size the collection cannot take, every search fails.
+          await checkDenseUsable(index, config);
+        },
       },
     ],
     register(app, ctx) {

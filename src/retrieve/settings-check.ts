@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { describeCause } from '../errors.js';
-import { DENSE_VECTOR } from '../index/contract.js';
+import { denseMismatch } from '../index/dense-check.js';
 import type { VectorIndex } from '../index/store.js';
 
 /**
@@ -32,22 +32,8 @@ export async function checkIndexSettings(
       `collection "${c.VECTORDB_INDEX}" does not exist yet: searches return no hits until something is ingested`,
     );
   } else {
-    const wantsDense = c.EMBEDDING_PROVIDER !== undefined && c.EMBEDDING_PROVIDER !== 'none';
-    if (wantsDense && info.denseSize === undefined) {
-      warnings.push(
-        `collection "${c.VECTORDB_INDEX}" has no "${DENSE_VECTOR}" vector (it has: ${info.vectorNames.map((n) => `"${n}"`).join(', ') || 'none'}) but EMBEDDING_PROVIDER=${c.EMBEDDING_PROVIDER}: dense search will fail`,
-      );
-    }
-    if (
-      wantsDense &&
-      info.denseSize !== undefined &&
-      c.EMBEDDING_DIM !== undefined &&
-      info.denseSize !== c.EMBEDDING_DIM
-    ) {
-      warnings.push(
-        `collection "${c.VECTORDB_INDEX}" stores ${DENSE_VECTOR} of size ${info.denseSize} but EMBEDDING_DIM=${c.EMBEDDING_DIM}: dense scores will be meaningless`,
-      );
-    }
+    const mismatch = denseMismatch(info, c);
+    if (mismatch) warnings.push(`${mismatch} (readiness answers 503 until fixed)`);
     if (c.ENABLE_HYBRID_SEARCH && !info.hasSparse) {
       warnings.push(
         `ENABLE_HYBRID_SEARCH=true but collection "${c.VECTORDB_INDEX}" has no sparse/full-text side: client-side BM25 fusion will run`,

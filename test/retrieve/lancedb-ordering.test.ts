@@ -74,11 +74,16 @@ describe('settings check on LanceDB', () => {
   const warned = (r: RetrieveHarness) =>
     r.logs.lines.filter((l) => l.check === 'index-settings' && l.level === 40).map((l) => l.msg);
 
-  it('warns on a dense size mismatch', async () => {
+  it('a dense size mismatch: warned at start-up, and not ready (every search would fail), naming the fix', async () => {
     const r = await retrieve({ EMBEDDING_DIM: '64' });
-    expect(warned(r)).toEqual([
-      `collection "ingestion_files" stores ${DENSE_VECTOR} of size 128 but EMBEDDING_DIM=64: dense scores will be meaningless`,
-    ]);
+    const problem = `collection "ingestion_files" stores ${DENSE_VECTOR} of size 128 but EMBEDDING_DIM=64: every search would fail; set EMBEDDING_DIM=128 with the EMBEDDING_MODEL that wrote the collection, or point VECTORDB_INDEX at another collection and re-ingest`;
+    expect(warned(r)).toEqual([`${problem} (readiness answers 503 until fixed)`]);
+    const ready = await r.app.inject({ url: '/health/ready' });
+    expect(ready.statusCode).toBe(503);
+    expect(ready.json()).toEqual({ status: 'error', detail: `index: ${problem}` });
+    // The same collection with the right size is ready.
+    const fine = await retrieve();
+    expect((await fine.app.inject({ url: '/health/ready' })).statusCode).toBe(200);
   });
 
   it('warns when the table is missing and is not ready', async () => {

@@ -276,11 +276,16 @@ describe('start-up settings check and readiness', () => {
     expect(json).toEqual({ documents: [[], []], metadatas: [[], []], distances: [[], []] });
   });
 
-  it('warns on a dense size mismatch', async () => {
+  it('a dense size mismatch: warned, and /health/ready 503 naming it and the fix', async () => {
     const r = await retrieve({ VECTORDB_INDEX: 'plain', EMBEDDING_DIM: '32' });
     const line = r.logs.lines.find((l) => l.check === 'index-settings' && l.level === 40);
-    expect(line?.msg).toBe(
-      `collection "plain" stores ${DENSE_VECTOR} of size ${DIM} but EMBEDDING_DIM=32: dense scores will be meaningless`,
+    expect(line?.msg).toMatch(
+      `collection "plain" stores ${DENSE_VECTOR} of size ${DIM} but EMBEDDING_DIM=32: every search would fail; set EMBEDDING_DIM=${DIM}`,
+    );
+    const ready = await fetch(`${r.url}/health/ready`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { detail: string }).detail).toMatch(
+      /^index: .*EMBEDDING_DIM=32: every search would fail/,
     );
   });
 
@@ -294,8 +299,9 @@ describe('start-up settings check and readiness', () => {
     expect(res.status).toBe(200);
     const r = await retrieve({ VECTORDB_INDEX: 'foreign' });
     expect(warnings(r)).toContain(
-      `collection "foreign" has no "${DENSE_VECTOR}" vector (it has: "dense") but EMBEDDING_PROVIDER=http-compat: dense search will fail`,
+      `collection "foreign" has no "${DENSE_VECTOR}" vector (it has: "dense") but EMBEDDING_PROVIDER=http-compat: every search would fail; set EMBEDDING_PROVIDER=none, or point VECTORDB_INDEX at a collection ingested with dense vectors (readiness answers 503 until fixed)`,
     );
+    expect((await fetch(`${r.url}/health/ready`)).status).toBe(503);
   });
 
   it('is quiet when the settings match', async () => {
