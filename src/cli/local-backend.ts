@@ -1,6 +1,8 @@
 import { basename } from 'node:path';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { optionalString } from '../config/fields.js';
+import { embeddingRules } from '../config/index-settings.js';
 import { type Env, parseConfig } from '../config/parse.js';
 import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
@@ -11,9 +13,12 @@ import { type Backend, errorFromBody, type SearchResult, summarise } from './bac
 
 /** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
 export function localSchema() {
-  return allSchema.extend({
-    API_KEY: optionalString('Not needed by the local CLI, which serves no one.'),
-  });
+  return z
+    .object({
+      ...allSchema.shape,
+      API_KEY: optionalString('Not needed by the local CLI, which serves no one.'),
+    })
+    .superRefine(embeddingRules);
 }
 
 interface Runtime {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { extractorServiceSchema } from '../config/extraction.js';
+
 import { ingestSchema } from '../config/ingest.js';
 import type { KernelConfig } from '../config/kernel.js';
 import { type Env, parseConfig } from '../config/parse.js';

@@ -48,6 +48,12 @@ export function inert<T extends z.ZodType>(field: T, why: string): T {
   return field.meta({ env: { ...doc, inert: why } });
 }
 
+/** `schema` documented as `like` is (for a field built from a builder and then refined). */
+export function documentedAs<T extends z.ZodType>(schema: T, like: z.ZodType): T {
+  const env = envDoc(like);
+  return env ? documented(schema, env) : schema;
+}
+
 export function requiredString(doc: string) {
   return documented(blank().pipe(z.string({ error: 'is required' }).trim().min(1, 'is required')), {
     type: 'string',

@@ -1,5 +1,16 @@
 import type { z } from 'zod';
-import { bool, inert, int, oneOf, optionalOneOf, optionalString, rawString, string, url } from './fields.js';
+import {
+  bool,
+  documentedAs,
+  inert,
+  int,
+  oneOf,
+  optionalOneOf,
+  optionalString,
+  rawString,
+  string,
+  url,
+} from './fields.js';
 
 /**
  * Settings ingestion and retrieval must agree on; a mismatch raises no error, it gives wrong scores or
@@ -9,9 +20,31 @@ export const dataPiece = {
   KILDE_DATA_DIR: string('./.kilde', 'Data directory of the embedded mode (LanceDB index, generated key).'),
 };
 
+/**
+ * Why a `VECTORDB_URI` value is refused: one that looks like `host:port` or a URL of another scheme
+ * would otherwise silently become a LanceDB folder of that name.
+ */
+export function vectordbUriProblem(uri: string): string | undefined {
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(uri)?.[1]?.toLowerCase();
+  if (scheme !== undefined) {
+    if (['http', 'https', 'file'].includes(scheme)) return undefined;
+    return `has the unsupported scheme "${scheme}://": use http://host:6333 for Qdrant (its REST port), or a directory path for the embedded LanceDB index`;
+  }
+  if (/^[A-Za-z0-9.-]+:\d+(\/.*)?$/.test(uri)) {
+    return `"${uri}" looks like host:port: write http://${uri} for Qdrant (or ./${uri} for a LanceDB directory of that name)`;
+  }
+  return undefined;
+}
+
 export const indexPiece = {
-  VECTORDB_URI: optionalString(
-    "`http(s)://…` selects Qdrant; a path or `file://` URI selects embedded LanceDB there. Unset: `$KILDE_DATA_DIR/lancedb`. Must equal the other service's value.",
+  VECTORDB_URI: documentedAs(
+    optionalString('').superRefine((v, ctx) => {
+      const problem = v === undefined ? undefined : vectordbUriProblem(v.trim());
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+    optionalString(
+      "`http(s)://…` selects Qdrant; a path or `file://` URI selects embedded LanceDB there (a `host:port` or another scheme is refused). Unset: `$KILDE_DATA_DIR/lancedb`. Must equal the other service's value.",
+    ),
   ),
   VECTORDB_API_KEY: optionalString('Qdrant API key (sent as `api-key`).'),
   VECTORDB_INDEX: string(
@@ -87,6 +120,38 @@ export const tokenizerPiece = {
     'the tokenizer is read from local files only, so there is no Hub revision to pin',
   ),
 };
+
+/**
+ * Cross-field rules of the dense embedder, checked when the configuration is parsed (exit 2, one
+ * line naming the variable) rather than when the embedder is built.
+ */
+export function embeddingRules(
+  c: {
+    EMBEDDING_PROVIDER?: string | undefined;
+    EMBEDDING_DIM?: number | undefined;
+    EMBEDDING_API_BASE_URL?: string | undefined;
+    EMBEDDING_MODEL?: string | undefined;
+  },
+  ctx: z.RefinementCtx,
+) {
+  const provider = c.EMBEDDING_PROVIDER;
+  if (provider === undefined || provider === 'none') return;
+  const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+  if (c.EMBEDDING_DIM === undefined)
+    issue('EMBEDDING_DIM', `is required with EMBEDDING_PROVIDER=${provider} (the model's vector size)`);
+  if (provider !== 'inprocess' && c.EMBEDDING_API_BASE_URL === undefined) {
+    const example = provider === 'http-compat' ? 'http://proxy/v1' : 'http://tei:80';
+    issue('EMBEDDING_API_BASE_URL', `is required with EMBEDDING_PROVIDER=${provider} (e.g. ${example})`);
+  }
+  if ((provider === 'http-compat' || provider === 'inprocess') && !c.EMBEDDING_MODEL) {
+    issue(
+      'EMBEDDING_MODEL',
+      provider === 'http-compat'
+        ? 'is required with EMBEDDING_PROVIDER=http-compat (sent as `model`)'
+        : 'is required with EMBEDDING_PROVIDER=inprocess (a local model directory)',
+    );
+  }
+}
 
 /**
  * `kilde serve ingest` and `kilde serve retrieve` demand an explicit dense provider (`none` is a

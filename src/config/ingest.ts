@@ -5,6 +5,7 @@ import { bool, int, list, optionalBool, optionalString, string, url } from './fi
 import {
   dataPiece,
   embeddingPiece,
+  embeddingRules,
   indexPiece,
   requireEmbeddingProvider,
   sparsePiece,
@@ -74,7 +75,8 @@ export const ingestSchema = z
     ...ingestPiece,
     ...objectStorePiece,
   })
-  .superRefine(requireEmbeddingProvider('ingest'));
+  .superRefine(requireEmbeddingProvider('ingest'))
+  .superRefine(embeddingRules);
 export type IngestConfig = z.output<typeof ingestSchema>;
 
 /** Resolved object-storage settings (OBJECTSTORE_* with the standard AWS variables as fallback). */

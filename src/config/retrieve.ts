@@ -3,6 +3,7 @@ import { bool, inert, int, oneOf, string, url } from './fields.js';
 import {
   dataPiece,
   embeddingPiece,
+  embeddingRules,
   indexPiece,
   requireEmbeddingProvider,
   SPARSE_MODELS,
@@ -93,5 +94,6 @@ export const retrieveSchema = z
     ...sparsePiece,
     ...retrievalPiece,
   })
-  .superRefine(requireEmbeddingProvider('retrieve'));
+  .superRefine(requireEmbeddingProvider('retrieve'))
+  .superRefine(embeddingRules);
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

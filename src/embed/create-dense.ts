@@ -4,6 +4,7 @@ import { approximateTokenCounter } from '../chunk/approx-counter.js';
 import type { TokenCounter } from '../chunk/chunker.js';
 import type { Clock } from '../clock.js';
 import { embeddingPiece } from '../config/index-settings.js';
+import { ConfigError } from '../config/parse.js';
 import { createBudgetedEmbedder } from './budgeted-embedder.js';
 import type { DenseEmbedder } from './dense.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
@@ -44,8 +45,8 @@ export function createDenseEmbedder(
   if (provider === undefined || provider === 'none') return undefined;
   const dim = config.EMBEDDING_DIM;
   if (dim === undefined) {
-    throw new Error(
-      `EMBEDDING_DIM is required with EMBEDDING_PROVIDER=${provider} (the model's vector size)`,
+    throw new ConfigError(
+      `Configuration error: EMBEDDING_DIM is required with EMBEDDING_PROVIDER=${provider} (the model's vector size)`,
     );
   }
   const counter = deps.counter ?? approximateTokenCounter();
@@ -56,7 +57,9 @@ export function createDenseEmbedder(
     try {
       textBudget(config.EMBEDDING_MAX_TOKENS, prefix, counter);
     } catch (err) {
-      throw new Error(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ConfigError(
+        `Configuration error: ${name} ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   }
   const log = deps.log.child({ component: 'embedder', provider });
@@ -89,8 +92,8 @@ function createBackend(
   }
   const baseUrl = config.EMBEDDING_API_BASE_URL;
   if (baseUrl === undefined) {
-    throw new Error(
-      `EMBEDDING_API_BASE_URL is required with EMBEDDING_PROVIDER=${provider} (e.g. ${provider === 'http-compat' ? 'http://proxy/v1' : 'http://tei:80'})`,
+    throw new ConfigError(
+      `Configuration error: EMBEDDING_API_BASE_URL is required with EMBEDDING_PROVIDER=${provider} (e.g. ${provider === 'http-compat' ? 'http://proxy/v1' : 'http://tei:80'})`,
     );
   }
   const retry: RetryPolicy = {
@@ -109,7 +112,9 @@ function createBackend(
   };
   if (provider === 'http-compat') {
     if (config.EMBEDDING_MODEL === '') {
-      throw new Error('EMBEDDING_MODEL is required with EMBEDDING_PROVIDER=http-compat (sent as `model`)');
+      throw new ConfigError(
+        'Configuration error: EMBEDDING_MODEL is required with EMBEDDING_PROVIDER=http-compat (sent as `model`)',
+      );
     }
     return createHttpCompatBackend({ ...common, model: config.EMBEDDING_MODEL });
   }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { CHUNK_MODES } from '../config/chunking.js';
 import { bool, oneOf, optionalBool, optionalString, url } from '../config/fields.js';
-import { EMBEDDING_PROVIDERS } from '../config/index-settings.js';
+import { EMBEDDING_PROVIDERS, embeddingRules } from '../config/index-settings.js';
 import { ingestSchema } from '../config/ingest.js';
 import { ConfigError } from '../config/parse.js';
 import { retrieveSchema } from '../config/retrieve.js';
@@ -54,15 +54,18 @@ export const allOverrides = {
 /**
  * `kilde serve all`'s schema: the union of the member services' variables (the extractor sidecar is
  * not a member) with `allOverrides` on top. Merging shapes drops the services' object-level
- * refinements (ingest and retrieve demand `EMBEDDING_PROVIDER`; here it defaults to `none`).
+ * refinements (ingest and retrieve demand `EMBEDDING_PROVIDER`; here it defaults to `none`), so the
+ * dense-provider rules they share are added again.
  */
-export const allSchema = z.object({
-  ...agentSchema.shape,
-  ...toolsSchema.shape,
-  ...ingestSchema.shape,
-  ...retrieveSchema.shape,
-  ...allOverrides,
-});
+export const allSchema = z
+  .object({
+    ...agentSchema.shape,
+    ...toolsSchema.shape,
+    ...ingestSchema.shape,
+    ...retrieveSchema.shape,
+    ...allOverrides,
+  })
+  .superRefine(embeddingRules);
 export type AllConfig = z.output<typeof allSchema>;
 
 /** The single services' default LLM endpoint, used by `/echo` in `all` when none is configured. */

@@ -46,7 +46,7 @@ describe('createDenseEmbedder configuration', () => {
         EMBEDDING_MAX_TOKENS: '8',
         EMBEDDING_PREFIX_QUERY: 'Given a web search query, retrieve relevant passages: ',
       }),
-    ).toThrow(/^EMBEDDING_PREFIX_QUERY: EMBEDDING_MAX_TOKENS=8 leaves no room/);
+    ).toThrow(/^Configuration error: EMBEDDING_PREFIX_QUERY EMBEDDING_MAX_TOKENS=8 leaves no room/);
   });
 
   it('exposes provider, model and dim', () => {
