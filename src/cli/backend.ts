@@ -56,6 +56,10 @@ export interface Backend {
   deleteDocument(fileId: string): Promise<Record<string, unknown>>;
   chunks(fileId: string, query: Record<string, string>): Promise<Record<string, unknown>>;
   listDocuments(collection: string): Promise<DocumentSummary[]>;
+  /** Of these collection names, the ones that hold no chunk (a server cannot tell: none). */
+  missingCollections(names: readonly string[]): Promise<string[]>;
+  /** Where the index is, for messages (local: its directory or URI). */
+  readonly where?: string;
   close(): Promise<void>;
 }
 

@@ -1,10 +1,12 @@
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { type Logger, pino } from 'pino';
 import { dataPiece } from '../config/index-settings.js';
 import type { Env } from '../config/parse.js';
 import { readStoredKey } from '../embedded/api-key.js';
 import { fileIdFor } from '../embedded/file-ingest.js';
+import { describeCause, KildeError } from '../errors.js';
 import { createLogger } from '../http/logger.js';
 import { collectionNameProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { Backend } from './backend.js';
@@ -36,7 +38,16 @@ function cliLogger(env: Env): Logger {
 
 async function backendFor(io: CliIo, remote: Remote, engine?: string): Promise<Backend> {
   const url = remote.url ?? io.env.KILDE_URL;
-  if (!url) return createLocalBackend(io.env, cliLogger(io.env), engine);
+  if (!url) {
+    noteOldDataDir(io);
+    return createLocalBackend(io.env, cliLogger(io.env), engine);
+  }
+  if (!/^https?:\/\//i.test(url)) {
+    throw new CliError(
+      `--url "${url}" has no http:// or https:// scheme: use --url http://${url.replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')}`,
+      2,
+    );
+  }
   if (engine) {
     throw new CliError(
       '--engine works on the embedded index only; a server extracts with its EXTRACTION_ENGINE',
@@ -53,6 +64,21 @@ async function backendFor(io: CliIo, remote: Remote, engine?: string): Promise<B
   return createHttpBackend({ url, apiKey });
 }
 
+/**
+ * The data directory no longer depends on the folder the command runs in (default `~/.kilde`). A
+ * `./.kilde` here is most likely an index made by an older Kilde: say where the index is now.
+ */
+function noteOldDataDir(io: CliIo): void {
+  if (io.env.KILDE_DATA_DIR?.trim()) return;
+  const here = resolve('.kilde');
+  const home = resolve(dataPiece.KILDE_DATA_DIR.parse(undefined));
+  if (here !== home && existsSync(join(here, 'lancedb'))) {
+    io.err.write(
+      `kilde: note: ${here} is not used; the index is in ${home} (set KILDE_DATA_DIR=${here} to use that one)\n`,
+    );
+  }
+}
+
 /** Opens the backend, runs the command, and always closes it (the index, the in-process app). */
 async function withBackend(
   io: CliIo,
@@ -67,6 +93,19 @@ async function withBackend(
   } finally {
     await backend.close();
   }
+}
+
+/** A search or listing of a collection nothing was ingested into is a mistake worth saying (exit 1). */
+async function requireCollections(backend: Backend, names: readonly string[]): Promise<void> {
+  const missing = await backend.missingCollections(names);
+  if (missing.length === 0) return;
+  const where = backend.where ? ` in ${backend.where}` : '';
+  const list = missing.map((n) => `"${n}"`).join(', ');
+  throw new CliError(
+    missing.length === names.length
+      ? `collection ${list} does not exist${where}: nothing was ingested into it (kilde ingest <files> --collection ${missing[0]})`
+      : `collection ${list} does not exist${where}; searching the others would hide that`,
+  );
 }
 
 function positiveInt(name: string, max: number) {
@@ -107,12 +146,15 @@ const remoteOptions = (c: Command) =>
       'bearer key of that server (default: KILDE_API_KEY, API_KEY, or the stored key)',
     );
 
+/** The failure and its causes (`Embedding failed: … ECONNREFUSED 127.0.0.1:9`): this is the operator's own machine. */
 function errorMessage(err: unknown): { error: string; code?: string } {
   const code =
     typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
       ? err.code
       : undefined;
-  const error = err instanceof Error ? err.message : String(err);
+  const causes = describeCause(err);
+  const detail = err instanceof KildeError ? err.detail : undefined;
+  const error = detail && !causes.includes(detail) ? `${causes}: ${detail}` : causes;
   return code ? { error, code } : { error };
 }
 
@@ -193,6 +235,7 @@ export function registerCommands(program: Command, io: CliIo): void {
       .option('--json', 'print the POST /search response as JSON'),
   ).action(async (query: string, o: Remote & { collection: string[]; k: number; json?: boolean }) => {
     await withBackend(io, o, undefined, async (backend) => {
+      await requireCollections(backend, o.collection);
       const result = await backend.search({ queries: [query], collection_names: o.collection, k: o.k });
       const ansi = io.out.isTTY === true && io.env.NO_COLOR === undefined;
       io.out.write(o.json ? `${JSON.stringify(result)}\n` : renderHits(result, query, ansi));
@@ -237,6 +280,7 @@ export function registerCommands(program: Command, io: CliIo): void {
       .option('--json', 'print JSON'),
   ).action(async (o: Remote & { collection: string; json?: boolean }) => {
     await withBackend(io, o, undefined, async (backend) => {
+      await requireCollections(backend, [o.collection]);
       const docs = await backend.listDocuments(o.collection);
       if (o.json) {
         io.out.write(`${JSON.stringify(docs)}\n`);

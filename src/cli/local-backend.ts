@@ -7,8 +7,10 @@ import { type Env, parseConfig } from '../config/parse.js';
 import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
 import { type AllParts, composeAll } from '../embedded/compose.js';
+import { KildeError } from '../errors.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
+import { type IndexConfigFields, resolveIndexUri } from '../index/settings-from-config.js';
 import { type Backend, errorFromBody, type SearchResult, summarise } from './backend.js';
 
 /** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
@@ -68,10 +70,31 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
 
   return {
     mode: 'local',
+    where: resolveIndexUri(config as unknown as IndexConfigFields),
+    async missingCollections(names) {
+      const { all } = await open();
+      const missing: string[] = [];
+      for (const name of names) {
+        if ((await all.index.count({ collectionNames: [name] })) === 0) missing.push(name);
+      }
+      return missing;
+    },
     async prepare() {
       await open();
     },
     async ingest(a) {
+      // Held to MAX_UPLOAD_BYTES like an upload, before a byte is read: a huge file is one clear
+      // failure, not a process out of memory.
+      const { stat } = await import('node:fs/promises');
+      const bytes = (await stat(a.path)).size;
+      const max = Number((config as Record<string, unknown>).MAX_UPLOAD_BYTES);
+      if (bytes > max) {
+        throw new KildeError(
+          'INVALID_REQUEST',
+          413,
+          `File is ${bytes} bytes, over MAX_UPLOAD_BYTES (${max} bytes); raise MAX_UPLOAD_BYTES to ingest it`,
+        );
+      }
       const { all } = await open();
       const outcome = await all.ingest.pipeline().service.ingest(
         {
@@ -83,10 +106,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
           overwrite: true,
           source: a.source,
         },
-        async () => {
-          const { stat } = await import('node:fs/promises');
-          return { path: a.path, filename: a.filename, bytes: (await stat(a.path)).size };
-        },
+        async () => ({ path: a.path, filename: a.filename, bytes }),
       );
       return { chunks: outcome.chunksCount, engine: outcome.extraction.engine };
     },

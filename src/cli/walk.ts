@@ -1,18 +1,35 @@
 import { stat } from 'node:fs/promises';
-import { basename, relative, resolve } from 'node:path';
+import { basename, dirname, relative, resolve, sep } from 'node:path';
 import { glob } from 'tinyglobby';
 
 export interface FoundFile {
   /** Absolute path. */
   path: string;
   /**
-   * Stable name for the file_id: inside a folder argument `folder-name/path/in/it` (the same wherever
-   * the folder lives or however it was typed), else the path relative to the working directory.
+   * Stable name for the file_id and `meta.source`, the same whichever folder the command runs in and
+   * however the path was typed: `folder-name/path/in/it` for a folder argument or a glob (its
+   * folder is the glob's fixed leading part), `parent-folder/file` for a file argument.
    */
   relative: string;
 }
 
 const IGNORE = ['**/node_modules/**', '**/.git/**', '**/.kilde/**', '**/.DS_Store'];
+
+/** `base-folder-name/path/inside/it`, slashes on every platform. */
+function named(base: string, file: string): string {
+  return [basename(base), ...relative(base, file).split(sep)].filter(Boolean).join('/');
+}
+
+/** The leading segments of a glob without magic characters (`docs/**\/*.md` → `docs`). */
+function fixedPart(pattern: string): string {
+  const parts = pattern.split(/[\\/]/);
+  const fixed: string[] = [];
+  for (const p of parts.slice(0, -1)) {
+    if (/[*?[\]{}()!]/.test(p)) break;
+    fixed.push(p);
+  }
+  return fixed.join('/') || '.';
+}
 
 /**
  * Expands CLI arguments into files: a file as is, a folder walked recursively, anything else as a
@@ -24,7 +41,7 @@ export async function findFiles(args: readonly string[], cwd = process.cwd()): P
     const abs = resolve(cwd, arg);
     const info = await stat(abs).catch(() => undefined);
     if (info?.isFile()) {
-      out.set(abs, { path: abs, relative: relative(cwd, abs) || arg });
+      out.set(abs, { path: abs, relative: named(dirname(abs), abs) });
       continue;
     }
     const [root, pattern] = info?.isDirectory() ? [abs, '**/*'] : [cwd, arg];
@@ -35,10 +52,8 @@ export async function findFiles(args: readonly string[], cwd = process.cwd()): P
       ignore: IGNORE,
       dot: false,
     });
-    for (const m of matches) {
-      const rel = relative(info?.isDirectory() ? abs : cwd, m);
-      out.set(m, { path: m, relative: info?.isDirectory() ? `${basename(abs)}/${rel}` : rel });
-    }
+    const base = info?.isDirectory() ? abs : resolve(cwd, fixedPart(arg));
+    for (const m of matches) out.set(m, { path: m, relative: named(base, m) });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
 }

@@ -1,3 +1,5 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import type { z } from 'zod';
 import {
   bool,
@@ -12,12 +14,26 @@ import {
   url,
 } from './fields.js';
 
+/** `~` and `~/…` are the user's home directory: one data directory, whichever folder Kilde runs in. */
+export function expandHome(path: string): string {
+  if (path === '~') return homedir();
+  return path.startsWith('~/') ? join(homedir(), path.slice(2)) : path;
+}
+
+export const DEFAULT_DATA_DIR = '~/.kilde';
+
 /**
  * Settings ingestion and retrieval must agree on; a mismatch raises no error, it gives wrong scores or
  * empty hits (docs/architecture.md, "The shared index contract").
  */
 export const dataPiece = {
-  KILDE_DATA_DIR: string('./.kilde', 'Data directory of the embedded mode (LanceDB index, generated key).'),
+  KILDE_DATA_DIR: documentedAs(
+    string(DEFAULT_DATA_DIR, '').transform(expandHome),
+    string(
+      DEFAULT_DATA_DIR,
+      "Data directory of the embedded mode (LanceDB index, generated key): the same for the server and the CLI from any folder. `~` is the user's home.",
+    ),
+  ),
 };
 
 /**

@@ -1,4 +1,5 @@
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { highlight, queryTerms, snippet } from '../../src/cli/render.js';
@@ -44,7 +45,7 @@ describe('kilde serve all: config', () => {
       ENABLE_SPARSE_EMBEDDINGS: true,
       ENABLE_HYBRID_SEARCH: true,
       SPARSE_LANGUAGE: 'english',
-      KILDE_DATA_DIR: './.kilde',
+      KILDE_DATA_DIR: join(homedir(), '.kilde'),
       PORT: 8000,
     });
     expect(c.AGENT_API_BASE_URL).toBeUndefined();

@@ -1,5 +1,5 @@
 import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { cleanEnv, jsonLines, REPO, runCli, Server, tempDir } from './helpers.js';
@@ -156,7 +156,12 @@ describe('npm start (kilde quickstart) end to end', () => {
     await writeFile(join(tmp.dir, 'fjord.md'), '# Fjords\n\nLimfjorden cuts through northern Jutland.\n');
     const ingest = await runCli(['ingest', join(tmp.dir, 'fjord.md'), '--collection', 'local'], env, tmp.dir);
     expect(ingest.code).toBe(0);
-    expect(jsonLines(ingest.stdout)[0]).toMatchObject({ file: 'fjord.md', ok: true, chunks: 1 });
+    // A file argument is named `parent-folder/file`, whichever folder the command ran in.
+    expect(jsonLines(ingest.stdout)[0]).toMatchObject({
+      file: `${basename(tmp.dir)}/fjord.md`,
+      ok: true,
+      chunks: 1,
+    });
     let hits: string[] = [];
     for (let i = 0; i < 40 && hits.length === 0; i += 1) {
       hits = (await search(['Limfjorden Jutland'], ['local'])).documents[0] ?? [];
