@@ -85,7 +85,9 @@ export function detectLanguages(text: string): string[] {
   const samples = samplesOf(text);
   const leads = new Map<string, { count: number; score: number }>();
   for (const sample of samples) {
-    const [top] = lib().detectAll(sample).filter((r) => /^[a-z]{2}$/.test(r.lang));
+    const [top] = lib()
+      .detectAll(sample)
+      .filter((r) => /^[a-z]{2}$/.test(r.lang));
     if (!top) continue;
     const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
     leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.accuracy });

@@ -6,6 +6,7 @@ import type { DenseEmbedder } from '../embed/dense.js';
 import type { SparseEncoder } from '../embed/sparse.js';
 import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
 import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extractor.js';
+import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestTarget } from './request.js';
@@ -102,7 +103,11 @@ export async function runPipeline(
     observer,
     'chunk',
     { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
-    async () => toPoints(await chunkAll(parts.chunker, docs), docs, target, version, parts.extractor.name),
+    async () => {
+      // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted.
+      const clean = docs.map(dropTableOfContents);
+      return toPoints(await chunkAll(parts.chunker, clean), clean, target, version, parts.extractor.name);
+    },
   );
   if (points.length === 0) {
     throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');

@@ -4,6 +4,7 @@ import type { ExtractionLimits } from '../limits.js';
 import { decodeXml, splitAuthors } from '../ooxml-core.js';
 import { type ReadContent, tidyMarkdown } from './content.js';
 import { htmlToMarkdown as convert } from './html-markdown.js';
+import { mainContentHtml } from './main-content.js';
 import { decodeText } from './text.js';
 
 /**
@@ -16,7 +17,8 @@ export function htmlToMarkdown(html: string, limits: Pick<ExtractionLimits, 'max
 
 export async function readHtml(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const html = decodeText(await readFile(path));
-  return { text: htmlToMarkdown(html, limits), metadata: htmlMetadata(html) };
+  // Web-page chrome (navigation, language lists) is not content: only the article is converted.
+  return { text: htmlToMarkdown(mainContentHtml(html), limits), metadata: htmlMetadata(html) };
 }
 
 /** Head metadata: `<title>`, author and publication date meta tags, and the declared `lang`. */

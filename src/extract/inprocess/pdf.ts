@@ -6,6 +6,7 @@ import { toIsoDate } from '../dates.js';
 import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
 import { splitAuthors } from '../ooxml-core.js';
 import { joinPages, type ReadContent } from './content.js';
+import { type OutlineEntry, type PdfLine, pageTextsWithHeadings } from './pdf-headings.js';
 
 /**
  * pdf.js needs the Adobe CMaps to decode CJK fonts with predefined encodings; without them those
@@ -20,10 +21,13 @@ const PDF_OPTIONS = {
   isEvalSupported: false,
 };
 
+type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
+
 /**
- * PDF text page by page (page spans into the joined text) and the info dictionary. The page count
- * is judged before any page is read, and pages are read one at a time (each released after its
- * text is taken) so memory follows the largest page, not the document.
+ * PDF text page by page (page spans into the joined text), headings marked as Markdown (from the
+ * outline, else font sizes; see pdf-headings.ts) so chunks get `meta.headers`, and the info
+ * dictionary. The page count is judged before any page is read, and pages are read one at a time
+ * (each released after its lines are taken) so memory follows the largest page, not the document.
  */
 export async function readPdf(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const data = new Uint8Array(await readFile(path));
@@ -36,26 +40,80 @@ export async function readPdf(path: string, limits: ExtractionLimits): Promise<R
         'EXTRACTION_MAX_PAGES',
       );
     }
-    const texts: string[] = [];
+    const pages: PdfLine[][] = [];
     let chars = 0;
     for (let n = 1; n <= totalPages; n++) {
-      const page = await pdf.getPage(n);
-      const content = await page.getTextContent();
-      // As unpdf's extractText joins a page's items.
-      const text = content.items
-        .map((item) => ('str' in item ? item.str + (item.hasEOL ? '\n' : '') : ''))
-        .join('');
-      page.cleanup();
-      chars += text.length;
+      const lines = await pageLines(pdf, n);
+      for (const l of lines) chars += l.text.length + 1;
       checkTextSize(chars, limits);
-      texts.push(text);
+      pages.push(lines);
     }
+    const outline = await readOutline(pdf).catch(() => []);
     const { info } = await getMeta(pdf);
-    const joined = joinPages(texts);
+    const joined = joinPages(pageTextsWithHeadings(pages, outline));
     return { text: joined.text, pages: joined.pages, metadata: { ...pdfInfo(info), page_count: totalPages } };
   } finally {
     await pdf.destroy();
   }
+}
+
+/** A page's text runs joined as pdf.js orders them (a run with `hasEOL` ends a line), with font sizes. */
+async function pageLines(pdf: PdfDocument, pageNumber: number): Promise<PdfLine[]> {
+  const page = await pdf.getPage(pageNumber);
+  const content = await page.getTextContent();
+  const lines: PdfLine[] = [];
+  let text = '';
+  let size = 0;
+  for (const item of content.items) {
+    if (!('str' in item) || item.str == null) continue;
+    const parts = item.str.split('\n');
+    const [, , c = 0, d = 0] = item.transform as number[];
+    const runSize = Math.hypot(c, d);
+    parts.forEach((part, i) => {
+      if (i > 0) {
+        lines.push({ text, size });
+        text = '';
+        size = 0;
+      }
+      text += part;
+      if (part.trim() !== '') size = Math.max(size, runSize);
+    });
+    if (item.hasEOL) {
+      lines.push({ text, size });
+      text = '';
+      size = 0;
+    }
+  }
+  lines.push({ text, size });
+  page.cleanup();
+  return lines;
+}
+
+/** The outline (bookmarks) flattened in reading order, each entry with its depth and 0-based page. */
+async function readOutline(pdf: PdfDocument): Promise<OutlineEntry[]> {
+  const tree = await pdf.getOutline();
+  if (!tree || tree.length === 0) return [];
+  const out: OutlineEntry[] = [];
+  const walk = async (nodes: typeof tree, level: number): Promise<void> => {
+    for (const node of nodes) {
+      const page = await destinationPage(pdf, node.dest);
+      if (page !== undefined && node.title.trim() !== '') out.push({ title: node.title, level, page });
+      if (node.items.length > 0) await walk(node.items, level + 1);
+    }
+  };
+  await walk(tree, 1);
+  return out;
+}
+
+async function destinationPage(pdf: PdfDocument, dest: unknown): Promise<number | undefined> {
+  const explicit = typeof dest === 'string' ? await pdf.getDestination(dest) : dest;
+  if (!Array.isArray(explicit) || explicit.length === 0) return undefined;
+  const target: unknown = explicit[0];
+  if (typeof target === 'number') return target;
+  if (typeof target === 'object' && target !== null) {
+    return pdf.getPageIndex(target as Parameters<PdfDocument['getPageIndex']>[0]);
+  }
+  return undefined;
 }
 
 function pdfInfo(info: Record<string, unknown>): ReadContent['metadata'] {
