@@ -109,7 +109,7 @@ export function createBudgetedEmbedder(backend: EmbeddingBackend, o: BudgetedEmb
     texts.forEach((text, owner) => {
       const windows = splitToBudget(text, budget, counter, counts[owner]);
       if (windows.length > 1) {
-        log.info(
+        log.debug(
           { chars: text.length, windows: windows.length, budget },
           'input longer than EMBEDDING_MAX_TOKENS: embedding it in windows and pooling',
         );

@@ -17,6 +17,7 @@ import { BODY_LIMITS } from './body-limits.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
+import { logRequestLine } from './request-line.js';
 
 export type KildeApp = FastifyInstance<
   RawServerDefault,
@@ -65,6 +66,8 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     bodyLimit: deps.bodyLimit ?? BODY_LIMITS.default,
     routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true },
     return503OnClosing: true,
+    // One line per request instead of Fastify's two (see request-line.ts).
+    disableRequestLogging: true,
   }).withTypeProvider<ZodTypeProvider>();
 
   // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
@@ -78,6 +81,7 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
       .status(404)
       .send({ detail: `Not found: ${request.method} ${request.url.split('?')[0]}`, code: 'NOT_FOUND' }),
   );
+  app.addHook('onResponse', logRequestLine);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });

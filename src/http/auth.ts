@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { noteOnRequestLine } from './request-line.js';
 
 const PREFIX = 'Bearer ';
 
@@ -24,7 +25,7 @@ export function bearerMatches(header: string | string[] | undefined, apiKey: str
 export function requireBearer(apiKey: string) {
   return async function checkBearer(request: FastifyRequest, reply: FastifyReply) {
     if (bearerMatches(request.headers.authorization, apiKey)) return;
-    request.log.info({ route: request.routeOptions.url }, 'rejected: invalid API key');
+    noteOnRequestLine(request, { reason: 'invalid API key' });
     return reply.status(401).header('www-authenticate', 'Bearer').send({ detail: 'Invalid API key' });
   };
 }

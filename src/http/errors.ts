@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { describeCause, type ErrorCode, KildeError } from '../errors.js';
+import { noteOnRequestLine } from './request-line.js';
 
 export { type ErrorCode, KildeError } from '../errors.js';
 
@@ -80,11 +81,7 @@ export function makeErrorHandler(debug: boolean, format: ErrorBodyFormat = defau
   return (error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const payload = toErrorPayload(error, debug);
     if (payload.statusCode >= 500) request.log.error({ err: error, code: payload.code }, 'request failed');
-    else
-      request.log.info(
-        { code: payload.code, status: payload.statusCode, reason: payload.message },
-        'request rejected',
-      );
+    else noteOnRequestLine(request, { code: payload.code, reason: payload.message });
     return reply.status(payload.statusCode).send(format(payload));
   };
 }

@@ -49,6 +49,10 @@ export function createLogger(s: LogSettings, destination?: DestinationStream): L
   };
   if (destination) return pino(options, destination);
   const pretty = s.LOG_FORMAT === 'pretty' || (s.LOG_FORMAT !== 'json' && process.stdout.isTTY === true);
-  if (pretty) return pino({ ...options, transport: { target: 'pino-pretty', options: { destination: 1 } } });
+  if (pretty)
+    return pino({
+      ...options,
+      transport: { target: 'pino-pretty', options: { destination: 1, singleLine: true } },
+    });
   return pino(options);
 }

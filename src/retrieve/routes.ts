@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
+import { noteOnRequestLine } from '../http/request-line.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 
 import type { SearchService } from './search-service.js';
@@ -108,7 +109,11 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
       const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
         throw asSearchError(err);
       });
-      request.log.info({ queries: queries.length, k: request.body.k }, 'search');
+      noteOnRequestLine(request, {
+        queries: queries.length,
+        k: request.body.k,
+        hits: lists.documents.map((d) => d.length),
+      });
       return lists;
     },
   );
