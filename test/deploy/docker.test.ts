@@ -165,7 +165,7 @@ describe('compose.yaml', () => {
   });
 
   it('gives Kilde only variables Kilde knows', () => {
-    const known = new Set(Object.keys(allService().schema.shape));
+    const known = new Set(Object.keys(allService.schema.shape));
     const env = Object.keys(compose.services.kilde.environment);
     expect(env.filter((name) => !known.has(name))).toEqual([]);
     expect(compose.services.kilde.environment.VECTORDB_URI).toBe('http://qdrant:6333');

@@ -15,7 +15,7 @@ export interface PdfOutlineItem {
   children?: PdfOutlineItem[];
 }
 
-const escape = (s: string) => s.replace(/\\/g, '\\\\').replace(/\(/g, '\\(').replace(/\)/g, '\\)');
+const pdfString = (s: string) => s.replace(/\\/g, '\\\\').replace(/\(/g, '\\(').replace(/\)/g, '\\)');
 
 export function makePdf(pages: PdfTextLine[][], outline: PdfOutlineItem[] = []): Buffer {
   const objects: string[] = [];
@@ -33,7 +33,7 @@ export function makePdf(pages: PdfTextLine[][], outline: PdfOutlineItem[] = []):
     const ops = lines.map((l) => {
       const size = l.size ?? 11;
       y -= size * 1.6;
-      return `BT /F1 ${size} Tf 72 ${y.toFixed(1)} Td (${escape(l.text)}) Tj ET`;
+      return `BT /F1 ${size} Tf 72 ${y.toFixed(1)} Td (${pdfString(l.text)}) Tj ET`;
     });
     const stream = ops.join('\n');
     const contents = add(
@@ -61,7 +61,7 @@ export function makePdf(pages: PdfTextLine[][], outline: PdfOutlineItem[] = []):
           kids.length > 0 ? `/First ${kids[0]} 0 R /Last ${kids.at(-1)} 0 R /Count ${kids.length}` : '',
         ].join(' ');
         objects[ids[i]! - 1] =
-          `<< /Title (${escape(node.title)}) /Parent ${parent} 0 R ${links} /Dest [${pageIds[node.page]} 0 R /XYZ 0 792 0] >>`;
+          `<< /Title (${pdfString(node.title)}) /Parent ${parent} 0 R ${links} /Dest [${pageIds[node.page]} 0 R /XYZ 0 792 0] >>`;
       });
       return ids;
     };

@@ -39,7 +39,7 @@ export function pageTextsWithHeadings(
   outline: readonly OutlineEntry[],
 ): string[] {
   const levels = outline.length > 0 ? levelsFromOutline(pages, outline) : undefined;
-  const marked = levels && levels.some((page) => page.size > 0) ? levels : levelsFromFontSizes(pages);
+  const marked = levels?.some((page) => page.size > 0) ? levels : levelsFromFontSizes(pages);
   return pages.map((lines, p) => render(lines, marked[p] ?? new Map()));
 }
 
