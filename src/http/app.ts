@@ -4,6 +4,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  LogController,
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
@@ -67,7 +68,7 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     routerOptions: { ignoreDuplicateSlashes: true, ignoreTrailingSlash: true },
     return503OnClosing: true,
     // One line per request instead of Fastify's two (see request-line.ts).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<ZodTypeProvider>();
 
   // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
