@@ -17,8 +17,12 @@ export function htmlToMarkdown(html: string, limits: Pick<ExtractionLimits, 'max
 
 export async function readHtml(path: string, limits: ExtractionLimits): Promise<ReadContent> {
   const html = decodeText(await readFile(path));
-  // Web-page chrome (navigation, language lists) is not content: only the article is converted.
-  return { text: htmlToMarkdown(mainContentHtml(html), limits), metadata: htmlMetadata(html) };
+  // The whole page first: that conversion enforces the nesting limit before any DOM is built.
+  const whole = htmlToMarkdown(html, limits);
+  // Web-page chrome (navigation, language lists) is not content: only the article is kept.
+  const article = mainContentHtml(html);
+  const text = article === html ? whole : htmlToMarkdown(article, limits);
+  return { text, metadata: htmlMetadata(html) };
 }
 
 /** Head metadata: `<title>`, author and publication date meta tags, and the declared `lang`. */
