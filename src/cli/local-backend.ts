@@ -6,7 +6,7 @@ import { embeddingRules } from '../config/index-settings.js';
 import { type Env, parseConfig } from '../config/parse.js';
 import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
-import { type AllParts, composeAll } from '../embedded/compose.js';
+import { composeServices, type EmbeddedService, type SomeParts } from '../embedded/compose.js';
 import { KildeError } from '../errors.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
@@ -24,8 +24,9 @@ export function localSchema() {
 }
 
 interface Runtime {
-  all: AllParts;
+  all: SomeParts;
   app: KildeApp;
+  services: readonly EmbeddedService[];
 }
 
 /**
@@ -40,9 +41,19 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
   const config = { ...parsed, API_KEY: generateKey(), ENABLE_INSPECTION_API: true };
   let runtime: Promise<Runtime> | undefined;
 
-  const open = (): Promise<Runtime> => {
-    runtime ??= (async () => {
-      const all = await composeAll(config, log);
+  /**
+   * The parts a command needs, over the one index: `search` mounts retrieval, `documents list` only
+   * opens the index, ingestion starts its pipeline only for the commands that ingest or delete. A
+   * later call that needs more reopens with the union (one command rarely does).
+   */
+  let queue: Promise<unknown> = Promise.resolve();
+  const reopen = async (need: readonly EmbeddedService[]): Promise<Runtime> => {
+    const current = runtime ? await runtime.catch(() => undefined) : undefined;
+    if (current && need.every((s) => current.services.includes(s))) return current;
+    const services = [...new Set([...(current?.services ?? []), ...need])];
+    if (current) await current.app.close();
+    runtime = (async () => {
+      const all = await composeServices(config, log, {}, services);
       const app = await buildApp(config, { logger: log, parts: all.parts });
       try {
         await startParts(all.parts);
@@ -50,13 +61,30 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
         await app.close().catch(() => undefined);
         throw err;
       }
-      return { all, app };
+      return { all, app, services };
     })();
     return runtime;
   };
+  // One open at a time: concurrent ingests share the runtime the first of them opened.
+  const open = (need: readonly EmbeddedService[]): Promise<Runtime> => {
+    const next = queue.then(() => reopen(need));
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  const ingestion = async () => {
+    const { all } = await open(['ingest']);
+    if (!all.ingest) throw new Error('ingestion was not mounted');
+    return all.ingest;
+  };
 
-  async function call(what: string, method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) {
-    const { app } = await open();
+  async function call(
+    need: readonly EmbeddedService[],
+    what: string,
+    method: 'GET' | 'POST' | 'DELETE',
+    url: string,
+    payload?: unknown,
+  ) {
+    const { app } = await open(need);
     const res = await app.inject({
       method,
       url,
@@ -72,7 +100,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     mode: 'local',
     where: resolveIndexUri(config as unknown as IndexConfigFields),
     async missingCollections(names) {
-      const { all } = await open();
+      const { all } = await open([]);
       const missing: string[] = [];
       for (const name of names) {
         if ((await all.index.count({ collectionNames: [name] })) === 0) missing.push(name);
@@ -80,7 +108,8 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       return missing;
     },
     async prepare() {
-      await open();
+      // The index only: each command then mounts what it uses (ingest its pipeline, search retrieval).
+      await open([]);
     },
     async ingest(a) {
       // Held to MAX_UPLOAD_BYTES like an upload, before a byte is read: a huge file is one clear
@@ -95,8 +124,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
           `File is ${bytes} bytes, over MAX_UPLOAD_BYTES (${max} bytes); raise MAX_UPLOAD_BYTES to ingest it`,
         );
       }
-      const { all } = await open();
-      const outcome = await all.ingest.pipeline().service.ingest(
+      const outcome = await (await ingestion()).pipeline().service.ingest(
         {
           fileId: a.fileId,
           filename: a.filename,
@@ -111,7 +139,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       return { chunks: outcome.chunksCount, engine: outcome.extraction.engine };
     },
     async search(args) {
-      return (await call('search', 'POST', '/search', args)) as unknown as SearchResult;
+      return (await call(['retrieve'], 'search', 'POST', '/search', args)) as unknown as SearchResult;
     },
     async extract(path, chosen) {
       // No index needed: only the engine.
@@ -129,17 +157,19 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
         await extractor.close?.();
       }
     },
-    deleteDocument: (fileId) => call('delete', 'DELETE', `/api/v1/documents/${encodeURIComponent(fileId)}`),
+    deleteDocument: (fileId) =>
+      call(['ingest'], 'delete', 'DELETE', `/api/v1/documents/${encodeURIComponent(fileId)}`),
     chunks(fileId, query) {
       const qs = new URLSearchParams(query).toString();
       return call(
+        ['ingest'],
         'chunks',
         'GET',
         `/api/v1/documents/${encodeURIComponent(fileId)}/chunks${qs ? `?${qs}` : ''}`,
       );
     },
     async listDocuments(collection) {
-      const { all } = await open();
+      const { all } = await open([]);
       const points: StoredPoint[] = [];
       let cursor: string | undefined;
       do {

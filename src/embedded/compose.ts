@@ -17,6 +17,16 @@ export interface AllParts {
   index: VectorIndex;
 }
 
+/** Some of the parts over the one index (what `composeServices` mounted). */
+export interface SomeParts {
+  parts: ServicePart[];
+  ingest: IngestPart | undefined;
+  index: VectorIndex;
+}
+
+/** The services `composeAll` can mount; the CLI mounts only what a command uses. */
+export type EmbeddedService = 'ingest' | 'retrieve' | 'agent' | 'tools';
+
 /**
  * `kilde serve all`: every service's part on one app, over ONE open index that ingestion writes and
  * retrieval reads (one LanceDB connection, one writer queue, no cross-process refresh delay).
@@ -26,6 +36,25 @@ export async function composeAll(
   log: Logger,
   deps: { fetch?: typeof fetch; clock?: Clock } = {},
 ): Promise<AllParts> {
+  const some = await composeServices(parsed, log, deps);
+  if (!some.ingest) throw new Error('composeServices left ingestion out');
+  const { choices } = resolveAllConfig(parsed);
+  describeMode(resolveAllConfig(parsed).config, choices, log);
+  return { ...some, ingest: some.ingest };
+}
+
+/**
+ * The parts of `kilde serve all` named in `only` (all when absent) over one open index: the CLI's
+ * `search` mounts retrieval alone, `documents list` none, so a command does not start ingestion's
+ * tokenizer and worker pool to read the index.
+ */
+export async function composeServices(
+  parsed: Readonly<AllConfig>,
+  log: Logger,
+  deps: { fetch?: typeof fetch; clock?: Clock } = {},
+  only?: readonly EmbeddedService[],
+): Promise<SomeParts> {
+  const wants = (s: EmbeddedService) => only === undefined || only.includes(s);
   const { config, tools, choices } = resolveAllConfig(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
   const index = await openIndex(
@@ -42,25 +71,33 @@ export async function composeAll(
     close: () => index.close(),
   };
   try {
-    const { createIngestPart } = await import('../ingest/part.js');
-    const { createRetrievePart } = await import('../retrieve/part.js');
-    const { createAgentPart } = await import('../agent/part.js');
-    const ingest = createIngestPart(config, {
-      log,
-      index,
-      ...net,
-      ...(deps.clock ? { clock: deps.clock } : {}),
-    });
-    const retrieve = await createRetrievePart(config, { log, index, ...net });
-    const agent = createAgentPart(config, net);
-    // Without a configured LLM the offline default would never be ready: its probe is left out.
-    const parts: ServicePart[] = [shared, ingest, retrieve, choices.llm ? agent : { ...agent, probes: [] }];
-    if (tools) {
+    const parts: ServicePart[] = [shared];
+    let ingest: IngestPart | undefined;
+    if (wants('ingest')) {
+      const { createIngestPart } = await import('../ingest/part.js');
+      ingest = createIngestPart(config, {
+        log,
+        index,
+        ...net,
+        ...(deps.clock ? { clock: deps.clock } : {}),
+      });
+      parts.push(ingest);
+    }
+    if (wants('retrieve')) {
+      const { createRetrievePart } = await import('../retrieve/part.js');
+      parts.push(await createRetrievePart(config, { log, index, ...net }));
+    }
+    if (wants('agent')) {
+      const { createAgentPart } = await import('../agent/part.js');
+      const agent = createAgentPart(config, net);
+      // Without a configured LLM the offline default would never be ready: its probe is left out.
+      parts.push(choices.llm ? agent : { ...agent, probes: [] });
+    }
+    if (tools && wants('tools')) {
       const { createToolsPart } = await import('../tools/part.js');
       // Joins the agent's `/mcp` (one route, both tool sets).
       parts.push(createToolsPart(tools, net));
     }
-    describeMode(config, choices, log);
     return { parts, ingest, index };
   } catch (err) {
     await index.close().catch(() => undefined);
