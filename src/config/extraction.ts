@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { inert, int, number, oneOf, optionalOneOf, optionalString, string, url } from './fields.js';
+import { int, number, oneOf, optionalString, string, url } from './fields.js';
 import { kernelPieces } from './shared.js';
 
 /**
@@ -87,28 +87,32 @@ export const CONCRETE_ENGINES = [
   'sidecar-http',
   'doc-layout',
   'doc-generic',
+  'vision-llm',
+  'hybrid-diagram',
 ] as const;
-/** Accepted names whose engines arrive with a later release; choosing one fails with a clear message. */
-export const PLANNED_ENGINES = ['vision-llm', 'hybrid-diagram'] as const;
+/** The engines that render pages and call the vision model (they need `VISION_LLM_*`). */
+export const VISION_ENGINES = ['vision-llm', 'hybrid-diagram'] as const;
 /** `auto` is a routing mode over the concrete engines, not an engine itself. */
-export const EXTRACTION_ENGINES = [...CONCRETE_ENGINES, ...PLANNED_ENGINES, 'auto'] as const;
+export const EXTRACTION_ENGINES = [...CONCRETE_ENGINES, 'auto'] as const;
 
 export type ConcreteEngine = (typeof CONCRETE_ENGINES)[number];
 export type ExtractionEngineName = (typeof EXTRACTION_ENGINES)[number];
 
-const ROUTABLE = [...CONCRETE_ENGINES, ...PLANNED_ENGINES] as const;
-const NO_ROUTING = '`EXTRACTION_ENGINE=auto` routing is not in this build';
-const NO_VISION = 'the vision engines are not in this build';
+/** Prompt profiles a caller may ask a vision engine for (`profile` of `POST /api/v1/extract`). */
+export const VISION_PROFILES = ['general', 'diagram', 'ocr'] as const;
+/** Profiles only the `hybrid-diagram` engine uses, for the graph beside a DOCX's native text. */
+export const HYBRID_PROFILES = ['diagram-topology', 'figure'] as const;
+export type VisionProfile = (typeof VISION_PROFILES)[number] | (typeof HYBRID_PROFILES)[number];
 
 export const extractionPiece = {
   EXTRACTION_ENGINE: oneOf(
     EXTRACTION_ENGINES,
     'inprocess',
-    'Extraction engine: `inprocess` (pure JavaScript, offline: PDF, DOCX, PPTX, XLSX, ODF, RTF, EPUB, HTML, Markdown, text, CSV), `pdf-inprocess` (PDF only), `sidecar-http` (Kreuzberg HTTP API at `EXTRACTION_SIDECAR_URL`), `doc-layout` (Docling Serve at `DOCLING_SERVE_URL`), `doc-generic` (Unstructured API at `UNSTRUCTURED_API_URL`). `vision-llm`, `hybrid-diagram` and `auto` are accepted names that are not available in this build yet.',
+    "Extraction engine: `inprocess` (pure JavaScript, offline: PDF, DOCX, PPTX, XLSX, ODF, RTF, EPUB, HTML, Markdown, text, CSV), `pdf-inprocess` (PDF only), `sidecar-http` (Kreuzberg HTTP API at `EXTRACTION_SIDECAR_URL`), `doc-layout` (Docling Serve at `DOCLING_SERVE_URL`), `doc-generic` (Unstructured API at `UNSTRUCTURED_API_URL`), `vision-llm` (pages rendered to PNG and transcribed by the vision model at `VISION_LLM_API_BASE_URL`), `hybrid-diagram` (a DOCX's own text plus a Mermaid graph of its drawings from the vision model; other files go to `vision-llm`), or `auto` (routing: diagram-heavy `.docx` files to `EXTRACTION_ROUTER_DIAGRAM_ENGINE`, everything else to `EXTRACTION_ROUTER_DEFAULT`).",
   ),
   EXTRACTION_TIMEOUT: int(
     300,
-    "Time-out of one extraction, seconds: an HTTP engine's request, or the in-process engine's work on one document in its worker (the worker is stopped and replaced; the request gets `EXTRACTION_FAILED`). Chunking and BM25 encoding of one document in the worker pool have the same bound.",
+    "Time-out of one extraction, seconds: an HTTP engine's request, the office renderer's conversion, or the in-process engine's work on one document in its worker (the worker is stopped and replaced; the request gets `EXTRACTION_FAILED`). Chunking, BM25 encoding and page rendering of one document in the worker pool have the same bound.",
     { min: 1 },
   ),
   ...extractionLimitsPiece,
@@ -144,66 +148,109 @@ export const extractionPiece = {
     'auto',
     'Partitioning `strategy` requested from the Unstructured API.',
   ),
-  EXTRACTION_ROUTER_DEFAULT: inert(
-    optionalOneOf(ROUTABLE, 'Engine for non-diagram documents when `EXTRACTION_ENGINE=auto`.'),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_DEFAULT: oneOf(
+    CONCRETE_ENGINES,
+    'inprocess',
+    'Engine for everything `auto` does not route to the diagram engine (every non-DOCX file and ordinary Word files). Read only when `EXTRACTION_ENGINE=auto`.',
   ),
-  EXTRACTION_ROUTER_DIAGRAM_ENGINE: inert(
-    oneOf(
-      ROUTABLE,
-      'hybrid-diagram',
-      'Engine for diagram-heavy `.docx` files when `EXTRACTION_ENGINE=auto`.',
-    ),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_DIAGRAM_ENGINE: oneOf(
+    CONCRETE_ENGINES,
+    'hybrid-diagram',
+    'Engine for diagram-heavy `.docx` files when `EXTRACTION_ENGINE=auto` (`vision-llm` here is asked for the `diagram` profile). Read only when `EXTRACTION_ENGINE=auto`.',
   ),
-  EXTRACTION_ROUTER_MIN_TEXTBOXES: inert(
-    int(20, 'Routing signal one: minimum drawing/text-box shapes.', { min: 0 }),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_MIN_TEXTBOXES: int(
+    20,
+    'Routing signal one (vector flowchart): at least this many drawing or text-box shapes in `word/document.xml`.',
+    { min: 0 },
   ),
-  EXTRACTION_ROUTER_DRAWING_RATIO: inert(
-    number(2.0, 'Routing signal one: minimum drawing-to-body word ratio.', { min: 0 }),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_DRAWING_RATIO: number(
+    2.0,
+    'Routing signal one: and at least this many words inside text boxes per word of body text (body words counted as at least 1).',
+    { min: 0 },
   ),
-  EXTRACTION_ROUTER_MIN_BODY_IMAGES: inert(
-    int(1, 'Routing signal two: minimum body images.', { min: 0 }),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_MIN_BODY_IMAGES: int(
+    1,
+    'Routing signal two (raster figure): at least this many pictures in the main document part (header and footer logos are in other parts and never count).',
+    { min: 0 },
   ),
-  EXTRACTION_ROUTER_MIN_IMAGE_EMU: inert(
-    int(
-      1_500_000_000_000,
-      'Routing signal two: minimum display area of the largest image, squared EMU (about 1.79 square inches).',
-      { min: 0 },
-    ),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_MIN_IMAGE_EMU: int(
+    1_500_000_000_000,
+    'Routing signal two: and the largest picture displayed at least this large, `cx·cy` of its `wp:extent` in squared EMU (1.5e12 is about 1.79 square inches).',
+    { min: 0 },
   ),
-  EXTRACTION_ROUTER_MIN_IMAGE_WORD_RATIO: inert(
-    number(0, 'Optional guard on image area against body words; 0 disables it.', { min: 0 }),
-    NO_ROUTING,
+  EXTRACTION_ROUTER_MIN_IMAGE_WORD_RATIO: number(
+    0,
+    "Optional guard on signal two: the largest picture's area (squared EMU) per word of body text must reach this (e.g. 1e10 lets a 1.5e12 picture route with up to 150 words around it); 0 disables it.",
+    { min: 0 },
   ),
-  VISION_LLM_API_BASE_URL: inert(
-    url(undefined, 'OpenAI-compatible base URL of the vision model; unset disables the vision engines.'),
-    NO_VISION,
+  VISION_LLM_API_BASE_URL: url(
+    undefined,
+    'OpenAI-compatible base URL of the vision model (`POST {url}/chat/completions`, keeping a `/v1`). Required when a vision engine is selected (directly or by `auto`); never probed by readiness.',
   ),
-  VISION_LLM_MODEL: inert(string('', 'Model on the vision endpoint.'), NO_VISION),
-  VISION_LLM_DPI: inert(
-    int(150, 'Page rasterisation density for vision engines.', {
-      min: 36,
-    }),
-    NO_VISION,
+  VISION_LLM_API_KEY: string('', 'Sent as `Authorization: Bearer` to the vision endpoint; empty sends none.'),
+  VISION_LLM_MODEL: string('', 'Model on the vision endpoint. Required when a vision engine is selected.'),
+  VISION_LLM_DPI: int(
+    150,
+    'Page rasterisation density (dots per inch). A page that would exceed 16 megapixels at this density is rendered at the density that fits.',
+    { min: 36, max: 600 },
   ),
-  VISION_LLM_MAX_PAGES: inert(int(20, 'Page cap of one vision call.', { min: 1 }), NO_VISION),
-  VISION_LLM_MAX_TOKENS: inert(
-    int(undefined, 'Output cap of a vision call; exceeding it fails the extraction.', { min: 1 }),
-    NO_VISION,
+  VISION_LLM_MAX_PAGES: int(
+    20,
+    'Most pages rendered and sent in the one vision call per document; later pages are not sent (logged as a warning, `vision_pages` < `page_count` in the metadata).',
+    { min: 1, max: 200 },
   ),
-  VISION_LLM_LANGUAGE_HINT: inert(
-    optionalString('Source-language hint for vision prompts, e.g. `Danish`.'),
-    NO_VISION,
+  VISION_LLM_MAX_TOKENS: int(
+    16384,
+    'Output cap of a vision call (`max_tokens`). An answer that stops at the cap (`finish_reason: "length"`) or reports more completion tokens fails the extraction with `EXTRACTION_FAILED`; it is never truncated into the index.',
+    { min: 1 },
   ),
-  OFFICE_RENDER_URL: inert(url(undefined, 'Office-to-PDF render sidecar for the vision engines.'), NO_VISION),
+  VISION_LLM_LANGUAGE_HINT: optionalString(
+    'Language of the source documents named in the prompt, e.g. `Danish`; the model is told to keep the text verbatim in it. Unset: "keep the original language".',
+  ),
+  VISION_LLM_TIMEOUT: int(
+    600,
+    'Time-out of one vision call, seconds (up to `VISION_LLM_MAX_PAGES` pages and `VISION_LLM_MAX_TOKENS` tokens of output take minutes).',
+    { min: 1 },
+  ),
+  OFFICE_RENDER_URL: url(
+    undefined,
+    "Office-to-PDF sidecar of the vision engines, speaking Gotenberg's API (`POST {url}/forms/libreoffice/convert`), e.g. `http://gotenberg:3000`. Unset: a local `soffice`/`libreoffice` is run headless if one is on the PATH; without either, office documents fail with the vision engines (PDFs need neither).",
+  ),
 };
 
-export const extractionSchema = z.object(extractionPiece);
+/**
+ * Cross-field rule of every schema that carries the extraction variables: a vision engine selected
+ * (directly, or as a target of `auto`) needs the vision endpoint and a model, or the service would
+ * start and fail every document. Reported at start-up (exit 2) naming the variable.
+ */
+export function requireVisionEndpoint(
+  c: {
+    EXTRACTION_ENGINE: ExtractionEngineName;
+    EXTRACTION_ROUTER_DEFAULT: ConcreteEngine;
+    EXTRACTION_ROUTER_DIAGRAM_ENGINE: ConcreteEngine;
+    VISION_LLM_API_BASE_URL?: string | undefined;
+    VISION_LLM_MODEL: string;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const chosen =
+    c.EXTRACTION_ENGINE === 'auto'
+      ? [c.EXTRACTION_ROUTER_DEFAULT, c.EXTRACTION_ROUTER_DIAGRAM_ENGINE]
+      : [c.EXTRACTION_ENGINE];
+  const vision = chosen.find((e): e is (typeof VISION_ENGINES)[number] =>
+    (VISION_ENGINES as readonly string[]).includes(e),
+  );
+  if (vision === undefined) return;
+  const why =
+    c.EXTRACTION_ENGINE === 'auto'
+      ? `is required by EXTRACTION_ENGINE=auto, which routes to ${vision}`
+      : `is required by EXTRACTION_ENGINE=${vision}`;
+  if (c.VISION_LLM_API_BASE_URL === undefined)
+    ctx.addIssue({ code: 'custom', path: ['VISION_LLM_API_BASE_URL'], message: why });
+  if (c.VISION_LLM_MODEL === '') ctx.addIssue({ code: 'custom', path: ['VISION_LLM_MODEL'], message: why });
+}
+
+export const extractionSchema = z.object(extractionPiece).superRefine(requireVisionEndpoint);
 
 /** The limits as the extraction worker pool takes them. */
 export function extractionLimits(c: z.output<typeof limitsSchema>): ExtractionLimits {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { chunkingPiece } from './chunking.js';
-import { extractionPiece } from './extraction.js';
+import { extractionPiece, requireVisionEndpoint } from './extraction.js';
 import { bool, int, list, optionalBool, optionalString, string, url } from './fields.js';
 import {
   dataPiece,
@@ -76,7 +76,8 @@ export const ingestSchema = z
     ...objectStorePiece,
   })
   .superRefine(requireEmbeddingProvider('ingest'))
-  .superRefine(embeddingRules);
+  .superRefine(embeddingRules)
+  .superRefine(requireVisionEndpoint);
 export type IngestConfig = z.output<typeof ingestSchema>;
 
 /** Resolved object-storage settings (OBJECTSTORE_* with the standard AWS variables as fallback). */

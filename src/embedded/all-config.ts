@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { CHUNK_MODES } from '../config/chunking.js';
+import { requireVisionEndpoint } from '../config/extraction.js';
 import { bool, oneOf, optionalBool, optionalString, url } from '../config/fields.js';
 import { EMBEDDING_PROVIDERS, embeddingRules } from '../config/index-settings.js';
 import { ingestSchema } from '../config/ingest.js';
@@ -55,7 +56,7 @@ export const allOverrides = {
  * `kilde serve all`'s schema: the union of the member services' variables (the extractor sidecar is
  * not a member) with `allOverrides` on top. Merging shapes drops the services' object-level
  * refinements (ingest and retrieve demand `EMBEDDING_PROVIDER`; here it defaults to `none`), so the
- * dense-provider rules they share are added again.
+ * dense-provider rules they share, and the vision-endpoint rule, are added again.
  */
 export const allSchema = z
   .object({
@@ -65,7 +66,8 @@ export const allSchema = z
     ...retrieveSchema.shape,
     ...allOverrides,
   })
-  .superRefine(embeddingRules);
+  .superRefine(embeddingRules)
+  .superRefine(requireVisionEndpoint);
 export type AllConfig = z.output<typeof allSchema>;
 
 /** The single services' default LLM endpoint, used by `/echo` in `all` when none is configured. */

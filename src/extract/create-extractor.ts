@@ -6,35 +6,50 @@ import {
   EXTRACTION_ENGINES,
   type ExtractionSettings,
   extractionLimits,
-  PLANNED_ENGINES,
 } from '../config/extraction.js';
 import { ConfigError } from '../config/parse.js';
 import { WorkerPool } from '../pool/worker-pool.js';
+import { createAutoRouter } from './auto-router.js';
 import { createDoclingExtractor } from './docling-engine.js';
 import type { Extractor } from './extractor.js';
-import type { FileKind } from './file-type.js';
 import { createKreuzbergExtractor } from './kreuzberg-engine.js';
 import { createPooledExtractor } from './pooled-engine.js';
+import { routerThresholds } from './routing.js';
 import { createUnstructuredExtractor } from './unstructured-engine.js';
+import { createHybridExtractor } from './vision/hybrid-engine.js';
+import {
+  createGotenbergRenderer,
+  createLocalOfficeRenderer,
+  type OfficeRenderer,
+} from './vision/office-render.js';
+import { createPageRenderer, type PageRenderer } from './vision/page-images.js';
+import { createVisionClient, type VisionClient } from './vision/vision-client.js';
+import { createVisionExtractor } from './vision/vision-engine.js';
 
 export interface ExtractorDeps {
   log: Logger;
   fetch?: typeof fetch;
-  /** The worker pool the in-process engines run in; without one, such an engine gets its own. */
+  /** The worker pool the in-process engines run in; without one, the engine gets its own. */
   pool?: WorkerPool;
-  /** Times an own pool's task limits (tests pass a manual clock). */
+  /** Times an own pool's task limits and the outbound time-outs (tests pass a manual clock). */
   clock?: Clock;
+  /** Counts the `auto` router's decisions. */
+  onRoute?: (engine: string, signal: string) => void;
 }
 
-type Factory = (settings: ExtractionSettings, deps: ExtractorDeps) => Extractor;
+/** What the factories get: the pool is always there (the caller's, or one made for this engine). */
+interface FactoryDeps extends ExtractorDeps {
+  pool: WorkerPool;
+  /** The vision engines' shared parts, made on first use. */
+  vision: () => VisionKit;
+}
 
-/**
- * One entry per concrete engine. The vision engines and the `auto` router of the next release add
- * their entries here (the router wraps this registry to build the engines it routes to).
- */
+type Factory = (settings: ExtractionSettings, deps: FactoryDeps) => Extractor;
+
+/** One entry per concrete engine; `auto` is built over this registry by `createExtractor`. */
 const FACTORIES: Record<ConcreteEngine, Factory> = {
-  inprocess: (s, d) => pooled('inprocess', undefined, s, d),
-  'pdf-inprocess': (s, d) => pooled('pdf-inprocess', ['pdf'], s, d),
+  inprocess: (_s, d) => createPooledExtractor(d.pool, { name: 'inprocess' }),
+  'pdf-inprocess': (_s, d) => createPooledExtractor(d.pool, { name: 'pdf-inprocess', only: ['pdf'] }),
   'sidecar-http': (s, d) =>
     createKreuzbergExtractor({
       baseUrl: required(s.EXTRACTION_SIDECAR_URL, 'EXTRACTION_SIDECAR_URL', 'sidecar-http'),
@@ -58,46 +73,144 @@ const FACTORIES: Record<ConcreteEngine, Factory> = {
       timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
       ...fetchOf(d),
     }),
+  'vision-llm': (_s, d) => d.vision().visionEngine,
+  'hybrid-diagram': (s, d) => {
+    const kit = d.vision();
+    return createHybridExtractor({
+      vision: kit.visionEngine,
+      renderPages: kit.renderPages,
+      client: kit.client,
+      pool: d.pool,
+      thresholds: routerThresholds(s),
+      languageHint: s.VISION_LLM_LANGUAGE_HINT,
+      log: d.log,
+    });
+  },
 };
+
+/** The parts `vision-llm` and `hybrid-diagram` share: the model client, the office and page renderers. */
+interface VisionKit {
+  client: VisionClient;
+  renderPages: PageRenderer;
+  visionEngine: Extractor;
+  close(): Promise<void>;
+}
+
+function visionKit(
+  s: ExtractionSettings,
+  d: ExtractorDeps & { pool: WorkerPool },
+  engine: string,
+): VisionKit {
+  const net = { ...fetchOf(d), ...(d.clock ? { clock: d.clock } : {}) };
+  const client = createVisionClient({
+    baseUrl: required(s.VISION_LLM_API_BASE_URL, 'VISION_LLM_API_BASE_URL', engine),
+    apiKey: s.VISION_LLM_API_KEY,
+    model: s.VISION_LLM_MODEL || missing('VISION_LLM_MODEL', engine),
+    maxTokens: s.VISION_LLM_MAX_TOKENS,
+    timeoutMs: s.VISION_LLM_TIMEOUT * 1000,
+    ...net,
+  });
+  // The largest PDF taken back from an office renderer: as much as a package may hold uncompressed.
+  const maxBytes = s.EXTRACTION_MAX_ARCHIVE_BYTES;
+  const office: OfficeRenderer = s.OFFICE_RENDER_URL
+    ? createGotenbergRenderer({
+        baseUrl: s.OFFICE_RENDER_URL,
+        timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
+        maxBytes,
+        ...net,
+      })
+    : createLocalOfficeRenderer({
+        timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
+        maxBytes,
+        log: d.log,
+        ...(d.clock ? { clock: d.clock } : {}),
+      });
+  d.log.debug({ engine, office: office.name, dpi: s.VISION_LLM_DPI }, 'vision engine ready');
+  const renderPages = createPageRenderer({
+    pool: d.pool,
+    office,
+    dpi: s.VISION_LLM_DPI,
+    maxPages: s.VISION_LLM_MAX_PAGES,
+    log: d.log,
+  });
+  return {
+    client,
+    renderPages,
+    visionEngine: createVisionExtractor({ renderPages, client, languageHint: s.VISION_LLM_LANGUAGE_HINT }),
+    close: async () => office.close?.(),
+  };
+}
 
 export function isConcreteEngine(name: string): name is ConcreteEngine {
   return (CONCRETE_ENGINES as readonly string[]).includes(name);
 }
 
 /**
- * Builds the extraction engine named by `engine` (an `EXTRACTION_ENGINE` value). Throws a
- * `ConfigError` naming the problem for unknown names, names not available in this build and
- * engines whose upstream URL is not configured.
+ * Builds the extraction engine named by `engine` (an `EXTRACTION_ENGINE` value, `auto` included).
+ * Throws a `ConfigError` naming the problem for unknown names and engines whose upstream is not
+ * configured. Without `deps.pool`, the engine gets a pool of its own (threads start on first use),
+ * closed with it.
  */
 export function createExtractor(
   engine: string,
   settings: ExtractionSettings,
   deps: ExtractorDeps,
 ): Extractor {
-  if (isConcreteEngine(engine)) {
-    const extractor = FACTORIES[engine](settings, deps);
-    deps.log.debug({ engine }, 'extraction engine ready');
-    return extractor;
-  }
-  if ((PLANNED_ENGINES as readonly string[]).includes(engine) || engine === 'auto') {
+  if (engine !== 'auto' && !isConcreteEngine(engine)) {
     throw new ConfigError(
-      `Configuration error: EXTRACTION_ENGINE "${engine}" is not available in this build; choose one of ${CONCRETE_ENGINES.join(', ')}`,
+      `Configuration error: unknown extraction engine "${engine}"; choose one of ${EXTRACTION_ENGINES.join(', ')}`,
     );
   }
-  throw new ConfigError(
-    `Configuration error: unknown extraction engine "${engine}"; choose one of ${EXTRACTION_ENGINES.join(', ')}`,
-  );
+  const own = deps.pool ? undefined : ownPool(settings, deps);
+  const pool = deps.pool ?? own!;
+  let kit: VisionKit | undefined;
+  const factoryDeps: FactoryDeps = {
+    ...deps,
+    pool,
+    vision: () => {
+      kit ??= visionKit(settings, { ...deps, pool }, engine);
+      return kit;
+    },
+  };
+  let extractor: Extractor;
+  try {
+    extractor =
+      engine === 'auto' ? autoRouter(settings, factoryDeps) : FACTORIES[engine](settings, factoryDeps);
+  } catch (err) {
+    void own?.close();
+    throw err;
+  }
+  deps.log.debug({ engine }, 'extraction engine ready');
+  if (!own && !kit) return extractor;
+  const inner = extractor.close?.bind(extractor);
+  return {
+    name: extractor.name,
+    acceptsProfile: extractor.acceptsProfile,
+    extract: extractor.extract.bind(extractor),
+    ...(extractor.probe ? { probe: extractor.probe.bind(extractor) } : {}),
+    async close() {
+      await inner?.();
+      await kit?.close();
+      await own?.close();
+    },
+  };
 }
 
-function pooled(
-  name: string,
-  only: readonly FileKind[] | undefined,
-  settings: ExtractionSettings,
-  deps: ExtractorDeps,
-): Extractor {
-  const opts = { name, ...(only ? { only } : {}) };
-  if (deps.pool) return createPooledExtractor(deps.pool, opts);
-  return createPooledExtractor(ownPool(settings, deps), { ...opts, ownsPool: true });
+/** `auto`: the two engines it routes to, built once each (the same one when both settings agree). */
+function autoRouter(s: ExtractionSettings, d: FactoryDeps): Extractor {
+  const defaultEngine = FACTORIES[s.EXTRACTION_ROUTER_DEFAULT](s, d);
+  const diagramEngine =
+    s.EXTRACTION_ROUTER_DIAGRAM_ENGINE === s.EXTRACTION_ROUTER_DEFAULT
+      ? defaultEngine
+      : FACTORIES[s.EXTRACTION_ROUTER_DIAGRAM_ENGINE](s, d);
+  return createAutoRouter({
+    defaultEngine,
+    diagramEngine,
+    pool: d.pool,
+    thresholds: routerThresholds(s),
+    log: d.log,
+    ...(d.onRoute ? { onRoute: d.onRoute } : {}),
+  });
 }
 
 type PoolConfig = Pick<
@@ -127,9 +240,11 @@ export function ownPool(s: PoolConfig, deps: { log: Logger; clock?: Clock | unde
 }
 
 function required(value: string | undefined, variable: string, engine: string): string {
-  if (value === undefined)
-    throw new ConfigError(`Configuration error: ${variable} is required by the ${engine} engine`);
-  return value;
+  return value ?? missing(variable, engine);
+}
+
+function missing(variable: string, engine: string): never {
+  throw new ConfigError(`Configuration error: ${variable} is required by the ${engine} engine`);
 }
 
 function parseSidecarConfig(raw: string | undefined): Record<string, unknown> | undefined {

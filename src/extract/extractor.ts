@@ -23,9 +23,26 @@ export interface ExtractedDocument {
   text: string;
   pages?: PageSpan[];
   metadata: DocumentMetadata;
-  /** Set by vision / hybrid / auto-routed engines; copied to `meta.extractor` / `meta.vision_profile`. */
+  /**
+   * Set by vision / hybrid / auto-routed engines; copied to `meta.extractor` / `meta.vision_profile`
+   * (`null` when `auto` routed to an engine that uses no vision profile).
+   */
   extractor?: string;
-  vision_profile?: string;
+  vision_profile?: string | null;
+  /** How `auto` routed the file (absent when no routing ran). */
+  routing?: ExtractionRoute;
+}
+
+/**
+ * The signal that decided a routing: `vector-flowchart` (signal one: many drawing shapes, more words
+ * in text boxes than in the body), `raster-figure` (signal two: a large picture), `none` (a DOCX
+ * neither fired for), `not-docx` (only DOCX files are examined).
+ */
+export type RouteSignal = 'vector-flowchart' | 'raster-figure' | 'none' | 'not-docx';
+
+export interface ExtractionRoute {
+  route: 'diagram' | 'default';
+  signal: RouteSignal;
 }
 
 export interface SourceFile {
@@ -38,8 +55,11 @@ export interface SourceFile {
 }
 
 export interface ExtractOptions {
+  /** A vision prompt profile (vision engines only). */
   profile?: string;
   signal?: AbortSignal;
+  /** The file_id being ingested, for log lines (the routing decision). */
+  fileId?: string;
 }
 
 /** Every extraction engine implements this. Failures throw KildeError('EXTRACTION_FAILED', ...). */

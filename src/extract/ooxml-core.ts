@@ -18,7 +18,11 @@ export function readCoreProperties(zip: Uint8Array): CoreProperties {
   } catch {
     return {};
   }
-  if (!xml) return {};
+  return xml ? corePropertiesFromXml(xml) : {};
+}
+
+/** The Dublin Core fields of a `docProps/core.xml` Kilde keeps. */
+export function corePropertiesFromXml(xml: string): CoreProperties {
   const out: CoreProperties = {};
   const title = element(xml, 'dc:title');
   const subject = element(xml, 'dc:subject');

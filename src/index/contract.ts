@@ -48,7 +48,8 @@ export interface ChunkMeta {
   /** ISO 639-1 codes. */
   languages?: string[];
   extractor?: string;
-  vision_profile?: string;
+  /** `null` on a chunk `auto` routed to an engine without vision profiles. */
+  vision_profile?: string | null;
   [extra: string]: unknown;
 }
 

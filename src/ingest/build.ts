@@ -106,13 +106,25 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
   );
   const chunker = createPooledChunker(pool, chunking.mode);
   const sparse = sparseModel ? createPooledSparseEncoder(pool, sparseModel) : undefined;
-  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, { log, pool, ...http });
+  const onRoute = deps.observer?.route?.bind(deps.observer);
+  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, {
+    log,
+    pool,
+    ...http,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(onRoute ? { onRoute } : {}),
+  });
   // The probe route may name another engine; each is built once, on first use.
   const engines = new Map<string, Extractor>([[extractor.name, extractor]]);
   const extractorFor = (engine: string): Extractor => {
     const known = engines.get(engine);
     if (known) return known;
-    const made = createExtractor(engine, config, { log, pool, ...http });
+    const made = createExtractor(engine, config, {
+      log,
+      pool,
+      ...http,
+      ...(deps.clock ? { clock: deps.clock } : {}),
+    });
     engines.set(engine, made);
     return made;
   };

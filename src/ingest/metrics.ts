@@ -6,6 +6,7 @@ export interface IngestMetrics extends StageObserver {
   ingest(outcome: 'success' | 'failure', code: string, seconds: number): void;
   document(bytes: number, chunks: number): void;
   deleted(outcome: 'success' | 'failure'): void;
+  route(engine: string, signal: string): void;
 }
 
 export function createIngestMetrics(registry: Registry): IngestMetrics {
@@ -48,6 +49,12 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const routes = new Counter({
+    name: 'extraction_route_total',
+    help: 'Documents routed by EXTRACTION_ENGINE=auto, by the engine chosen and the signal that decided (vector-flowchart, raster-figure, none, not-docx)',
+    labelNames: ['engine', 'signal'] as const,
+    registers,
+  });
   return {
     ingest(outcome, code, seconds) {
       requests.inc({ outcome, code });
@@ -59,5 +66,6 @@ export function createIngestMetrics(registry: Registry): IngestMetrics {
     },
     deleted: (outcome) => deletes.inc({ outcome }),
     stage: (stage: Stage, seconds) => stages.observe({ stage }, seconds),
+    route: (engine, signal) => routes.inc({ engine, signal }),
   };
 }

@@ -65,7 +65,10 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       ...(deps.index ? { index: deps.index } : {}),
       ...(deps.clock ? { clock: deps.clock } : {}),
       // Stage timings reach the metrics once routes are registered (the CLI has none).
-      observer: { stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds) },
+      observer: {
+        stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds),
+        route: (engine: string, signal: string) => metrics?.route(engine, signal),
+      },
       deferEnsure: true,
     });
 

@@ -17,6 +17,8 @@ export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write'
 
 export interface StageObserver {
   stage(stage: Stage, seconds: number): void;
+  /** One `auto` routing decision: the engine chosen and the signal that decided. */
+  route?(engine: string, signal: string): void;
 }
 
 /** The stages, built once at start-up and reused by every request. */
@@ -37,7 +39,8 @@ export interface IngestResult {
   collectionName: string;
   chunksCount: number;
   ingestVersion: string;
-  extraction: { engine: string; profile: string | null };
+  /** The engine and profile actually used; with `auto`, the route and the signal that decided it. */
+  extraction: { engine: string; profile: string | null; route?: string; signal?: string };
 }
 
 /** Times `fn` as one stage and turns whatever it throws into that stage's error code. */
@@ -94,10 +97,11 @@ export async function runPipeline(
     observer,
     'convert',
     { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
-    () => parts.extractor.extract(file),
+    () => parts.extractor.extract(file, { fileId: target.fileId }),
   );
   const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
+  const routing = docs.find((d) => d.routing)?.routing;
 
   const points = await timed(
     observer,
@@ -163,7 +167,7 @@ export async function runPipeline(
     collectionName: target.collectionName,
     chunksCount: points.length,
     ingestVersion: version,
-    extraction: { engine, profile },
+    extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
   };
 }
 
@@ -239,6 +243,6 @@ export function chunkMeta(
   if (md.created_at) meta.created_at = md.created_at;
   if (md.languages.length > 0) meta.languages = [...md.languages];
   if (doc.extractor) meta.extractor = doc.extractor;
-  if (doc.vision_profile) meta.vision_profile = doc.vision_profile;
+  if (doc.vision_profile !== undefined) meta.vision_profile = doc.vision_profile;
   return meta;
 }

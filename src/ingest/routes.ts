@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CONCRETE_ENGINES } from '../config/extraction.js';
+import { CONCRETE_ENGINES, VISION_PROFILES } from '../config/extraction.js';
+import { isPublicProfile } from '../extract/vision/prompts.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
@@ -174,6 +175,9 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       if (profile !== undefined && !extractor.acceptsProfile) {
         throw invalid(400, `profile is accepted only by vision engines, not by ${engine}`);
       }
+      if (profile !== undefined && !isPublicProfile(profile)) {
+        throw invalid(400, `Unknown profile "${profile}"; choose one of ${VISION_PROFILES.join(', ')}`);
+      }
       const documents = await timed(
         deps.metrics,
         'convert',
@@ -188,7 +192,9 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
             profile === undefined ? {} : { profile },
           ),
       );
-      return { status: true, engine, profile: profile ?? null, documents };
+      // The profile actually used: a vision engine's default, or the one hybrid-diagram picked.
+      const used = documents.find((d) => d.vision_profile)?.vision_profile ?? profile ?? null;
+      return { status: true, engine, profile: used, documents };
     });
   });
 

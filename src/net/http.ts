@@ -78,6 +78,30 @@ export class HttpFailure extends Error {
 
 /** Sends one request and reads the whole answer, whatever its status. Throws `HttpFailure` without one. */
 export async function httpRequest(req: HttpRequest, deps: HttpDeps = {}, attempts = 1): Promise<HttpAnswer> {
+  const answer = await httpExchange(req, (res) => res.text(), deps, attempts);
+  return { status: answer.status, ok: answer.ok, headers: answer.headers, text: answer.body, attempts };
+}
+
+/** An answer whose body was read by the caller's reader (bytes, a capped stream...). */
+export interface HttpExchange<T> {
+  status: number;
+  ok: boolean;
+  headers: Headers;
+  body: T;
+  attempts: number;
+}
+
+/**
+ * Sends one request and reads the answer with `read` (the time-out covers the body too). A reader
+ * may throw its own error (a body over a size cap, say); it reaches the caller unchanged. Without an
+ * answer, `HttpFailure`.
+ */
+export async function httpExchange<T>(
+  req: HttpRequest,
+  read: (res: Response) => Promise<T>,
+  deps: HttpDeps = {},
+  attempts = 1,
+): Promise<HttpExchange<T>> {
   const clock = deps.clock ?? systemClock;
   const method = req.method ?? (req.json !== undefined || req.body !== undefined ? 'POST' : 'GET');
   const timeout = new AbortController();
@@ -92,20 +116,80 @@ export async function httpRequest(req: HttpRequest, deps: HttpDeps = {}, attempt
     headers['content-type'] = 'application/json';
     body = JSON.stringify(req.json);
   }
+  let res: Response;
   try {
     const init: RequestInit = { method, headers, signal };
     if (body !== undefined) init.body = body;
     if (req.dispatcher !== undefined) init.dispatcher = req.dispatcher;
-    const res = await (deps.fetch ?? fetch)(req.url, init);
-    const text = await res.text();
-    return { status: res.status, ok: res.ok, headers: res.headers, text, attempts };
+    res = await (deps.fetch ?? fetch)(req.url, init);
   } catch (err) {
-    if (req.signal?.aborted) throw req.signal.reason;
-    const kind = timeout.signal.aborted ? 'timeout' : 'unreachable';
-    throw new HttpFailure(kind, method, req.url, req.timeoutMs, attempts, { cause: err });
+    timer.cancel();
+    throw failure(err, req, method, timeout.signal, attempts);
+  }
+  try {
+    const value = await read(res);
+    return { status: res.status, ok: res.ok, headers: res.headers, body: value, attempts };
+  } catch (err) {
+    // The reader's own verdict (e.g. a body over its cap) stands; a stream cut by the time-out,
+    // the caller or the network is a failure to get an answer.
+    if (!timeout.signal.aborted && !req.signal?.aborted && !isStreamFailure(err)) throw err;
+    throw failure(err, req, method, timeout.signal, attempts);
   } finally {
     timer.cancel();
   }
+}
+
+function failure(
+  err: unknown,
+  req: HttpRequest,
+  method: string,
+  timeout: AbortSignal,
+  attempts: number,
+): unknown {
+  if (req.signal?.aborted) return req.signal.reason;
+  const kind = timeout.aborted ? 'timeout' : 'unreachable';
+  return new HttpFailure(kind, method, req.url, req.timeoutMs, attempts, { cause: err });
+}
+
+/** undici reports a body cut off mid-way as a `TypeError` (`terminated`) or an `AbortError`. */
+function isStreamFailure(err: unknown): boolean {
+  return err instanceof TypeError || (err instanceof Error && err.name === 'AbortError');
+}
+
+/**
+ * A reader for `httpExchange`: the body as bytes, refused once it passes `maxBytes` (the stream is
+ * cancelled there, so a huge answer is never held).
+ */
+export function readBytes(maxBytes: number, tooLarge: () => Error): (res: Response) => Promise<Uint8Array> {
+  return async (res) => {
+    const declared = Number(res.headers.get('content-length'));
+    if (Number.isFinite(declared) && declared > maxBytes) {
+      await res.body?.cancel();
+      throw tooLarge();
+    }
+    const parts: Uint8Array[] = [];
+    let total = 0;
+    if (res.body) {
+      const reader = res.body.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > maxBytes) {
+          await reader.cancel();
+          throw tooLarge();
+        }
+        parts.push(value);
+      }
+    }
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.byteLength;
+    }
+    return out;
+  };
 }
 
 export interface RetryPolicy {

@@ -23,12 +23,15 @@ export default async function run(task: Task): Promise<unknown> {
   try {
     const value = await perform(task.input);
     const result: TaskResult<TaskInput['kind']> = { ok: true, value };
-    if (!('offsets' in value)) return result;
-    // Sparse vectors move to the caller instead of being copied.
-    return move({
-      [transferableSymbol]: [value.offsets.buffer, value.indices.buffer, value.values.buffer],
-      [valueSymbol]: result,
-    });
+    // Sparse vectors and page images move to the caller instead of being copied.
+    const transfer =
+      'offsets' in value
+        ? [value.offsets.buffer, value.indices.buffer, value.values.buffer]
+        : 'totalPages' in value
+          ? value.pages.map((p) => p.png.buffer)
+          : [];
+    if (transfer.length === 0) return result;
+    return move({ [transferableSymbol]: transfer, [valueSymbol]: result });
   } catch (err) {
     if (err instanceof KildeError) {
       return { ok: false, error: { code: err.code, status: err.statusCode, message: err.message } };
@@ -52,6 +55,20 @@ async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]
     }
     case 'sparse':
       return pack(sparseOf().encodeDocuments(input.texts));
+    // Loaded on first use: a worker that never renders never loads pdf.js's canvas path or Skia.
+    case 'render':
+      return (await import('../extract/vision/render-pdf.js')).renderPdf(input.path, {
+        dpi: input.dpi,
+        maxPages: input.maxPages,
+        limits: setup.limits,
+      });
+    case 'check-archive':
+      await (await import('../extract/zip-guard.js')).checkArchive(input.path, setup.limits);
+      return { checked: true };
+    case 'docx-layout':
+      return (await import('../extract/docx-layout.js')).readDocxLayout(input.path, setup.limits, {
+        text: input.text,
+      });
   }
 }
 

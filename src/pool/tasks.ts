@@ -1,10 +1,12 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Chunk } from '../chunk/chunker.js';
 import type { ChunkerSettings } from '../chunk/create-chunker.js';
+import type { DocxLayout } from '../extract/docx-layout.js';
 import type { PageSpan, SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
+import type { RenderedPdf } from '../extract/vision/render-pdf.js';
 import type { ErrorCode } from '../http/errors.js';
 
 /** What every worker of a pool is set up with (its `workerData`). */
@@ -19,7 +21,13 @@ export interface WorkerSetup {
 export type TaskInput =
   | { kind: 'extract'; file: SourceFile; engine: string; only?: readonly FileKind[] }
   | { kind: 'chunk'; docs: Array<{ text: string; pages?: PageSpan[] }> }
-  | { kind: 'sparse'; texts: readonly string[] };
+  | { kind: 'sparse'; texts: readonly string[] }
+  /** A PDF's first pages as PNG (the vision engines). */
+  | { kind: 'render'; path: string; dpi: number; maxPages: number }
+  /** A DOCX's diagram signals (the `auto` router), and with `text` its native Markdown (`hybrid-diagram`). */
+  | { kind: 'docx-layout'; path: string; text: boolean }
+  /** A zip package judged by `checkArchive` (before an office renderer sees it). */
+  | { kind: 'check-archive'; path: string };
 
 /** A task as sent: its input and the port on which the worker says it has started. */
 export interface Task {
@@ -38,6 +46,9 @@ export interface TaskOutputs {
   extract: ReadDocument;
   chunk: Chunk[][];
   sparse: PackedSparse;
+  render: RenderedPdf;
+  'docx-layout': DocxLayout;
+  'check-archive': { checked: true };
 }
 
 /** KildeErrors do not survive the thread boundary as such; they travel as data. */

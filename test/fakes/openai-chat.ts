@@ -6,7 +6,16 @@ import { type FakeServer, type RecordedRequest, sendJson, startRecordingServer }
  * `POST /v1/chat/completions` and `GET /v1/models`), with switchable behaviour.
  */
 export type ChatMode =
-  | { kind: 'ok'; reply?: (req: RecordedRequest) => string }
+  | {
+      kind: 'ok';
+      reply?: (req: RecordedRequest) => string;
+      /** Default `stop`; `length` is what an answer cut at `max_tokens` says. */
+      finishReason?: string;
+      /** Reported `usage.completion_tokens` (default 5). */
+      completionTokens?: number;
+    }
+  /** Never answers (the connection stays open until the client gives up or the server closes). */
+  | { kind: 'hang' }
   | { kind: 'status'; status: number; body?: unknown }
   | { kind: 'slow'; delayMs: number }
   | { kind: 'malformed' }
@@ -18,14 +27,19 @@ export interface FakeChatServer extends FakeServer {
   mode: ChatMode;
 }
 
-export function completion(content: string, model = 'fake-model') {
+export function completion(
+  content: string,
+  model = 'fake-model',
+  finishReason = 'stop',
+  completionTokens = 5,
+) {
   return {
     id: 'chatcmpl-fake',
     object: 'chat.completion',
     created: 1_700_000_000,
     model,
-    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: finishReason }],
+    usage: { prompt_tokens: 10, completion_tokens: completionTokens, total_tokens: 10 + completionTokens },
   };
 }
 
@@ -54,6 +68,8 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
       case 'slow':
         await new Promise((r) => setTimeout(r, mode.delayMs));
         return sendJson(res, 200, completion('late'));
+      case 'hang':
+        return new Promise<void>((resolve) => res.once('close', () => resolve()));
       case 'malformed':
         res.setHeader('content-type', 'application/json');
         return void res.end('{"choices": [');
@@ -63,7 +79,7 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
         const body = req.json as { messages?: { role: string; content: string }[]; model?: string };
         const last = body.messages?.at(-1)?.content ?? '';
         const content = mode.reply ? mode.reply(req) : `short: ${last}`;
-        return sendJson(res, 200, completion(content, body.model));
+        return sendJson(res, 200, completion(content, body.model, mode.finishReason, mode.completionTokens));
       }
     }
   };

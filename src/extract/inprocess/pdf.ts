@@ -2,9 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { getDocumentProxy, getMeta } from 'unpdf';
-import { toIsoDate } from '../dates.js';
 import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
-import { splitAuthors } from '../ooxml-core.js';
+import { pdfInfo } from '../pdf-info.js';
 import { joinPages, type ReadContent } from './content.js';
 import { type OutlineEntry, type PdfLine, pageTextsWithHeadings } from './pdf-headings.js';
 
@@ -114,21 +113,4 @@ async function destinationPage(pdf: PdfDocument, dest: unknown): Promise<number 
     return pdf.getPageIndex(target as Parameters<PdfDocument['getPageIndex']>[0]);
   }
   return undefined;
-}
-
-function pdfInfo(info: Record<string, unknown>): ReadContent['metadata'] {
-  const str = (k: string) => {
-    const v = info[k];
-    return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
-  };
-  const out: ReadContent['metadata'] = {};
-  const title = str('Title');
-  const subject = str('Subject');
-  const author = str('Author');
-  const created = toIsoDate(str('CreationDate'));
-  if (title) out.title = title;
-  if (subject) out.subject = subject;
-  if (author) out.authors = splitAuthors(author);
-  if (created) out.created_at = created;
-  return out;
 }
