@@ -150,8 +150,16 @@ export function writeXlsxBomb(path: string, mb: number): Promise<void> {
   ]);
 }
 
-/** A PDF of `pages` pages, each with one line of text; `nest` wraps the page tree that many levels deep. */
-export async function writePdf(path: string, pages: number, opts: { nest?: number; encrypt?: boolean } = {}) {
+/**
+ * A PDF of `pages` pages, each with one line of text; `nest` wraps the page tree that many levels
+ * deep; `size` is the page size in points (US Letter, 612 × 792, by default).
+ */
+export async function writePdf(
+  path: string,
+  pages: number,
+  opts: { nest?: number; encrypt?: boolean; size?: readonly [number, number] } = {},
+) {
+  const [width, height] = opts.size ?? [612, 792];
   const out = createWriteStream(path);
   let offset = 0;
   const offsets: number[] = [];
@@ -180,10 +188,10 @@ export async function writePdf(path: string, pages: number, opts: { nest?: numbe
   );
   for (let i = 0; i < pages; i++) {
     const page = firstPage + 2 * i;
-    const stream = `BT /F1 12 Tf 72 720 Td (Page ${i + 1} of a long hostile report.) Tj ET`;
+    const stream = `BT /F1 12 Tf 72 ${height - 72} Td (Page ${i + 1} of a long hostile report.) Tj ET`;
     await obj(
       page,
-      `<< /Type /Page /Parent ${tree(nest)} 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 2 0 R >> >> /Contents ${page + 1} 0 R >>`,
+      `<< /Type /Page /Parent ${tree(nest)} 0 R /MediaBox [0 0 ${width} ${height}] /Resources << /Font << /F1 2 0 R >> >> /Contents ${page + 1} 0 R >>`,
     );
     await obj(page + 1, `<< /Length ${stream.length} >>\nstream\n${stream}\nendstream`);
   }
