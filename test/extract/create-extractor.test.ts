@@ -18,26 +18,58 @@ describe('extraction engine registry', () => {
     expect(createExtractor(settings().EXTRACTION_ENGINE, settings(), { log: silent }).name).toBe('inprocess');
   });
 
-  it('builds every concrete engine under its own name, none accepting a profile', () => {
+  it('builds every concrete engine under its own name; only the vision engines accept a profile', async () => {
+    const s = settings({ ...urls, VISION_LLM_API_BASE_URL: 'http://vision:8000/v1', VISION_LLM_MODEL: 'vl' });
     for (const engine of CONCRETE_ENGINES) {
-      const extractor = createExtractor(engine, settings(urls), { log: silent });
-      expect(extractor).toMatchObject({ name: engine, acceptsProfile: false });
+      const extractor = createExtractor(engine, s, { log: silent });
+      const vision = engine === 'vision-llm' || engine === 'hybrid-diagram';
+      expect(extractor).toMatchObject({ name: engine, acceptsProfile: vision });
+      await extractor.close?.();
     }
   });
 
-  it('accepts the later engines and auto as names but says they are not in this build', () => {
-    for (const engine of ['vision-llm', 'hybrid-diagram', 'auto']) {
-      expect(settings({ EXTRACTION_ENGINE: engine }).EXTRACTION_ENGINE).toBe(engine);
-      expect(() => createExtractor(engine, settings(), { log: silent })).toThrow(
-        new ConfigError(
-          `Configuration error: EXTRACTION_ENGINE "${engine}" is not available in this build; choose one of inprocess, pdf-inprocess, sidecar-http, doc-layout, doc-generic`,
-        ),
-      );
-    }
+  it('builds auto as a router over its two engines', async () => {
+    const router = createExtractor(
+      'auto',
+      settings({ EXTRACTION_ENGINE: 'auto', EXTRACTION_ROUTER_DIAGRAM_ENGINE: 'pdf-inprocess' }),
+      {
+        log: silent,
+      },
+    );
+    expect(router).toMatchObject({ name: 'auto', acceptsProfile: false });
+    await router.close?.();
+    // Its targets are built at start-up, so their configuration problems show there.
+    expect(() =>
+      createExtractor(
+        'auto',
+        settings({
+          EXTRACTION_ENGINE: 'auto',
+          EXTRACTION_ROUTER_DEFAULT: 'sidecar-http',
+          EXTRACTION_ROUTER_DIAGRAM_ENGINE: 'inprocess',
+        }),
+        {
+          log: silent,
+        },
+      ),
+    ).toThrow('EXTRACTION_SIDECAR_URL is required by the sidecar-http engine');
+  });
+
+  it('refuses unknown engines', () => {
     expect(() => settings({ EXTRACTION_ENGINE: 'tika' })).toThrow(/EXTRACTION_ENGINE/);
     expect(() => createExtractor('tika', settings(), { log: silent })).toThrow(
       /unknown extraction engine "tika"/,
     );
+  });
+
+  it('names the vision variables a vision engine needs (the probe may ask for one the service was not set up for)', () => {
+    expect(() => createExtractor('vision-llm', settings(), { log: silent })).toThrow(
+      new ConfigError('Configuration error: VISION_LLM_API_BASE_URL is required by the vision-llm engine'),
+    );
+    expect(() =>
+      createExtractor('hybrid-diagram', settings({ VISION_LLM_API_BASE_URL: 'http://vision:8000/v1' }), {
+        log: silent,
+      }),
+    ).toThrow('VISION_LLM_MODEL is required by the hybrid-diagram engine');
   });
 
   it('names the missing URL of an HTTP engine', () => {

@@ -201,7 +201,8 @@ describe('POST /api/v1/extract', () => {
 
   it.each([
     [{ engine: 'auto' }, /routing mode/],
-    [{ engine: 'vision-llm' }, /Unknown or unavailable engine/],
+    // The service has no vision endpoint configured: the probe says which variable is missing.
+    [{ engine: 'vision-llm' }, /Engine vision-llm is not usable: .*VISION_LLM_API_BASE_URL is required/],
     [{ engine: 'nope' }, /Unknown or unavailable engine/],
     [{ profile: 'diagram' }, /profile is accepted only by vision engines/],
     [{ colour: 'red' }, /unknown field/],
