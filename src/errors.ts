@@ -78,7 +78,7 @@ export const ERRORS = {
     retryable: false,
     publicMessage: 'Extraction failed',
     meaning:
-      'Converting the file to text failed: an unsupported, corrupt, encrypted or empty file, a document over an extraction limit (422), or an extraction sidecar that failed (5xx).',
+      'Converting the file to text failed: an unsupported, corrupt, encrypted or empty file, a document over an extraction limit or a vision answer over VISION_LLM_MAX_TOKENS (422), or an extraction sidecar, the office renderer or the vision endpoint that failed (502) or did not answer in time (504). The previous version stays indexed.',
   },
   EMBEDDING_FAILED: {
     status: 502,

@@ -165,7 +165,7 @@ export const extractionPiece = {
   ),
   EXTRACTION_ROUTER_DRAWING_RATIO: number(
     2.0,
-    'Routing signal one: and at least this many words inside text boxes per word of body text (body words counted as at least 1).',
+    'Routing signal one: words inside text boxes per word of body text (body words counted as at least 1) must reach this too.',
     { min: 0 },
   ),
   EXTRACTION_ROUTER_MIN_BODY_IMAGES: int(
@@ -175,7 +175,7 @@ export const extractionPiece = {
   ),
   EXTRACTION_ROUTER_MIN_IMAGE_EMU: int(
     1_500_000_000_000,
-    'Routing signal two: and the largest picture displayed at least this large, `cx·cy` of its `wp:extent` in squared EMU (1.5e12 is about 1.79 square inches).',
+    "Routing signal two: the largest picture's displayed area, `cx·cy` of its `wp:extent` in squared EMU, must reach this too (1.5e12 is about 1.79 square inches).",
     { min: 0 },
   ),
   EXTRACTION_ROUTER_MIN_IMAGE_WORD_RATIO: number(
