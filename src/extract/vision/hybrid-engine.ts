@@ -34,10 +34,17 @@ export function createHybridExtractor(o: HybridEngineOptions): Extractor {
     async extract(file, options) {
       const type = await detectFileType(file.path, file.filename, file.mimeType);
       if (type.kind !== 'docx') return o.vision.extract(file, options);
-      const signal = options?.signal;
+      // The text is read while the pages are rendered; when either fails the other stops.
+      const failed = new AbortController();
+      const signal = options?.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+      const stopOnFailure = <T>(p: Promise<T>) =>
+        p.catch((err: unknown) => {
+          failed.abort(err);
+          throw err;
+        });
       const [layout, images] = await Promise.all([
-        o.pool.run({ kind: 'docx-layout', path: file.path, text: true }, { signal }),
-        o.renderPages(file, signal),
+        stopOnFailure(o.pool.run({ kind: 'docx-layout', path: file.path, text: true }, { signal })),
+        stopOnFailure(o.renderPages(file, signal)),
       ]);
       const verdict = judgeSignals(layout.signals, o.thresholds);
       // Which kind of diagram it is decides the prompt; with neither signal, what the page holds.
@@ -56,7 +63,7 @@ export function createHybridExtractor(o: HybridEngineOptions): Extractor {
           ...(profile === 'diagram-topology' ? { labels: layout.labels } : {}),
         }),
         images.pages,
-        signal,
+        options?.signal,
       );
       const text = [layout.markdown ?? '', graph].filter((t) => t.trim() !== '').join('\n\n');
       return [
