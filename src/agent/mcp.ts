@@ -17,14 +17,17 @@ const rewriteArgs = z.object({
  * Agents as tools: the echo agent behind `POST /echo`, exposed over MCP as `rewrite_concisely`.
  * An agent offered over REST and MCP calls one shared service function, here `echo.rewrite`, so the
  * two cannot behave differently.
+ * `strict` (`AGENT_STRICT_TOOLS`) applies to every tool of the agent.
  */
-export function rewriteTool(echo: EchoService) {
+export function rewriteTool(echo: EchoService, o: { strict: boolean }) {
   return defineTool({
     name: 'rewrite_concisely',
     doc: `Rewrite a text more concisely, keeping its meaning and language.
       Call it when the user asks to shorten, tighten or simplify a text, or when a draft should
       be made briefer before sending. Returns only the rewritten text.`,
-    input: rewriteArgs,
+    // AGENT_STRICT_TOOLS: a strict schema lists `additionalProperties: false` (what strict function
+    // calling needs from a client that hands it to its model) and refuses unknown arguments.
+    input: o.strict ? rewriteArgs.strict() : rewriteArgs,
     annotations: { readOnlyHint: true, openWorldHint: false },
     async run(args, ctx) {
       try {

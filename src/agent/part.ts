@@ -36,7 +36,11 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
     ...(deps.clock ? { clock: deps.clock } : {}),
   });
   const echo = createEchoService(llm);
-  const mcp = new McpMachinery({ name: 'kilde-agent', tools: [rewriteTool(echo)], settings: config });
+  const mcp = new McpMachinery({
+    name: 'kilde-agent',
+    tools: [rewriteTool(echo, { strict: config.AGENT_STRICT_TOOLS })],
+    settings: config,
+  });
   return {
     name: 'agent',
     echo,

@@ -69,11 +69,27 @@ export const SERVICES: readonly Service[] = [
   }),
   defineService({
     name: 'tools',
-    summary: 'MCP tool server: POST /mcp (get_weather), GET /weather',
+    summary:
+      'MCP tool server: POST /mcp (get_weather; search_knowledge with MCP_SEARCH_COLLECTIONS), GET /weather',
     schema: toolsSchema,
-    async create(config) {
+    async create(config, log) {
       const { createToolsPart } = await import('../tools/part.js');
-      return [createToolsPart(config)];
+      const parts: ServicePart[] = [createToolsPart(config)];
+      if (config.MCP_SEARCH_COLLECTIONS.length > 0) {
+        // Knowledge search: the tool server reads the shared index as `kilde serve retrieve` does.
+        const { createSearchStack } = await import('../retrieve/search-stack.js');
+        const { createKnowledgePart } = await import('../retrieve/knowledge-part.js');
+        const stack = await createSearchStack(config, { log });
+        parts.push(
+          createKnowledgePart({
+            stack,
+            collections: config.MCP_SEARCH_COLLECTIONS,
+            settings: config,
+            ownsStack: true,
+          }),
+        );
+      }
+      return parts;
     },
   }),
   defineService({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, inert, int, oneOf, string, url } from './fields.js';
+import { bool, int, oneOf, string, url } from './fields.js';
 import {
   dataPiece,
   embeddingPiece,
@@ -10,8 +10,6 @@ import {
   sparsePiece,
 } from './index-settings.js';
 import { kernelPieces, llmPiece } from './shared.js';
-
-const NO_AGENTIC_LOOP = 'the agentic retrieval loop is not in this build';
 
 export const retrievalPiece = {
   ENABLE_HYBRID_SEARCH: bool(
@@ -26,9 +24,9 @@ export const retrievalPiece = {
     true,
     'Generate search queries from chat `messages` with the LLM (linear pipeline).',
   ),
-  ENABLE_AGENTIC_RAG: inert(
-    bool(false, 'Route to the agentic loop; in this build a warning is logged and the linear pipeline runs.'),
-    NO_AGENTIC_LOOP,
+  ENABLE_AGENTIC_RAG: bool(
+    false,
+    '`POST /search` runs the agentic loop: `AGENT_MODEL` writes queries through a `retrieve` tool from the conversation, within hard budgets (`AGENT_MAX_ITERATIONS`, `AGENT_TIMEOUT`, `AGENT_MAX_TOKENS`); one merged list is answered. `false`: the linear pipeline.',
   ),
   SPARSE_QUERY_MODEL: oneOf(
     SPARSE_MODELS,
@@ -67,33 +65,47 @@ export const retrievalPiece = {
     },
   ),
   BM25_FUSION_CACHE_TTL: int(60, 'Client-side BM25 fusion: seconds a scrolled corpus is reused.', { min: 0 }),
-  AGENT_MAX_ITERATIONS: inert(
-    int(3, 'Agentic loop: logical iteration budget.', {
-      min: 1,
-    }),
-    NO_AGENTIC_LOOP,
+  AGENT_MAX_ITERATIONS: int(
+    3,
+    'Agentic loop: most `retrieve` tool calls of one run (invalid ones included); enforced in code, the run stops at the cap and answers what it found.',
+    { min: 1, max: 20 },
   ),
-  AGENT_INCLUDE_RAW_QUERY: inert(bool(true, 'Agentic loop: raw-query seed retrieval.'), NO_AGENTIC_LOOP),
-  AGENT_PREVIEW_K: inert(
-    int(5, 'Agentic loop: previews returned to the model per tool call.', { min: 1 }),
-    NO_AGENTIC_LOOP,
+  AGENT_MAX_TOKENS: int(
+    20000,
+    'Agentic loop: token budget of one run, prompt and completion tokens of every LLM call summed (as the endpoint reports them, else estimated at 4 characters a token); no call starts that would exceed it.',
+    { min: 500 },
   ),
-  AGENT_TOOL_PREVIEW_CHARS: inert(
-    int(200, 'Agentic loop: characters per preview.', { min: 20 }),
-    NO_AGENTIC_LOOP,
+  AGENT_INCLUDE_RAW_QUERY: bool(
+    true,
+    'Agentic loop: raw-query seed, one deterministic search of the original query (the explicit `queries`, else the last user message) merged into the results.',
   ),
+  AGENT_CONVERSATION_HISTORY_MESSAGES: int(
+    4,
+    'Agentic loop: how many of the last chat messages the agent sees.',
+    { min: 1, max: 50 },
+  ),
+  AGENT_PREVIEW_K: int(5, 'Agentic loop: previews returned to the model per tool call.', {
+    min: 1,
+    max: 20,
+  }),
+  AGENT_TOOL_PREVIEW_CHARS: int(200, 'Agentic loop: characters per preview.', { min: 20, max: 2000 }),
 };
 
+/** What a search service needs: the LLM, the index, the embedders and the retrieval settings. */
+export const searchPieces = {
+  ...llmPiece,
+  ...dataPiece,
+  ...indexPiece,
+  ...embeddingPiece,
+  ...sparsePiece,
+  ...retrievalPiece,
+};
+const searchSettingsSchema = z.object(searchPieces);
+/** The settings of one search service, whichever service builds it (`retrieve`, `tools`, `all`). */
+export type SearchSettings = z.output<typeof searchSettingsSchema>;
+
 export const retrieveSchema = z
-  .object({
-    ...kernelPieces,
-    ...llmPiece,
-    ...dataPiece,
-    ...indexPiece,
-    ...embeddingPiece,
-    ...sparsePiece,
-    ...retrievalPiece,
-  })
+  .object({ ...kernelPieces, ...searchPieces })
   .superRefine(requireEmbeddingProvider('retrieve'))
   .superRefine(embeddingRules);
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

@@ -1,4 +1,4 @@
-import { bool, inert, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
+import { bool, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
 
 /** Pieces composed into every service's schema. */
 export const serverPiece = {
@@ -46,16 +46,23 @@ export const metricsPiece = {
 };
 
 export const llmPiece = {
-  AGENT_MODEL: string('gpt-4o-mini', 'Model used for LLM calls (echo rewrite, query generation).'),
+  AGENT_MODEL: string(
+    'gpt-4o-mini',
+    'Model used for LLM calls (echo rewrite, query generation, the agentic retrieval loop).',
+  ),
   AGENT_API_BASE_URL: url(
     'http://localhost:4000/v1',
     'OpenAI-compatible chat-completions base URL; its `/v1` segment is kept (`{base}/chat/completions`).',
   ),
   AGENT_API_KEY: string('', 'Key sent as `Authorization: Bearer` to the LLM endpoint; empty sends none.'),
-  AGENT_TIMEOUT: int(60, 'LLM call time-out in seconds; the wall-clock budget in agent loops.', { min: 1 }),
-  AGENT_STRICT_TOOLS: inert(
-    bool(true, 'When false, tools are registered without strict tool schemas.'),
-    'no agent in this build hands tools to an LLM; the agentic loop will',
+  AGENT_TIMEOUT: int(
+    60,
+    'LLM call time-out in seconds; in the agentic retrieval loop the wall-clock budget of the whole run (seed search, every LLM and tool call), after which what was found is returned.',
+    { min: 1 },
+  ),
+  AGENT_STRICT_TOOLS: bool(
+    true,
+    'Strict tool schemas for every tool of the agent: the agentic loop sends its `retrieve` tool with `"strict": true`, and the agent service\'s MCP tools list `additionalProperties: false` and refuse unknown arguments. `false` for models that do not support strict schemas: no `strict` field, unknown arguments ignored.',
   ),
 };
 

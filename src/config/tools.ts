@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { bool, int, jsonStringArray, requiredString, url } from './fields.js';
+import { bool, int, jsonStringArray, list, requiredString, url } from './fields.js';
+import { embeddingRules } from './index-settings.js';
+import { searchPieces } from './retrieve.js';
 import { kernelPieces } from './shared.js';
 
 /**
@@ -43,7 +45,34 @@ export const weatherPiece = {
   ),
 };
 
-export const toolsSchema = z.object({ ...kernelPieces, ...weatherPiece, ...mcpPiece('tools') });
+/**
+ * Knowledge search over MCP (`search_knowledge`, `list_collections`): off until collections are named.
+ * With them the service also needs the search settings (index, embedding, retrieval) of `retrieve`.
+ */
+export const mcpSearchPiece = {
+  MCP_SEARCH_COLLECTIONS: list(
+    'Collections (knowledge bases) an MCP client may search with `search_knowledge` and see with `list_collections`, comma-separated or a JSON list. Empty: neither tool is offered, so an MCP client cannot read a tenant by guessing its name. The search uses the index, embedding and retrieval variables of `retrieve`.',
+  ),
+};
+
+/** Knowledge search over MCP needs a dense embedding decision, as `kilde serve retrieve` does. */
+export function mcpSearchRules(
+  c: { MCP_SEARCH_COLLECTIONS: readonly string[]; EMBEDDING_PROVIDER?: string | undefined },
+  ctx: z.RefinementCtx,
+): void {
+  if (c.MCP_SEARCH_COLLECTIONS.length === 0 || c.EMBEDDING_PROVIDER !== undefined) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['EMBEDDING_PROVIDER'],
+    message:
+      'is required when MCP_SEARCH_COLLECTIONS is set (the knowledge search embeds queries): http-compat, inference-server, inprocess, or none (lexical-only)',
+  });
+}
+
+export const toolsSchema = z
+  .object({ ...kernelPieces, ...weatherPiece, ...mcpPiece('tools'), ...mcpSearchPiece, ...searchPieces })
+  .superRefine(mcpSearchRules)
+  .superRefine(embeddingRules);
 export type ToolsConfig = z.output<typeof toolsSchema>;
 
 /** The MCP subset of any service config that mounts `/mcp`. */

@@ -5,6 +5,7 @@ import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestPart } from '../ingest/part.js';
+import type { RetrievePart } from '../retrieve/part.js';
 import { type AllChoices, type AllConfig, type ResolvedAllConfig, resolveAllConfig } from './all-config.js';
 
 /** The one line an operator pastes to turn dense search on (a new table: the old one has no dense vector). */
@@ -83,15 +84,34 @@ export async function composeServices(
       });
       parts.push(ingest);
     }
+    let retrieve: RetrievePart | undefined;
     if (wants('retrieve')) {
       const { createRetrievePart } = await import('../retrieve/part.js');
-      parts.push(await createRetrievePart(config, { log, index, ...net }));
+      retrieve = await createRetrievePart(config, {
+        log,
+        index,
+        ...net,
+        ...(deps.clock ? { clock: deps.clock } : {}),
+      });
+      parts.push(retrieve);
     }
     if (wants('agent')) {
       const { createAgentPart } = await import('../agent/part.js');
       const agent = createAgentPart(config, net);
       // Without a configured LLM the offline default would never be ready: its probe is left out.
       parts.push(choices.llm ? agent : { ...agent, probes: [] });
+    }
+    if (retrieve && wants('tools') && config.MCP_SEARCH_COLLECTIONS.length > 0) {
+      const { createKnowledgePart } = await import('../retrieve/knowledge-part.js');
+      // Joins the app's `/mcp`; the same search service object as `POST /search`.
+      parts.push(
+        createKnowledgePart({
+          stack: retrieve.stack,
+          collections: config.MCP_SEARCH_COLLECTIONS,
+          settings: config,
+          ownsStack: false,
+        }),
+      );
     }
     if (tools && wants('tools')) {
       const { createToolsPart } = await import('../tools/part.js');
@@ -115,6 +135,11 @@ function describeMode(config: ResolvedAllConfig, choices: AllChoices, log: Logge
       chunking: config.CHUNK_SPLIT_BY,
       llm: choices.llm ? config.AGENT_API_BASE_URL : 'not configured (left out of readiness)',
       tools: choices.tools ? 'mounted' : 'off (set WEATHER_API_BASE_URL and WEATHER_API_KEY)',
+      knowledgeOverMcp:
+        config.MCP_SEARCH_COLLECTIONS.length > 0
+          ? config.MCP_SEARCH_COLLECTIONS
+          : 'off (set MCP_SEARCH_COLLECTIONS)',
+      pipeline: config.ENABLE_AGENTIC_RAG ? 'agentic' : 'linear',
     },
     'kilde serve all: every service on one port',
   );

@@ -90,6 +90,9 @@ const searchResponse = z.object({
   distances: z.array(z.array(z.number())),
 });
 
+/** Response header naming the pipeline that answered a search: `linear` or `agentic`. */
+export const PIPELINE_HEADER = 'x-kilde-pipeline';
+
 /** A failure that is not Kilde's own becomes SEARCH_FAILED; the kernel hides 5xx messages. */
 function asSearchError(err: unknown): unknown {
   return err instanceof KildeError ? err : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
@@ -105,14 +108,20 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
       bodyLimit: BODY_LIMITS.search,
       schema: { body: searchBody, response: { 200: searchResponse } },
     },
-    async (request) => {
-      const { queries, ...lists } = await service.search(request.body).catch((err: unknown) => {
-        throw asSearchError(err);
-      });
+    async (request, reply) => {
+      const { queries, pipeline, agent, ...lists } = await service
+        .search(request.body)
+        .catch((err: unknown) => {
+          throw asSearchError(err);
+        });
+      // Which pipeline answered, for operators and for clients comparing the two.
+      reply.header(PIPELINE_HEADER, pipeline);
       noteOnRequestLine(request, {
+        pipeline,
         queries: queries.length,
         k: request.body.k,
         hits: lists.documents.map((d) => d.length),
+        ...(agent ? { agent } : {}),
       });
       return lists;
     },
