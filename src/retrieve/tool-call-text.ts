@@ -56,7 +56,7 @@ function clean(queries: readonly string[], o: ParseOptions): string[] {
  * Undefined when none fits.
  */
 function queriesOf(value: unknown, o: ParseOptions, depth = 0): string[] | undefined {
-  if (depth > 4) return undefined;
+  if (depth > 8) return undefined;
   if (typeof value === 'string') {
     // Arguments sent as a JSON string inside the call object.
     const inner = depth > 0 ? firstJson(value) : undefined;
