@@ -43,8 +43,12 @@ async function listen(parts: ServicePart[], config: Parameters<typeof testApp>[0
   return { client, url };
 }
 
-async function agent() {
-  const config = testConfig(agentSchema, { AGENT_API_BASE_URL: llm.baseUrl, AGENT_MODEL: 'tiny-model' });
+async function agent(env: Record<string, string> = {}) {
+  const config = testConfig(agentSchema, {
+    AGENT_API_BASE_URL: llm.baseUrl,
+    AGENT_MODEL: 'tiny-model',
+    ...env,
+  });
   return listen([createAgentPart(config)], config);
 }
 
@@ -91,6 +95,29 @@ describe('the echo agent as the MCP tool rewrite_concisely', () => {
       .catch((e) => e);
     expect((err as McpError).code).toBe(-32012);
     expect((err as McpError).message).toBe('MCP error -32012: The language model is unavailable');
+  });
+
+  it('lists a strict schema and refuses unknown arguments with AGENT_STRICT_TOOLS=true (default)', async () => {
+    const { client } = await agent();
+    const [tool] = (await client.listTools()).tools;
+    expect(tool!.inputSchema.additionalProperties).toBe(false);
+    const err = await client
+      .callTool({ name: 'rewrite_concisely', arguments: { text: 'hi', tone: 'formal' } })
+      .catch((e) => e);
+    expect((err as McpError).code).toBe(-32602);
+    expect((err as McpError).message).toMatch(/Unrecognized key.*tone/);
+    expect(llm.requests).toHaveLength(0);
+  });
+
+  it('lists an open schema and ignores unknown arguments with AGENT_STRICT_TOOLS=false', async () => {
+    const { client } = await agent({ AGENT_STRICT_TOOLS: 'false' });
+    const [tool] = (await client.listTools()).tools;
+    expect(tool!.inputSchema).not.toHaveProperty('additionalProperties');
+    const result = await client.callTool({
+      name: 'rewrite_concisely',
+      arguments: { text: 'hi', tone: 'formal' },
+    });
+    expect((result.content as { text: string }[])[0]!.text).toBe('{"rewritten":"short: hi"}');
   });
 
   it('guards Host with the agent defaults (agent:*, localhost:*)', async () => {
