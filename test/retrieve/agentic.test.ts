@@ -172,7 +172,7 @@ describe('POST /search with ENABLE_AGENTIC_RAG=true', () => {
     expect(metric(m, 'retrieve_agent_tokens_total{direction="in"}')).toBe(20);
     expect(metric(m, 'retrieve_agent_tokens_total{direction="out"}')).toBe(10);
     // Which pipeline answered, on the request's log line; each step at DEBUG with its queries.
-    const line = r.logs.lines.find((l) => l.msg === 'POST /search 200 ' + String(l.ms) + ' ms');
+    const line = r.logs.lines.find((l) => l.msg === `POST /search 200 ${String(l.ms)} ms`);
     expect(line).toMatchObject({
       pipeline: 'agentic',
       agent: { stop: 'accepted', toolCalls: 1, llmCalls: 2 },
