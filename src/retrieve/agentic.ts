@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import type { SearchHit } from '../index/contract.js';
 import { type LoopProgress, runAgentLoop } from './agent-loop.js';
 import { QUERIES_PER_CALL, RETRIEVE_TOOL } from './agent-prompt.js';
-import { dedupByContent } from './fuse.js';
+import { contentHash } from './fuse.js';
 import type { AgentStop } from './metrics.js';
 import { type PipelineDeps, type SearchMode, searchOne } from './pipeline.js';
 import { type ChatTurn, resolveQueries } from './query-source.js';
@@ -50,8 +50,10 @@ export interface AgenticOutcome {
 }
 
 /** One search whose full results were kept (the side channel). */
-interface Found {
+export interface Found {
   source: 'seed' | 'agent' | 'fallback';
+  /** The agent's tool call it came from (1, 2, ...); the fallback counts as one more call. */
+  call: number;
   query: string;
   hits: SearchHit[];
 }
@@ -88,6 +90,7 @@ export async function agenticSearch(
   const messages = (req.messages ?? []).filter((m) => m.content.trim().length > 0);
 
   const found: Found[] = [];
+  let calls = 0;
   const progress: LoopProgress = { toolCalls: 0, llmCalls: 0 };
   const deadline = new AbortController();
   let timedOut = false;
@@ -112,7 +115,9 @@ export async function agenticSearch(
   const seed = async () => {
     if (!s.includeRawQuery) return;
     await Promise.all(
-      original.map(async (query) => keep({ source: 'seed', query, hits: await search(query, true) })),
+      original.map(async (query) =>
+        keep({ source: 'seed', call: 0, query, hits: await search(query, true) }),
+      ),
     );
   };
 
@@ -135,9 +140,10 @@ export async function agenticSearch(
         previewChars: s.previewChars,
         signal: deadline.signal,
         retrieve: async (queries) => {
+          const call = ++calls;
           const lists = await Promise.all(queries.map((q) => search(q, true)));
           lists.forEach((hits, i) => {
-            keep({ source: 'agent', query: queries[i]!, hits });
+            keep({ source: 'agent', call, query: queries[i]!, hits });
           });
           return lists;
         },
@@ -157,10 +163,11 @@ export async function agenticSearch(
         fallback.result === 'original-query' && s.includeRawQuery
           ? []
           : fallback.queries.filter((q) => !found.some((f) => f.query === q));
+      const call = ++calls;
       await Promise.all(
         queries.map(async (query) => {
           try {
-            keep({ source: 'fallback', query, hits: await search(query, false) });
+            keep({ source: 'fallback', call, query, hits: await search(query, false) });
           } catch (err) {
             // The contract: failures inside the fallback yield empty results, not server errors.
             log.warn(
@@ -199,7 +206,7 @@ export async function agenticSearch(
   }
   metrics.run(stop, progress.toolCalls);
   return {
-    hits: merge(snapshot, req.k),
+    hits: mergeFound(snapshot, req.k),
     queries: snapshot.map((f) => f.query),
     stop,
     toolCalls: progress.toolCalls,
@@ -243,19 +250,34 @@ function fallbackQueries(
 }
 
 /**
- * One list from everything kept: best score first (every search of a run is on the same path, so
- * on the same scale), the agent's searches before the seed where scores tie, the first (best)
- * occurrence of each content, at most k.
+ * One list from everything kept. Which hits make the k places: the model's last search (the one it
+ * accepted, or the newest when a budget stopped it) and the raw-query seed share them by rank, round
+ * robin (the first hit of each of their lists, then the second ...), so neither crowds the other out;
+ * searches the model rejected by searching again fill only what is left. Each content once (the
+ * first occurrence). The list is then ordered best score first: every search of a run is on the same
+ * path, so on the same scale.
  */
-function merge(found: readonly Found[], k: number): SearchHit[] {
-  const order = { agent: 0, fallback: 1, seed: 2 } as const;
-  const ranked = found
-    .map((f, i) => ({ f, i }))
-    .sort((a, b) => order[a.f.source] - order[b.f.source] || a.i - b.i)
-    .flatMap(({ f }) => f.hits);
-  // Array.prototype.sort is stable: equal scores keep the order above.
-  return dedupByContent(
-    [...ranked].sort((a, b) => b.score - a.score),
-    k,
-  );
+export function mergeFound(found: readonly Found[], k: number): SearchHit[] {
+  const last = Math.max(0, ...found.map((f) => f.call));
+  const accepted = found.filter((f) => f.source !== 'seed' && f.call === last);
+  const seed = found.filter((f) => f.source === 'seed');
+  const rejected = found
+    .filter((f) => f.source !== 'seed' && f.call !== last)
+    .sort((a, b) => b.call - a.call);
+  const picked: SearchHit[] = [];
+  const seen = new Set<string>();
+  for (const tier of [[...accepted, ...seed], rejected]) {
+    for (let rank = 0; picked.length < k && tier.some((f) => rank < f.hits.length); rank++) {
+      for (const f of tier) {
+        const hit = f.hits[rank];
+        if (!hit || picked.length >= k) continue;
+        const key = contentHash(hit.content);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        picked.push(hit);
+      }
+    }
+  }
+  // Array.prototype.sort is stable: equal scores keep the order they were picked in.
+  return picked.sort((a, b) => b.score - a.score);
 }

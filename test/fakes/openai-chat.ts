@@ -20,7 +20,7 @@ export type ChatMode =
    * A scripted model: `answer` is asked for each chat request (`n` counts from 0 since the mode was
    * set) and answers in the OpenAI wire format, tool calls included.
    */
-  | { kind: 'script'; answer: (req: RecordedRequest, n: number) => ScriptedAnswer }
+  | { kind: 'script'; answer: (req: RecordedRequest, n: number) => ScriptedAnswer; latencyMs?: number }
   | { kind: 'status'; status: number; body?: unknown }
   | { kind: 'slow'; delayMs: number }
   | { kind: 'malformed' }
@@ -154,6 +154,8 @@ export async function startFakeChatServer(): Promise<FakeChatServer> {
         if (body.stream === true)
           return sendJson(res, 400, { error: { message: 'streaming not supported here' } });
         const answer = mode.answer(req, state.scripted++);
+        // A fixed model latency (benchmarks); tests leave it out.
+        if (mode.latencyMs) await new Promise((r) => setTimeout(r, mode.latencyMs));
         if ('stall' in answer) return new Promise<void>((resolve) => res.on('close', () => resolve()));
         if ('raw' in answer) {
           res.setHeader('content-type', 'application/json');
