@@ -27,4 +27,18 @@ describe('configuration variables', () => {
     }
     expect(unread).toEqual([]);
   });
+
+  it('marked as having no effect are read by nothing (the mark goes once the code reads one)', () => {
+    const code = sources(SRC)
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
+    const read: string[] = [];
+    for (const service of [...SERVICES, allService]) {
+      for (const [name, field] of Object.entries(service.schema.shape)) {
+        if (envDoc(field)?.inert && new RegExp(`\\.${name}\\b`).test(code))
+          read.push(`${service.name}: ${name}`);
+      }
+    }
+    expect(read).toEqual([]);
+  });
 });
