@@ -42,6 +42,8 @@ export interface AgentLoopResult {
   stop: Exclude<AgentStop, 'text' | 'timeout'> | 'answered-in-text' | 'aborted';
   /** Tool calls the model made, invalid and refused ones included. */
   toolCalls: number;
+  /** Tool calls that ran a search (successfully). */
+  searches: number;
   llmCalls: number;
   tokensIn: number;
   tokensOut: number;
@@ -157,6 +159,7 @@ export async function runAgentLoop(task: AgentTask, o: AgentLoopOptions): Promis
   const finish = (stop: AgentLoopResult['stop'], toolCalls: number, text?: string): AgentLoopResult => ({
     stop,
     toolCalls,
+    searches: searchedCalls,
     llmCalls,
     tokensIn,
     tokensOut,

@@ -221,13 +221,14 @@ export async function agenticSearch(
  * the iteration budget.
  */
 function fallbackQueries(
-  loop: { stop: string; toolCalls: number; text?: string },
+  loop: { stop: string; toolCalls: number; searches: number; text?: string },
   original: readonly string[],
   s: AgenticSettings,
   log: Logger,
 ): { result: 'json' | 'mistral' | 'original-query'; queries: string[] } | undefined {
-  const neverSearched =
-    loop.stop === 'answered-in-text' || (loop.stop === 'model-error' && loop.toolCalls === 0);
+  // Nothing was searched for the agent (no call, only invalid or failed ones, an LLM that failed or
+  // left no room in the token budget), and it did not say that nothing is needed.
+  const neverSearched = loop.searches === 0 && loop.stop !== 'no-retrieval' && loop.stop !== 'aborted';
   if (!neverSearched && !(loop.stop === 'accepted' && loop.toolCalls < s.maxIterations)) return undefined;
   const parsed =
     loop.text === undefined

@@ -326,6 +326,22 @@ describe('POST /search with ENABLE_AGENTIC_RAG=true', () => {
     expect(metric(await r.metrics(), 'retrieve_agent_tool_calls_total{outcome="invalid"}')).toBe(1);
   });
 
+  it('a model that only ever sends invalid arguments stops at the cap; the original query is searched', async () => {
+    script({ toolCalls: [{ name: 'retrieve', arguments: 'queries: flu' }] });
+    const r = await agentic({ AGENT_INCLUDE_RAW_QUERY: 'false', AGENT_MAX_ITERATIONS: '2' });
+    const { status, json } = await r.search({
+      queries: ['Spanish flu Denmark'],
+      collection_names: ['kb'],
+      k: 1,
+    });
+    expect(status).toBe(200);
+    expect(fileIds(json)).toEqual(['flu']);
+    expect(bodies()).toHaveLength(2);
+    const m = await r.metrics();
+    expect(metric(m, 'retrieve_agent_tool_calls_total{outcome="invalid"}')).toBe(2);
+    expect(metric(m, 'retrieve_agent_fallback_parses_total{result="original-query"}')).toBe(1);
+  });
+
   it.each([
     ['a malformed JSON body', { raw: '{"choices": [' }],
     ['an HTTP 500', { status: 500 }],
