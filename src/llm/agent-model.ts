@@ -17,6 +17,9 @@ export interface AgentModelOptions {
  * kept, as the contract requires; an empty key sends no `Authorization` header, like the chat client.
  */
 export function createAgentModel(o: AgentModelOptions): LanguageModel {
+  // The SDK prints a model's call warnings (an unsupported setting...) with console.warn, which would
+  // break the JSON log stream; the loop logs them through pino instead (agent-loop.ts).
+  globalThis.AI_SDK_LOG_WARNINGS = false;
   const provider = createOpenAICompatible({
     name: 'kilde-agent',
     baseURL: o.baseUrl,

@@ -109,6 +109,7 @@ export async function runAgentLoop(task: AgentTask, o: AgentLoopOptions): Promis
   let tokensIn = 0;
   let tokensOut = 0;
   let llmCalls = 0;
+  let warned = false;
   const maxChars = 2000;
   const progress = o.progress ?? { toolCalls: 0, llmCalls: 0 };
 
@@ -194,6 +195,10 @@ export async function runAgentLoop(task: AgentTask, o: AgentLoopOptions): Promis
         const stepOut =
           usage.outputTokens ??
           estimateTokens(step.text.length + JSON.stringify(step.toolCalls.map((c) => c.input)).length);
+        if (step.warnings?.length && !warned) {
+          warned = true;
+          o.log.warn({ warnings: step.warnings }, 'agent: the model endpoint reported warnings');
+        }
         tokensIn += stepIn;
         tokensOut += stepOut;
         o.metrics.tokens(stepIn, stepOut);

@@ -6,6 +6,7 @@ import type { SearchHit } from '../../src/index/contract.js';
 import { type AgentLoopOptions, runAgentLoop } from '../../src/retrieve/agent-loop.js';
 import type { AgentTask } from '../../src/retrieve/agent-prompt.js';
 import { createRetrieveMetrics } from '../../src/retrieve/metrics.js';
+import { logSink } from '../helpers/app.js';
 
 /** What a scripted model answers to one call (the ai SDK's language-model result). */
 type GenerateResult = Awaited<ReturnType<MockLanguageModelV3['doGenerate']>>;
@@ -253,6 +254,22 @@ describe('agent loop (scripted ai SDK models)', () => {
     const { options } = setup(model);
     expect(await runAgentLoop(task, options)).toMatchObject({ stop: 'model-error', toolCalls: 0 });
     expect(model.doGenerateCalls).toHaveLength(1);
+  });
+
+  it("logs the endpoint's warnings through the logger once per run (never on the console)", async () => {
+    const warned: GenerateResult = {
+      ...retrieve('a'),
+      warnings: [{ type: 'unsupported', feature: 'temperature' }],
+    };
+    const model = new MockLanguageModelV3({
+      doGenerate: [warned, { ...text('DONE'), warnings: warned.warnings }],
+    });
+    const sink = logSink();
+    const { options } = setup(model, { log: pino({ level: 'info' }, sink.stream) });
+    await runAgentLoop(task, options);
+    const lines = sink.lines.filter((l) => l.msg === 'agent: the model endpoint reported warnings');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ warnings: [{ type: 'unsupported', feature: 'temperature' }] });
   });
 
   it('sends the tool without `strict` when AGENT_STRICT_TOOLS=false', async () => {
