@@ -1,12 +1,16 @@
 import type { Schemas } from '@qdrant/js-client-rest';
 import type { IndexFilter } from './contract.js';
+import { publicTenants, RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 
 type Filter = Schemas['Filter'];
 type FieldCondition = Schemas['FieldCondition'];
 
 /** True when the filter can match no point at all (an empty tenant or language set). */
 export function matchesNothing(f: IndexFilter): boolean {
-  return f.collectionNames?.length === 0 || f.languages?.length === 0;
+  return (
+    (f.collectionNames !== undefined && publicTenants(f.collectionNames).length === 0) ||
+    f.languages?.length === 0
+  );
 }
 
 /**
@@ -17,8 +21,14 @@ export function matchesNothing(f: IndexFilter): boolean {
 export function toQdrantFilter(f: IndexFilter): Filter | undefined {
   const must: FieldCondition[] = [];
   const mustNot: FieldCondition[] = [];
+  if (f.reserved !== undefined) {
+    must.push({ key: 'meta.collection_name', match: { value: RESERVED_TENANTS[f.reserved] } });
+  }
   if (f.collectionNames !== undefined) {
-    must.push({ key: 'meta.collection_name', match: { any: [...f.collectionNames] } });
+    must.push({ key: 'meta.collection_name', match: { any: publicTenants(f.collectionNames) } });
+  }
+  if (f.chunksOnly) {
+    mustNot.push({ key: 'meta.collection_name', match: { any: [...RESERVED_TENANT_VALUES] } });
   }
   if (f.fileId !== undefined) must.push({ key: 'meta.file_id', match: { value: f.fileId } });
   if (f.ingestVersion !== undefined) {

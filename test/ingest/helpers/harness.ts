@@ -64,7 +64,10 @@ export async function pointsOf(index: VectorIndex, fileId: string): Promise<Stor
   const all: StoredPoint[] = [];
   let cursor: string | undefined;
   do {
-    const page = await index.scroll({ fileId }, { limit: 500, ...(cursor ? { cursor } : {}) });
+    const page = await index.scroll(
+      { fileId, chunksOnly: true },
+      { limit: 500, ...(cursor ? { cursor } : {}) },
+    );
     all.push(...page.points);
     cursor = page.next;
   } while (cursor);
