@@ -18,7 +18,7 @@ export interface IngestPartDeps {
   fetch?: typeof fetch;
   /** An already open index shared with other parts (`kilde serve all`); the caller closes it. */
   index?: VectorIndex;
-  /** Times the worker pool's task limits (tests pass a manual clock). */
+  /** Times the worker pool's task limits and the version ledger and its sweep (tests pass a manual clock). */
   clock?: Clock;
 }
 
