@@ -6,7 +6,6 @@ import { isPublicProfile } from '../extract/vision/prompts.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
-import { identifierProblem } from '../index/identifiers.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
 import type { IngestMetrics } from './metrics.js';
@@ -283,9 +282,11 @@ function clientGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
+/**
+ * The path's file_id, as given (control characters included): deleting and inspecting write
+ * nothing, and rows an older version stored under such ids must stay removable.
+ */
 function fileIdParam(raw: string): string {
-  const problem = identifierProblem(raw);
-  if (problem !== undefined) throw invalid(400, `file_id ${problem}`);
   const id = raw.trim();
   if (id === '') throw invalid(400, 'file_id must not be blank');
   return id;

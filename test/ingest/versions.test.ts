@@ -211,7 +211,7 @@ describe.each(ENGINES)('$name: a re-ingest killed part-way', ({ name, deaths }) 
       }
       const after = await visible(index);
       expect(after.size).toBe(1);
-      const [[survivor, count]] = [...after];
+      const [survivor, count] = [...after][0]!;
       if (death === 'staged-batch') expect([survivor, count]).toEqual([oldVersion, oldCount]);
       else expect(survivor).not.toBe(oldVersion);
       if (name === 'qdrant') expect(referenceView(s.collection)).toEqual(after);
