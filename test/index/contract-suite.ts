@@ -1,10 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId, type SparseVector } from '../../src/index/contract.js';
-import {
-  RESERVED_TENANT_VALUES,
-  RESERVED_TENANTS,
-  type ReservedTenant,
-} from '../../src/index/reserved.js';
+import { RESERVED_TENANT_VALUES, RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
 import type { HybridQuery, VectorIndex } from '../../src/index/store.js';
 
 /**
@@ -350,9 +346,12 @@ export function runVectorIndexContract(
       expect(await index.count({ reserved: 'writing', fileId: f, ingestVersion: 'v2' })).toBe(1);
       expect(await index.count({ reserved: 'committed', fileId: f })).toBe(1);
       const hits = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
-      expect(hits.filter((h) => h.meta.ingest_version === 'v2').map((h) => h.meta.split_id).sort()).toEqual([
-        0, 1, 2,
-      ]);
+      expect(
+        hits
+          .filter((h) => h.meta.ingest_version === 'v2')
+          .map((h) => h.meta.split_id)
+          .sort(),
+      ).toEqual([0, 1, 2]);
       // The retire step: other versions and the writing entry in one delete.
       const removed = await index.deleteWhere([
         { fileId: f, collectionNames: ['alpha'], notIngestVersion: 'v2' },
