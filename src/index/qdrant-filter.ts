@@ -25,7 +25,8 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
     must.push({ key: 'meta.collection_name', match: { value: RESERVED_TENANTS[f.reserved] } });
   }
   if (f.collectionNames !== undefined) {
-    must.push({ key: 'meta.collection_name', match: { any: publicTenants(f.collectionNames) } });
+    // Qdrant refuses repeated values in `match.any` (uniqueItems).
+    must.push({ key: 'meta.collection_name', match: { any: unique(publicTenants(f.collectionNames)) } });
   }
   if (f.chunksOnly) {
     mustNot.push({ key: 'meta.collection_name', match: { any: [...RESERVED_TENANT_VALUES] } });
@@ -38,11 +39,15 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
     mustNot.push({ key: 'meta.ingest_version', match: { value: f.notIngestVersion } });
   }
   if (f.languages !== undefined) {
-    must.push({ key: 'meta.languages', match: { any: [...f.languages] } });
+    must.push({ key: 'meta.languages', match: { any: unique(f.languages) } });
   }
   if (must.length === 0 && mustNot.length === 0) return undefined;
   const filter: Filter = {};
   if (must.length > 0) filter.must = must;
   if (mustNot.length > 0) filter.must_not = mustNot;
   return filter;
+}
+
+function unique(values: readonly string[]): string[] {
+  return [...new Set(values)];
 }

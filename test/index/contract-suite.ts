@@ -422,6 +422,11 @@ export function runVectorIndexContract(
         expect(await index.deleteWhere({ fileId: odd })).toBe(0);
       }
       expect(await index.count({ collectionNames: ['alpha'] })).toBe(LABELLED.length);
+      // Repeated names and languages are one condition each (Qdrant refuses repeats in match.any).
+      expect(await index.count({ collectionNames: ['alpha', 'alpha'], languages: ['da', 'da'] })).toBe(2);
+      expect(await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha', 'alpha'] }, 50)).toHaveLength(
+        LABELLED.length,
+      );
     });
 
     it('works lexical-only, with no dense vector at all', async () => {
