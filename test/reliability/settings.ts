@@ -1,6 +1,6 @@
 /**
  * How big a reliability run is. `npm test` runs the CI size; `npm run test:reliability -- --long`
- * (scripts/reliability.ts) sets KILDE_RELIABILITY=long for the longer mode and the soak.
+ * (scripts/test-reliability.mjs) sets KILDE_RELIABILITY_LONG=1 for the longer mode and the soak.
  * Every random choice derives from one seed, printed at the start, so a failing run can be
  * replayed with `--seed` (or KILDE_RELIABILITY_SEED).
  */
@@ -20,7 +20,7 @@ function int(raw: string | undefined, fallback: number): number {
 export function reliabilitySettings(suite: string): ReliabilitySettings {
   const env = process.env;
   const settings: ReliabilitySettings = {
-    long: env.KILDE_RELIABILITY === 'long',
+    long: env.KILDE_RELIABILITY_LONG === '1',
     seed: int(env.KILDE_RELIABILITY_SEED, Date.now() % 2_147_483_647),
     soakMinutes: int(env.KILDE_SOAK_MINUTES, 5),
     soakRate: int(env.KILDE_SOAK_RATE, 20),
