@@ -67,7 +67,13 @@ export class IngestService {
       try {
         result = await runPipeline(this.parts, target, file, version, signal);
       } catch (err) {
-        cancelledIf(signal);
+        if (signal?.aborted) {
+          this.parts.log.info(
+            { fileId: target.fileId, collection: target.collectionName, version },
+            'ingest cancelled: the client closed the request before the version was committed',
+          );
+          cancelledIf(signal);
+        }
         throw err;
       } finally {
         this.#writing.delete(version);

@@ -132,7 +132,7 @@ describe.each(ENGINES)('%s: hostile collection names', (engine) => {
       const [point] = (await index.scroll({ fileId: `t${i}`, chunksOnly: true }, { limit: 1 })).points;
       stored.set(point!.meta.collection_name, (stored.get(point!.meta.collection_name) ?? 0) + 1);
     }
-    expect(stored.size).toBeGreaterThan(10);
+    expect(stored.size).toBeGreaterThan(5);
   });
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
