@@ -148,10 +148,17 @@ class LanceIndex implements VectorIndex {
     this.wrote(table, outcome);
   }
 
-  /** One upsert call is one merge-insert, one commit: points and ledger entries appear together. */
-  async writeVersion(v: VersionWrite): Promise<void> {
+  /**
+   * One upsert call is one merge-insert, one commit: points and ledger entries appear together. A
+   * file with no other version in the collection needs no `writing` entry: its one commit is all
+   * or nothing, and nothing is left to retire (the caller holds the file's lock).
+   */
+  async writeVersion(v: VersionWrite): Promise<{ writing: boolean }> {
     v.signal?.throwIfAborted();
-    await this.upsert([...v.points, v.writing(), v.committed]);
+    const others = await this.count({ fileId: v.fileId, collectionNames: [v.collectionName] });
+    v.signal?.throwIfAborted();
+    await this.upsert([...v.points, ...(others > 0 ? [v.writing()] : []), v.committed]);
+    return { writing: others > 0 };
   }
 
   async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {

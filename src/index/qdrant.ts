@@ -211,6 +211,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       }
       const record: Schemas['PointsList'] = { points: [toPointStruct(v.committed, settings.denseDim)] };
       await http.call(write('PUT', `${base}/points`, record), updateResult);
+      return { writing: true };
     },
 
     async deleteWhere(filter) {

@@ -55,12 +55,14 @@ export interface VectorIndex {
   /**
    * Makes a new version of a file visible as a whole, never in part: when it resolves every point
    * (and the `committed` entry) is there; until then no reader filtering on collection names sees
-   * any of them. LanceDB writes points and entries in one commit. Qdrant, whose requests apply in
-   * parts, writes the points under the staging tenant (with the `writing` entry in every request),
-   * moves them to their collection in one operation and checks the count before writing `committed`.
-   * On failure what was written stays for the caller to delete (the `writing` entry marks it).
+   * any of them. LanceDB writes points and entries in one commit, and no `writing` entry when the
+   * file has no other version in that collection (a first ingest has nothing to retire). Qdrant,
+   * whose requests apply in parts, writes the points under the staging tenant (with the `writing`
+   * entry in every request), moves them to their collection in one operation and checks the count
+   * before writing `committed`. On failure what was written stays for the caller to delete (the
+   * `writing` entry marks it). Resolves with whether a `writing` entry was left for the retirement.
    */
-  writeVersion(version: VersionWrite): Promise<void>;
+  writeVersion(version: VersionWrite): Promise<{ writing: boolean }>;
   /**
    * Deletes every point matching the filter, or any of the filters (one operation: one LanceDB
    * commit, one Qdrant request); returns how many were deleted.

@@ -92,8 +92,9 @@ export async function commitVersion(
   points: readonly IndexPoint[],
   o: CommitOptions,
 ): Promise<void> {
+  let written: { writing: boolean };
   try {
-    await index.writeVersion({
+    written = await index.writeVersion({
       ...scope,
       points,
       writing: () => ledgerEntry('writing', scope, points.length, o.now()),
@@ -104,6 +105,8 @@ export async function commitVersion(
     await discardVersion(index, scope, o.log);
     throw err;
   }
+  // A first version (LanceDB) has no other version to retire and left no `writing` entry.
+  if (!written.writing) return;
   try {
     const retired = await retireWithRetry(index, scope, o.log);
     o.log.debug({ ...scope, retired }, 'retired previous versions');

@@ -362,6 +362,24 @@ export function runVectorIndexContract(
       expect(await index.count({ fileId: f })).toBe(4); // + the committed entry
     });
 
+    it('reports whether it left a `writing` entry, and leaves exactly that', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const v = [0, 1].map((s) =>
+        point('alpha', 'file-first', 'v1', s, `first ${s}`, { dense: [1, 0, 0, 0] }),
+      );
+      const written = await index.writeVersion({
+        fileId: 'file-first',
+        collectionName: 'alpha',
+        version: 'v1',
+        points: v,
+        writing: () => entry('writing', 'file-first', 'v1', 'alpha'),
+        committed: entry('committed', 'file-first', 'v1', 'alpha'),
+      });
+      expect(await index.count({ reserved: 'writing', fileId: 'file-first' })).toBe(written.writing ? 1 : 0);
+      expect(await index.count({ fileId: 'file-first', collectionNames: ['alpha'] })).toBe(2);
+      expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
+    });
+
     it('stops before anything becomes visible when the write is aborted', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const controller = new AbortController();

@@ -124,8 +124,9 @@ describe.each(ENGINES)('$name: a re-ingest killed part-way', ({ name, deaths }) 
       };
     const overrides: Partial<Record<keyof VectorIndex, unknown>> = {
       writeVersion: guard(async (v: Parameters<VectorIndex['writeVersion']>[0]) => {
-        await real.writeVersion(v);
+        const written = await real.writeVersion(v);
         if (state.armed) state.dead = true;
+        return written;
       }),
       upsert: guard((p: Parameters<VectorIndex['upsert']>[0]) => real.upsert(p)),
       deleteWhere: guard((f: Parameters<VectorIndex['deleteWhere']>[0]) => real.deleteWhere(f)),
