@@ -40,7 +40,7 @@ function text(v: Variant): string {
 
 const ENGINES = settings.long ? (['lancedb', 'qdrant'] as const) : (['lancedb', 'qdrant'] as const);
 
-describe.each(ENGINES)('%s: SIGKILL during re-ingests', (engine) => {
+describe.each(ENGINES)('%s: SIGKILL during re-ingests', { timeout: settings.timeoutMs }, (engine) => {
   const rounds = engine === 'lancedb' ? ROUNDS : Math.max(2, Math.ceil(ROUNDS / 2));
   let qdrant: QdrantFake | undefined;
   let dataDir: string;

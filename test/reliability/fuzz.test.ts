@@ -408,7 +408,9 @@ const request = (
       return { ...r, headers };
     });
 
-describe('fuzzing every route (no 5xx but the contract’s, no crash, no internals)', () => {
+describe('fuzzing every route (no 5xx but the contract’s, no crash, no internals)', {
+  timeout: settings.timeoutMs,
+}, () => {
   it('health, readiness, metrics and unknown routes, any method', async () => {
     const arb = request(
       fc.record({

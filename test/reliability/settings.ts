@@ -6,6 +6,11 @@
  */
 export interface ReliabilitySettings {
   long: boolean;
+  /**
+   * Time-out of one test (ms): the suite runs beside everything else in `npm test` on two cores,
+   * where a property of hundreds of real ingests can take minutes; it bounds, never measures.
+   */
+  timeoutMs: number;
   seed: number;
   /** Soak duration and target rate (requests per second), `--long` only. */
   soakMinutes: number;
@@ -19,8 +24,10 @@ function int(raw: string | undefined, fallback: number): number {
 
 export function reliabilitySettings(suite: string): ReliabilitySettings {
   const env = process.env;
+  const long = env.KILDE_RELIABILITY_LONG === '1';
   const settings: ReliabilitySettings = {
-    long: env.KILDE_RELIABILITY_LONG === '1',
+    long,
+    timeoutMs: long ? 3_600_000 : 300_000,
     seed: int(env.KILDE_RELIABILITY_SEED, Date.now() % 2_147_483_647),
     soakMinutes: int(env.KILDE_SOAK_MINUTES, 5),
     soakRate: int(env.KILDE_SOAK_RATE, 20),

@@ -82,7 +82,7 @@ const requested = fc.array(
 
 const ENGINES = ['lancedb', 'qdrant'] as const;
 
-describe.each(ENGINES)('%s: hostile collection names', (engine) => {
+describe.each(ENGINES)('%s: hostile collection names', { timeout: settings.timeoutMs }, (engine) => {
   let qdrant: QdrantFake | undefined;
   let embed: FakeEmbeddingsServer;
   let app: KildeApp;
