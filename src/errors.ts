@@ -24,11 +24,11 @@ export interface ErrorSpec {
 export const ERRORS = {
   INVALID_REQUEST: {
     status: 400,
-    statuses: [400, 403, 404, 409, 413, 415, 422],
+    statuses: [400, 403, 404, 409, 413, 415, 422, 499],
     retryable: false,
     publicMessage: 'Invalid request',
     meaning:
-      'The request was rejected by gating or validation: malformed JSON (400), a body or file over its limit (413), an unsupported content type (415), fields of the wrong type or shape (422), a bucket outside the allowlist (403).',
+      'The request was rejected by gating or validation: malformed JSON or an identifier with control characters (400), a body or file over its limit (413), an unsupported content type (415), fields of the wrong type or shape (422), a bucket outside the allowlist (403). 499 is logged (never received) when the client closed the connection before its ingest was committed.',
   },
   UNAUTHORIZED: {
     status: 401,

@@ -56,6 +56,16 @@ export const ingestPiece = {
     'Largest accepted file (100 MiB): enforced on multipart uploads as they stream and via HeadObject before an object is fetched (413).',
     { min: 1 },
   ),
+  INGEST_SWEEP_INTERVAL: int(
+    60,
+    'Seconds between sweeps of ingests interrupted by a crash (finish a version that was committed, remove one that was not); they also run at start-up. 0: at start-up only.',
+    { min: 0 },
+  ),
+  INGEST_SWEEP_GRACE: int(
+    300,
+    'A version being written whose last sign of life is older than this (seconds) counts as interrupted and is removed by the sweep. Protects ingests other processes are still writing; with one ingest process 0 is safe.',
+    { min: 0 },
+  ),
   ENABLE_INSPECTION_API: bool(
     false,
     'Serves the read-only `GET /api/v1/documents/{file_id}/chunks`; 404 (after the bearer check) when false.',

@@ -64,6 +64,18 @@ export function createExtractorPart(
 
 /** Streams every `files` part to disk; `config` must be JSON (its options do not apply to this engine). */
 async function receive(request: FastifyRequest, dir: string): Promise<SourceFile[]> {
+  try {
+    return await receiveParts(request, dir);
+  } catch (err) {
+    const e = err as { code?: unknown; syscall?: unknown; message?: unknown };
+    // A body that is not the multipart it claims (wrong boundary, cut short) is the caller's; a
+    // local file-system failure and the limits keep their own answers.
+    if (err instanceof KildeError || e.syscall !== undefined || String(e.code).startsWith('FST_')) throw err;
+    throw new KildeError('INVALID_REQUEST', 400, `Malformed multipart body: ${String(e.message ?? err)}`);
+  }
+}
+
+async function receiveParts(request: FastifyRequest, dir: string): Promise<SourceFile[]> {
   const files: SourceFile[] = [];
   for await (const part of request.parts()) {
     if (part.type === 'file') {

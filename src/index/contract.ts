@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ReservedTenant } from './reserved.js';
 
 /**
  * The shared index contract: everything ingestion and retrieval must agree on lives here
@@ -94,6 +95,13 @@ export interface IndexFilter {
   notIngestVersion?: string;
   /** `meta.languages` contains any of these. */
   languages?: readonly string[];
+  /**
+   * Kilde's bookkeeping tenant instead of `collectionNames` (src/index/reserved.ts). Reserved
+   * tenants are reachable only this way: adapters drop their values from `collectionNames`.
+   */
+  reserved?: ReservedTenant;
+  /** Leave out the reserved tenants (a read by file_id that should see chunks only). */
+  chunksOnly?: boolean;
 }
 
 const NAMESPACE = 'kilde/point/v1';

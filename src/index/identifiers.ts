@@ -31,3 +31,32 @@ export const collectionNameSchema = z
     const problem = collectionNameProblem(name);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
+
+/**
+ * What every identifier a caller hands Kilde must satisfy (file ids, collection names, user ids,
+ * object keys and buckets): no control characters (Unicode Cc: C0 including NUL, DEL, C1) and no
+ * lone surrogates. Stored identifiers are compared exactly by the index; a NUL or an unpaired
+ * surrogate turns into something else on some paths (C strings, UTF-8 re-encoding) and leaves
+ * points that their own id no longer reaches. It also keeps Kilde's reserved tenants
+ * (src/index/reserved.ts) out of reach.
+ */
+const FORBIDDEN = /[\p{Cc}\p{Cs}]/u;
+
+/** Why `value` cannot be an identifier, or undefined when it can. */
+export function identifierProblem(value: string): string | undefined {
+  const bad = FORBIDDEN.exec(value);
+  if (!bad) return undefined;
+  const code = bad[0].codePointAt(0) ?? 0;
+  const at = `U+${code.toString(16).toUpperCase().padStart(4, '0')} at position ${bad.index}`;
+  return code >= 0xd800 && code <= 0xdfff
+    ? `must be well-formed Unicode (lone surrogate ${at})`
+    : `must not contain control characters (${at})`;
+}
+
+/** A zod check for identifier fields: `name: problem` as the issue message. */
+export function identifierRefinement(name: string) {
+  return (value: string, ctx: z.RefinementCtx) => {
+    const problem = identifierProblem(value);
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `${name} ${problem}` });
+  };
+}

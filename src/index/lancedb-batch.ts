@@ -51,7 +51,7 @@ export class WriteBatcher {
 
   constructor(
     private readonly queue: SerialQueue,
-    /** Most rows in one merge-insert; an operation larger than this is split, alone. */
+    /** Most rows one group commit merges; an operation larger than this runs alone, in one merge. */
     private readonly batchRows: number,
   ) {}
 
@@ -86,13 +86,7 @@ export class WriteBatcher {
   async #upserts(ops: UpsertOp[]): Promise<void> {
     const first = ops[0]!;
     try {
-      await mergeRows(
-        first.table,
-        first.schema,
-        lastById(ops.flatMap((o) => o.rows)),
-        first.exec,
-        this.batchRows,
-      );
+      await mergeRows(first.table, first.schema, lastById(ops.flatMap((o) => o.rows)), first.exec);
     } catch (err) {
       if (ops.length === 1) return first.reject(err);
       // Merge-insert by id is idempotent: replaying each operation alone is safe.
@@ -201,17 +195,19 @@ async function matchCounts(table: Table, predicates: string[]): Promise<number[]
   return counts;
 }
 
+/**
+ * One merge-insert, so one commit: a reader sees all of the rows or none. `batches` keeps merged
+ * batches under `batchRows`; one operation larger than that still goes in whole, because it is one
+ * file's version and must never become visible in parts.
+ */
 async function mergeRows(
   table: Table,
   schema: Schema,
   rows: LanceRow[],
   exec: { timeoutMs: number },
-  size: number,
 ): Promise<void> {
-  for (let start = 0; start < rows.length; start += size) {
-    const data = makeArrowTable(rows.slice(start, start + size), { schema });
-    await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
-  }
+  const data = makeArrowTable(rows, { schema });
+  await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
 }
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */

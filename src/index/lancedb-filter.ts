@@ -1,14 +1,18 @@
 import { z } from 'zod';
 import type { IndexFilter } from './contract.js';
+import { publicTenants, RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 
 /**
  * Typed filters → LanceDB (DataFusion) SQL predicates. Every value is a quoted literal built here;
  * nothing from a caller reaches the SQL text unescaped.
  */
 
-/** A SQL string literal: single quotes, embedded quotes doubled (DataFusion treats backslashes literally). */
+/**
+ * A SQL string literal: single quotes, embedded quotes doubled (DataFusion treats backslashes
+ * literally). Control characters, NUL included, pass through as they are: DataFusion compares them
+ * like any other character, so rows an older version wrote with such identifiers stay deletable.
+ */
 export function sqlString(value: string): string {
-  if (value.includes('\u0000')) throw new Error('NUL characters are not allowed in index filter values');
   return `'${value.replaceAll("'", "''")}'`;
 }
 
@@ -24,10 +28,17 @@ function sqlList(values: readonly string[]): string {
 /** The predicate of a filter; undefined when it matches everything. */
 export function filterToSql(filter: IndexFilter): string | undefined {
   const parts: string[] = [];
+  if (filter.reserved !== undefined) {
+    parts.push(`collection_name = ${sqlString(RESERVED_TENANTS[filter.reserved])}`);
+  }
   if (filter.collectionNames !== undefined) {
+    const names = publicTenants(filter.collectionNames);
     // An empty tenant set must match nothing, never everything.
-    if (filter.collectionNames.length === 0) return 'false';
-    parts.push(`collection_name IN (${filter.collectionNames.map(sqlString).join(', ')})`);
+    if (names.length === 0) return 'false';
+    parts.push(`collection_name IN (${names.map(sqlString).join(', ')})`);
+  }
+  if (filter.chunksOnly) {
+    parts.push(`collection_name NOT IN (${RESERVED_TENANT_VALUES.map(sqlString).join(', ')})`);
   }
   if (filter.fileId !== undefined) parts.push(`file_id = ${sqlString(filter.fileId)}`);
   if (filter.ingestVersion !== undefined) parts.push(`ingest_version = ${sqlString(filter.ingestVersion)}`);

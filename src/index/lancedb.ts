@@ -17,7 +17,14 @@ import { ensureIndexes, type FtsLanguage, hasFtsIndex, openOrCreateTable } from 
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { fuseRrf } from './rrf.js';
-import type { CollectionInfo, HybridQuery, ScrollPage, VectorIndex } from './store.js';
+import {
+  type CollectionInfo,
+  filterList,
+  type HybridQuery,
+  type ScrollPage,
+  type VectorIndex,
+  type VersionWrite,
+} from './store.js';
 
 export interface LanceIndexOptions {
   /**
@@ -25,7 +32,7 @@ export interface LanceIndexOptions {
    * `readConsistencyInterval`); 0 checks on every read. Default 1.
    */
   readConsistencySeconds?: number;
-  /** Rows per merge-insert; also the most rows one group commit merges. Default 2000. */
+  /** The most rows one group commit merges (one file's version is never split). Default 2000. */
   batchSize?: number;
   /** Commits between two background `optimize()` runs (compaction + index refresh). Default 20. */
   optimizeEvery?: number;
@@ -141,11 +148,28 @@ class LanceIndex implements VectorIndex {
     this.wrote(table, outcome);
   }
 
-  async deleteWhere(filter: IndexFilter): Promise<number> {
-    const where = filterToSql(filter) ?? 'true';
-    if (where === 'false') return 0;
+  /**
+   * One upsert call is one merge-insert, one commit: points and ledger entries appear together. A
+   * file with no other version in the collection needs no `writing` entry: its one commit is all
+   * or nothing, and nothing is left to retire (the caller holds the file's lock).
+   */
+  async writeVersion(v: VersionWrite): Promise<{ writing: boolean }> {
+    v.signal?.throwIfAborted();
+    const others = await this.count({ fileId: v.fileId, collectionNames: [v.collectionName] });
+    v.signal?.throwIfAborted();
+    await this.upsert([...v.points, ...(others > 0 ? [v.writing()] : []), v.committed]);
+    return { writing: others > 0 };
+  }
+
+  async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {
+    const filters = filterList(filter);
+    const predicates = filters.map((f) => filterToSql(f) ?? 'true').filter((p) => p !== 'false');
+    if (predicates.length === 0) return 0;
+    const where = predicates.length === 1 ? predicates[0]! : predicates.map((p) => `(${p})`).join(' OR ');
+    const fileIds = new Set(filters.map((f) => f.fileId));
+    const fileId = fileIds.size === 1 ? [...fileIds][0] : undefined;
     const table = await this.requireTable();
-    const outcome = await this.writer.batcher.delete(table, where, filter.fileId);
+    const outcome = await this.writer.batcher.delete(table, where, fileId);
     this.wrote(table, { commits: outcome.commits, rows: 0 });
     return outcome.rows;
   }

@@ -1,12 +1,16 @@
 import type { Schemas } from '@qdrant/js-client-rest';
 import type { IndexFilter } from './contract.js';
+import { publicTenants, RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 
 type Filter = Schemas['Filter'];
 type FieldCondition = Schemas['FieldCondition'];
 
 /** True when the filter can match no point at all (an empty tenant or language set). */
 export function matchesNothing(f: IndexFilter): boolean {
-  return f.collectionNames?.length === 0 || f.languages?.length === 0;
+  return (
+    (f.collectionNames !== undefined && publicTenants(f.collectionNames).length === 0) ||
+    f.languages?.length === 0
+  );
 }
 
 /**
@@ -17,8 +21,15 @@ export function matchesNothing(f: IndexFilter): boolean {
 export function toQdrantFilter(f: IndexFilter): Filter | undefined {
   const must: FieldCondition[] = [];
   const mustNot: FieldCondition[] = [];
+  if (f.reserved !== undefined) {
+    must.push({ key: 'meta.collection_name', match: { value: RESERVED_TENANTS[f.reserved] } });
+  }
   if (f.collectionNames !== undefined) {
-    must.push({ key: 'meta.collection_name', match: { any: [...f.collectionNames] } });
+    // Qdrant refuses repeated values in `match.any` (uniqueItems).
+    must.push({ key: 'meta.collection_name', match: { any: unique(publicTenants(f.collectionNames)) } });
+  }
+  if (f.chunksOnly) {
+    mustNot.push({ key: 'meta.collection_name', match: { any: [...RESERVED_TENANT_VALUES] } });
   }
   if (f.fileId !== undefined) must.push({ key: 'meta.file_id', match: { value: f.fileId } });
   if (f.ingestVersion !== undefined) {
@@ -28,11 +39,15 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
     mustNot.push({ key: 'meta.ingest_version', match: { value: f.notIngestVersion } });
   }
   if (f.languages !== undefined) {
-    must.push({ key: 'meta.languages', match: { any: [...f.languages] } });
+    must.push({ key: 'meta.languages', match: { any: unique(f.languages) } });
   }
   if (must.length === 0 && mustNot.length === 0) return undefined;
   const filter: Filter = {};
   if (must.length > 0) filter.must = must;
   if (mustNot.length > 0) filter.must_not = mustNot;
   return filter;
+}
+
+function unique(values: readonly string[]): string[] {
+  return [...new Set(values)];
 }

@@ -31,7 +31,14 @@ import {
   toStored,
   updateResult,
 } from './qdrant-points.js';
-import type { CollectionInfo, HybridQuery, ScrollPage, VectorIndex } from './store.js';
+import { RESERVED_TENANTS } from './reserved.js';
+import {
+  type CollectionInfo,
+  filterList,
+  type HybridQuery,
+  type ScrollPage,
+  type VectorIndex,
+} from './store.js';
 
 export interface QdrantDeps {
   log: Logger;
@@ -84,13 +91,16 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     return hits;
   }
 
-  async function count(filter: IndexFilter): Promise<number> {
-    if (matchesNothing(filter)) return 0;
+  async function countMatching(f: Schemas['Filter'] | undefined): Promise<number> {
     const body: Schemas['CountRequest'] = { exact: true };
-    const f = toQdrantFilter(filter);
     if (f) body.filter = f;
     const res = await http.call({ method: 'POST', path: `${base}/points/count`, body }, countResult);
     return res.count;
+  }
+
+  async function count(filter: IndexFilter): Promise<number> {
+    if (matchesNothing(filter)) return 0;
+    return countMatching(toQdrantFilter(filter));
   }
 
   async function searchLexical(q: HybridQuery, filter: IndexFilter, limit: number) {
@@ -168,12 +178,54 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       }
     },
 
+    async writeVersion(v) {
+      const staged = v.points.map((p) =>
+        toPointStruct(
+          { ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } },
+          settings.denseDim,
+        ),
+      );
+      // The `writing` entry rides along with every batch: it exists before the first staged point and
+      // its time says the writer is alive (the sweep leaves a recent one alone).
+      for (let i = 0; i < staged.length; i += batchSize) {
+        v.signal?.throwIfAborted();
+        const writing = toPointStruct(v.writing(), settings.denseDim);
+        const body: Schemas['PointsList'] = { points: [...staged.slice(i, i + batchSize), writing] };
+        await http.call(write('PUT', `${base}/points`, body), updateResult);
+      }
+      v.signal?.throwIfAborted();
+      const mine: IndexFilter = { fileId: v.fileId, ingestVersion: v.version };
+      // One operation moves the whole version into its collection: readers filtering on collection
+      // names (the reference retrieval service included) see none of it before, all of it after.
+      const publish: Schemas['SetPayload'] = {
+        payload: { collection_name: v.collectionName },
+        key: 'meta',
+        filter: toQdrantFilter({ ...mine, reserved: 'staging' })!,
+      };
+      await http.call(write('POST', `${base}/points/payload`, publish), updateResult);
+      const visible = await count({ ...mine, collectionNames: [v.collectionName] });
+      if (visible !== v.points.length) {
+        throw new Error(
+          `version ${v.version} of ${v.fileId} has ${visible} of its ${v.points.length} points after publishing`,
+        );
+      }
+      const record: Schemas['PointsList'] = { points: [toPointStruct(v.committed, settings.denseDim)] };
+      await http.call(write('PUT', `${base}/points`, record), updateResult);
+      return { writing: true };
+    },
+
     async deleteWhere(filter) {
-      const f = toQdrantFilter(filter);
-      if (!f) throw new Error('refusing to delete every point: deleteWhere needs a filter');
-      if (matchesNothing(filter)) return 0;
+      const filters = filterList(filter);
+      const parts: Schemas['Filter'][] = [];
+      for (const one of filters) {
+        const f = toQdrantFilter(one);
+        if (!f) throw new Error('refusing to delete every point: deleteWhere needs a filter');
+        if (!matchesNothing(one)) parts.push(f);
+      }
+      if (parts.length === 0) return 0;
+      const f: Schemas['Filter'] = parts.length === 1 ? parts[0]! : { should: parts };
       // Qdrant's delete answers no count; counting first is exact unless a writer races us.
-      const n = await count(filter);
+      const n = await countMatching(f);
       if (n === 0) return 0;
       const body: Schemas['FilterSelector'] = { filter: f };
       await http.call(write('POST', `${base}/points/delete`, body), updateResult);

@@ -23,6 +23,21 @@ export interface HybridQuery {
   text: string;
 }
 
+/** One new version of one file, as `VectorIndex.writeVersion` makes it visible (src/ingest/versioning.ts). */
+export interface VersionWrite {
+  fileId: string;
+  collectionName: string;
+  version: string;
+  /** The chunks, stamped with `collectionName` and `version`. */
+  points: readonly IndexPoint[];
+  /** The ledger entry saying this version is being written; built afresh for every write (its clock moves). */
+  writing: () => IndexPoint;
+  /** The ledger entry naming this version the committed one of the file in its collection. */
+  committed: IndexPoint;
+  /** Aborted: stop before the version becomes visible (nothing of it will be). */
+  signal?: AbortSignal;
+}
+
 /**
  * The one index interface; Qdrant (production) and LanceDB (embedded) implement it, and one contract
  * suite (test/index/contract-suite.ts) runs against both.
@@ -37,8 +52,22 @@ export interface VectorIndex {
   hasSparse(): boolean;
   /** Writes points (idempotent by id), in batches. */
   upsert(points: readonly IndexPoint[]): Promise<void>;
-  /** Deletes every point matching the filter; returns how many were deleted. */
-  deleteWhere(filter: IndexFilter): Promise<number>;
+  /**
+   * Makes a new version of a file visible as a whole, never in part: when it resolves every point
+   * (and the `committed` entry) is there; until then no reader filtering on collection names sees
+   * any of them. LanceDB writes points and entries in one commit, and no `writing` entry when the
+   * file has no other version in that collection (a first ingest has nothing to retire). Qdrant,
+   * whose requests apply in parts, writes the points under the staging tenant (with the `writing`
+   * entry in every request), moves them to their collection in one operation and checks the count
+   * before writing `committed`. On failure what was written stays for the caller to delete (the
+   * `writing` entry marks it). Resolves with whether a `writing` entry was left for the retirement.
+   */
+  writeVersion(version: VersionWrite): Promise<{ writing: boolean }>;
+  /**
+   * Deletes every point matching the filter, or any of the filters (one operation: one LanceDB
+   * commit, one Qdrant request); returns how many were deleted.
+   */
+  deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
   count(filter: IndexFilter): Promise<number>;
   /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
   scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
@@ -51,4 +80,13 @@ export interface VectorIndex {
   /** Readiness: the engine answers and the collection exists. */
   ping(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The filters of a `deleteWhere` call as a list. */
+export function filterList(filter: IndexFilter | readonly IndexFilter[]): readonly IndexFilter[] {
+  return isList(filter) ? filter : [filter];
+}
+
+function isList(f: IndexFilter | readonly IndexFilter[]): f is readonly IndexFilter[] {
+  return Array.isArray(f);
 }

@@ -28,7 +28,7 @@ export interface BuildDeps {
   index?: VectorIndex;
   /** Leave `index.ensureCollection()` to the caller (which may wait for an index that is not up yet). */
   deferEnsure?: boolean;
-  /** Times the worker pool's task limits (tests pass a manual clock). */
+  /** Times the worker pool's task limits and the version ledger and its sweep (tests pass a manual clock). */
   clock?: Clock;
 }
 
@@ -50,7 +50,7 @@ export interface BuiltPipeline {
  * any of them cannot be built, e.g. an incompatible existing collection.
  */
 export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps): Promise<BuiltPipeline> {
-  const { log } = deps;
+  const { log, clock } = deps;
   const http = deps.fetch ? { fetch: deps.fetch } : {};
   const chunking = chunkingSettings(config);
   const tokens = await chooseTokenCounter({
@@ -166,6 +166,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     ...(dense ? { dense } : {}),
     ...(sparse ? { sparse } : {}),
     ...(deps.observer ? { observer: deps.observer } : {}),
+    ...(clock ? { now: () => clock.now() } : {}),
   });
   return {
     service,

@@ -1,3 +1,4 @@
+import { finished } from 'node:stream/promises';
 import type {} from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { KildeError } from '../http/errors.js';
@@ -52,7 +53,9 @@ export async function receiveMultipart(
         // A file part Kilde does not know is skipped like an unknown field.
         ignored.push(part.fieldname);
         part.file.resume();
-        await new Promise((done) => part.file.once('end', done));
+        // `finished` also settles when the part fails (a body cut short): waiting for 'end' alone
+        // hung such a request forever.
+        await finished(part.file);
         continue;
       }
       if (file) throw invalid(400, 'Invalid request: exactly one file part is allowed');

@@ -1,8 +1,11 @@
+import { posix } from 'node:path';
 import { GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
 import type { ObjectStoreSettings } from '../config/ingest.js';
 import { KildeError } from '../http/errors.js';
+import { identifierProblem } from '../index/identifiers.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
+import { invalid } from './request.js';
 
 export interface ObjectHead {
   bytes: number;
@@ -10,13 +13,63 @@ export interface ObjectHead {
 }
 
 export interface ObjectStore {
-  /** Whether the operator allows reading from this bucket (OBJECTSTORE_ALLOWED_BUCKETS). */
-  allows(bucket: string): boolean;
+  /**
+   * Refuses a bucket and key before anything is fetched: 400 for a malformed or ambiguous reference,
+   * 403 for a bucket outside OBJECTSTORE_ALLOWED_BUCKETS, judged on the path the endpoint resolves.
+   */
+  check(bucket: string, key: string): void;
   /** HeadObject: the size is known before a byte of the body is fetched. */
   head(bucket: string, key: string): Promise<ObjectHead>;
   /** Streams the object into `path` (never into memory), enforcing `maxBytes` on the bytes received. */
   download(bucket: string, key: string, path: string, maxBytes: number): Promise<number>;
   close(): void;
+}
+
+/**
+ * S3's bucket alphabet, plus the upper case and underscores of legacy AWS buckets; 1 to 255 long.
+ * Anything else (a slash above all) could change which bucket a path-style URL names.
+ */
+const BUCKET = /^[A-Za-z0-9._-]{1,255}$/;
+
+/**
+ * Path-style endpoints (MinIO, most S3-compatible stores) resolve `.` and `..` segments and merge
+ * slashes, so `allowed/../secret/x` would be read from `secret`. Returns the bucket and key the
+ * endpoint would see.
+ */
+export function resolvedObject(bucket: string, key: string): { bucket: string; key: string } {
+  const path = posix.normalize(`/${bucket}/${key}`);
+  const [, first = '', ...rest] = path.split('/');
+  return { bucket: first, key: rest.join('/') };
+}
+
+export function checkObjectRef(bucket: string, key: string, allowed: ReadonlySet<string>): void {
+  for (const [field, value] of [
+    ['bucket', bucket],
+    ['key', key],
+  ] as const) {
+    const problem = identifierProblem(value);
+    if (problem !== undefined) throw invalid(400, `Invalid request: ${field} ${problem}`);
+  }
+  if (!BUCKET.test(bucket) || bucket === '.' || bucket === '..') {
+    throw invalid(400, `Invalid request: ${JSON.stringify(bucket)} is not a valid bucket name`);
+  }
+  const resolved = resolvedObject(bucket, key);
+  if (allowed.size > 0 && !allowed.has(resolved.bucket)) {
+    throw invalid(403, `Bucket ${resolved.bucket} is not allowed`);
+  }
+  if (resolved.bucket !== bucket || resolved.key !== key) {
+    throw invalid(
+      400,
+      'Invalid request: key must not contain "." or ".." segments, a leading slash or empty segments',
+    );
+  }
+}
+
+/** Object-storage answers that are about the caller's reference, not about storage being down. */
+function callerStatus(status: number | undefined, name: string): number | undefined {
+  if (status === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket') return 404;
+  if (status === 400 || name === 'InvalidBucketName' || name === 'KeyTooLongError') return 400;
+  return undefined;
 }
 
 export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Logger }): ObjectStore {
@@ -33,24 +86,32 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
     if (err instanceof KildeError) return err;
     const status = err instanceof S3ServiceException ? err.$metadata.httpStatusCode : undefined;
     const name = err instanceof Error ? err.name : 'Error';
+    // A missing object or a name storage rejects is the caller's error (4xx); a refused key (403:
+    // our credentials) or storage being down is ours (502).
+    const caller = callerStatus(status, name);
     const what =
-      status === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket'
+      caller === 404
         ? 'object not found'
-        : status === 403 || name === 'AccessDenied'
-          ? 'access to the object was denied'
-          : status !== undefined
-            ? `object storage answered HTTP ${status}`
-            : 'object storage unreachable';
-    deps.log.warn({ err, bucket, key, status }, 'object fetch failed');
-    return new KildeError('OBJECT_FETCH_FAILED', 502, `Could not fetch s3://${bucket}/${key}: ${what}`, {
-      cause: err,
+        : caller === 400
+          ? `object storage refused the reference (${name})`
+          : status === 403 || name === 'AccessDenied'
+            ? 'access to the object was denied'
+            : status !== undefined
+              ? `object storage answered HTTP ${status}`
+              : 'object storage unreachable';
+    if (caller === undefined) deps.log.warn({ err, bucket, key, status }, 'object fetch failed');
+    else deps.log.info({ bucket, key, status, name }, 'object reference refused by object storage');
+    return new KildeError(
+      'OBJECT_FETCH_FAILED',
+      caller ?? 502,
+      `Could not fetch s3://${bucket}/${key}: ${what}`,
       // The caller named the bucket and key; the reason names no endpoint.
-      expose: true,
-    });
+      { cause: err, expose: true },
+    );
   }
 
   return {
-    allows: (bucket) => allowed.size === 0 || allowed.has(bucket),
+    check: (bucket, key) => checkObjectRef(bucket, key, allowed),
 
     async head(bucket, key) {
       try {

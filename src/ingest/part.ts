@@ -11,13 +11,14 @@ import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
 import type { Stage } from './pipeline.js';
 import { registerIngestRoutes } from './routes.js';
+import { sweepTempDirs } from './temp-dir.js';
 
 export interface IngestPartDeps {
   log: Logger;
   fetch?: typeof fetch;
   /** An already open index shared with other parts (`kilde serve all`); the caller closes it. */
   index?: VectorIndex;
-  /** Times the worker pool's task limits (tests pass a manual clock). */
+  /** Times the worker pool's task limits and the version ledger and its sweep (tests pass a manual clock). */
   clock?: Clock;
 }
 
@@ -54,6 +55,35 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   let pending: BuiltPipeline | undefined;
   const stopping = new AbortController();
   let retrying: Promise<void> | undefined;
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> | undefined;
+
+  /** One version sweep at a time; a failure is logged and the next sweep tries again. */
+  function sweep(made: BuiltPipeline): Promise<void> {
+    sweeping ??= made.service
+      .sweepVersions(config.INGEST_SWEEP_GRACE * 1000)
+      .then(
+        () => undefined,
+        (err: unknown) => deps.log.warn({ err }, 'version sweep failed; the next one retries'),
+      )
+      .finally(() => {
+        sweeping = undefined;
+      });
+    return sweeping;
+  }
+
+  /** Settles what a crash left behind before the first request, then keeps sweeping. */
+  async function ready(made: BuiltPipeline): Promise<void> {
+    pending = made;
+    await sweep(made);
+    if (stopping.signal.aborted) return;
+    built = made;
+    pending = undefined;
+    if (config.INGEST_SWEEP_INTERVAL > 0) {
+      sweepTimer = setInterval(() => void sweep(made), config.INGEST_SWEEP_INTERVAL * 1000);
+      sweepTimer.unref();
+    }
+  }
   const pipeline = (): BuiltPipeline => {
     if (!built) throw new KildeError('NOT_READY', 503, 'The ingestion pipeline is still starting');
     return built;
@@ -91,7 +121,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         return;
       }
       if (stopping.signal.aborted) return;
-      built = made;
+      await ready(made);
       waiting = undefined;
       deps.log.info('vector index reachable: ingestion pipeline ready');
       return;
@@ -137,10 +167,14 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
      */
     async start() {
       if (built || pending) return;
+      const stale = await sweepTempDirs().catch((err: unknown) => {
+        deps.log.warn({ err }, 'could not sweep stale upload folders');
+        return [];
+      });
+      if (stale.length > 0) deps.log.info({ folders: stale.length }, 'removed stale upload folders');
       const made = await build();
       try {
         await made.index.ensureCollection();
-        built = made;
       } catch (err) {
         if (!indexUnreachable(err)) {
           await made.close();
@@ -150,11 +184,15 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         waiting = `waiting for the vector index: ${(err as Error).message}`;
         deps.log.warn({ err }, 'vector index unreachable at start-up; retrying in the background');
         retrying = retryEnsure(made);
+        return;
       }
+      await ready(made);
     },
     async close() {
       stopping.abort();
+      clearInterval(sweepTimer);
       await retrying;
+      await sweeping;
       objectStore.close();
       await (built ?? pending)?.close();
       built = undefined;

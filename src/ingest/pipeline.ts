@@ -10,7 +10,7 @@ import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestTarget } from './request.js';
-import { discardVersion, retireOtherVersions, type VersionScope } from './versioning.js';
+import { commitVersion, type VersionScope } from './versioning.js';
 
 /** Pipeline stages in the order they run; `fetch` is the object-storage download before them. */
 export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
@@ -33,6 +33,8 @@ export interface PipelineParts {
   index: VectorIndex;
   log: Logger;
   observer?: StageObserver;
+  /** Clock of the version ledger (ms since the epoch); tests inject one. Default `Date.now`. */
+  now?: () => number;
 }
 
 export interface IngestResult {
@@ -83,22 +85,26 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
 }
 
 /**
- * convert → chunk → dense → sparse → write, then retire the other versions. Runs under the caller's
- * per-file_id lock. On any failure after the first write it deletes only this run's points.
+ * convert → chunk → dense → sparse → write (the new version becomes visible as a whole, then the
+ * other versions are retired: versioning.ts). Runs under the caller's per-file_id lock. A failure
+ * deletes only this run's points; an aborted `signal` (the client left) stops the run before its
+ * version becomes visible.
  */
 export async function runPipeline(
   parts: PipelineParts,
   target: IngestTarget,
   file: SourceFile,
   version: string,
+  signal?: AbortSignal,
 ): Promise<IngestResult> {
   const { observer, log } = parts;
   const docs = await timed(
     observer,
     'convert',
     { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
-    () => parts.extractor.extract(file, { fileId: target.fileId }),
+    () => parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
   );
+  cancelledIf(signal);
   const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
   const routing = docs.find((d) => d.routing)?.routing;
@@ -117,6 +123,7 @@ export async function runPipeline(
     throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
   }
   const texts = points.map((p) => p.content);
+  cancelledIf(signal);
 
   const { dense, sparse } = parts;
   if (dense) {
@@ -125,7 +132,7 @@ export async function runPipeline(
       'dense',
       { code: 'EMBEDDING_FAILED', status: 502, message: 'Embedding failed' },
       async () => {
-        const v = await dense.embedDocuments(texts);
+        const v = await dense.embedDocuments(texts, signal);
         if (v.length !== texts.length)
           throw new Error(`embedder returned ${v.length} vectors for ${texts.length} texts`);
         return v;
@@ -134,6 +141,7 @@ export async function runPipeline(
     points.forEach((p, i) => {
       p.dense = vectors[i]!;
     });
+    cancelledIf(signal);
   }
   if (sparse) {
     const vectors = await timed(
@@ -147,22 +155,22 @@ export async function runPipeline(
     });
   }
 
+  cancelledIf(signal);
   const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
-  try {
-    await timed(
-      observer,
-      'write',
-      { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
-      async () => {
-        await parts.index.upsert(points);
-        const retired = await retireWithRetry(parts.index, scope, log);
-        log.debug({ ...scope, retired }, 'retired previous versions');
-      },
-    );
-  } catch (err) {
-    await discardVersion(parts.index, scope, log);
-    throw err;
-  }
+  await timed(
+    observer,
+    'write',
+    { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+    async () => {
+      try {
+        await commitVersion(parts.index, scope, points, { log, now: parts.now ?? Date.now, ...opt(signal) });
+      } catch (err) {
+        // Aborted before the version became visible: nothing of it stays, the previous one does.
+        cancelledIf(signal);
+        throw err;
+      }
+    },
+  );
   return {
     collectionName: target.collectionName,
     chunksCount: points.length,
@@ -171,18 +179,19 @@ export async function runPipeline(
   };
 }
 
-/** One retry: a transient index error here would otherwise throw away a complete new version. */
-async function retireWithRetry(index: VectorIndex, scope: VersionScope, log: Logger): Promise<number> {
-  try {
-    return await retireOtherVersions(index, scope);
-  } catch (err) {
-    log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
-    return retireOtherVersions(index, scope);
+/** The error of an ingest whose client went away before its version was committed. */
+export function cancelledIf(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new KildeError('INVALID_REQUEST', 499, 'The client closed the request; nothing was committed');
   }
 }
 
 function chunkAll(chunker: Chunker | BatchChunker, docs: readonly ExtractedDocument[]) {
   return 'chunkAll' in chunker ? chunker.chunkAll(docs) : docs.map((doc) => chunker.chunk(doc));
+}
+
+function opt(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal ? { signal } : {};
 }
 
 function toPoints(

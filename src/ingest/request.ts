@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { KildeError } from '../http/errors.js';
-import { collectionNameProblem, collectionNameSchema } from '../index/identifiers.js';
+import { collectionNameProblem, collectionNameSchema, identifierRefinement } from '../index/identifiers.js';
 
 /** What every ingest needs to know about the file, whichever way it arrived. */
 export interface IngestTarget {
@@ -14,9 +14,12 @@ export interface IngestTarget {
   source: string;
 }
 
+/** Identifiers and names: trimmed, not blank, no control characters (src/index/identifiers.ts). */
 const required = (name: string) =>
   z
     .string({ error: `${name} must be a string` })
+    // Checked before trimming: a tab or newline at either end is refused, not silently dropped.
+    .superRefine(identifierRefinement(name))
     .trim()
     .min(1, `${name} must not be blank`);
 /** Absent or null: Python clients commonly send `None` for a field they leave open. */

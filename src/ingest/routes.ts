@@ -72,10 +72,11 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
   app.put(
     '/api/v1/ingest',
     { onRequest: ctx.auth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
-    async (request) => {
+    async (request, reply) => {
+      const signal = clientGone(reply);
       const outcome = request.isMultipart()
-        ? await ingestUpload(request)
-        : await ingestObject(request.body, request);
+        ? await ingestUpload(request, signal)
+        : await ingestObject(request, signal);
       deps.metrics.document(outcome.bytes, outcome.chunksCount);
       return {
         status: true,
@@ -91,38 +92,42 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     if (fields.length > 0) request.log.debug({ fields }, 'ignored unknown ingest field(s)');
   };
 
-  async function ingestObject(body: unknown, request: FastifyRequest): Promise<IngestOutcome> {
+  async function ingestObject(request: FastifyRequest, signal: AbortSignal): Promise<IngestOutcome> {
+    const body = request.body;
     const req = parseJsonIngest(body);
     logIgnored(request, unknownFields(body, JSON_FIELDS));
-    if (!deps.objectStore.allows(req.bucket)) throw invalid(403, `Bucket ${req.bucket} is not allowed`);
+    deps.objectStore.check(req.bucket, req.key);
     checkCollection(req);
     const { service } = deps.pipeline();
     const head = await deps.objectStore.head(req.bucket, req.key);
     if (head.bytes > deps.maxBytes) throw tooLarge(deps.maxBytes);
     return withTempDir((dir) =>
-      service.ingest(req, () =>
-        timed(
-          deps.metrics,
-          'fetch',
-          { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
-          async () => {
-            const path = sourcePath(dir, req.filename);
-            const bytes = await deps.objectStore.download(req.bucket, req.key, path, deps.maxBytes);
-            return {
-              path,
-              bytes,
-              filename: req.filename,
-              ...(head.contentType && head.contentType !== 'application/octet-stream'
-                ? { mimeType: head.contentType }
-                : {}),
-            };
-          },
-        ),
+      service.ingest(
+        req,
+        () =>
+          timed(
+            deps.metrics,
+            'fetch',
+            { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
+            async () => {
+              const path = sourcePath(dir, req.filename);
+              const bytes = await deps.objectStore.download(req.bucket, req.key, path, deps.maxBytes);
+              return {
+                path,
+                bytes,
+                filename: req.filename,
+                ...(head.contentType && head.contentType !== 'application/octet-stream'
+                  ? { mimeType: head.contentType }
+                  : {}),
+              };
+            },
+          ),
+        signal,
       ),
     );
   }
 
-  async function ingestUpload(request: FastifyRequest): Promise<IngestOutcome> {
+  async function ingestUpload(request: FastifyRequest, signal: AbortSignal): Promise<IngestOutcome> {
     const { service } = deps.pipeline();
     return withTempDir(async (dir) => {
       const form = await receiveMultipart(request, dir, {
@@ -136,12 +141,16 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       });
       const target = parseFormIngest(form.fields, form.file.filename);
       logIgnored(request, [...unknownFields(form.fields, FORM_FIELDS), ...form.ignoredParts]);
-      return service.ingest(target, async () => ({
-        path: form.file.path,
-        bytes: form.file.bytes,
-        filename: target.filename,
-        ...(form.file.mimeType ? { mimeType: form.file.mimeType } : {}),
-      }));
+      return service.ingest(
+        target,
+        async () => ({
+          path: form.file.path,
+          bytes: form.file.bytes,
+          filename: target.filename,
+          ...(form.file.mimeType ? { mimeType: form.file.mimeType } : {}),
+        }),
+        signal,
+      );
     });
   }
 
@@ -260,6 +269,23 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
   );
 }
 
+/**
+ * Aborted when the client's connection closes before the answer is complete: an ingest whose caller
+ * is gone stops before its version becomes visible, so the previous version stays.
+ */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const res = reply.raw;
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/**
+ * The path's file_id, as given (control characters included): deleting and inspecting write
+ * nothing, and rows an older version stored under such ids must stay removable.
+ */
 function fileIdParam(raw: string): string {
   const id = raw.trim();
   if (id === '') throw invalid(400, 'file_id must not be blank');

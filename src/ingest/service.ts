@@ -3,9 +3,9 @@ import type { SourceFile } from '../extract/extractor.js';
 import { KildeError } from '../http/errors.js';
 import type { StoredPoint } from '../index/contract.js';
 import { KeyedMutex } from './lock.js';
-import { type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
+import { cancelledIf, type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
-import { hasIndexedVersion, newIngestVersion } from './versioning.js';
+import { hasIndexedVersion, newIngestVersion, type SweepReport, sweepVersions } from './versioning.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
 export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
@@ -26,6 +26,8 @@ export interface ChunkPage {
  */
 export class IngestService {
   readonly #lock = new KeyedMutex();
+  /** Versions this process is writing now: the version sweep leaves them alone. */
+  readonly #writing = new Set<string>();
 
   constructor(private readonly parts: PipelineParts) {}
 
@@ -35,11 +37,13 @@ export class IngestService {
 
   /**
    * Ingests one file as a new version of `target.fileId`. Requests for the same file_id wait for each
-   * other; `overwrite=false` is checked under the lock so two such requests cannot both pass.
+   * other; `overwrite=false` is checked under the lock so two such requests cannot both pass. An
+   * aborted `signal` (the client went away) ends the run before its version becomes visible.
    */
-  async ingest(target: IngestTarget, load: SourceLoader): Promise<IngestOutcome> {
+  async ingest(target: IngestTarget, load: SourceLoader, signal?: AbortSignal): Promise<IngestOutcome> {
     checkCollection(target);
     return this.#lock.run(target.fileId, async () => {
+      cancelledIf(signal);
       const { index, observer } = this.parts;
       if (!target.overwrite) {
         const exists = await timed(
@@ -58,7 +62,22 @@ export class IngestService {
       const file = await load();
       const version = newIngestVersion();
       const started = performance.now();
-      const result = await runPipeline(this.parts, target, file, version);
+      this.#writing.add(version);
+      let result: IngestResult;
+      try {
+        result = await runPipeline(this.parts, target, file, version, signal);
+      } catch (err) {
+        if (signal?.aborted) {
+          this.parts.log.info(
+            { fileId: target.fileId, collection: target.collectionName, version },
+            'ingest cancelled: the client closed the request before the version was committed',
+          );
+          cancelledIf(signal);
+        }
+        throw err;
+      } finally {
+        this.#writing.delete(version);
+      }
       this.parts.log.info(
         {
           fileId: target.fileId,
@@ -75,11 +94,27 @@ export class IngestService {
     });
   }
 
+  /**
+   * Settles the versions interrupted by a crash (versioning.ts): at start-up and periodically.
+   * `graceMs` protects versions other processes may still be writing.
+   */
+  sweepVersions(graceMs: number): Promise<SweepReport> {
+    return sweepVersions(this.parts.index, {
+      log: this.parts.log,
+      now: this.parts.now ?? Date.now,
+      graceMs,
+      inFlight: (version) => this.#writing.has(version),
+      lock: (fileId, fn) => this.#lock.run(fileId, fn),
+    });
+  }
+
   /** Deletes every point of the file: every version, every collection. Waits for a running ingest. */
   async deleteFile(fileId: string): Promise<number> {
     return this.#lock.run(fileId, async () => {
       try {
-        const deleted = await this.parts.index.deleteWhere({ fileId });
+        // Every point goes, the version ledger and staged points too; the answer counts chunks.
+        const deleted = await this.parts.index.count({ fileId, chunksOnly: true });
+        await this.parts.index.deleteWhere({ fileId });
         this.parts.log.info({ fileId, deleted }, 'deleted file');
         return deleted;
       } catch (err) {
@@ -91,11 +126,15 @@ export class IngestService {
   /** One page of a file's stored chunks (read-only inspection). */
   async chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
     const { index } = this.parts;
-    const total = await index.count({ fileId }).catch((err: unknown) => {
+    // Chunks only: the version ledger and staged points are bookkeeping, not the file's content.
+    const total = await index.count({ fileId, chunksOnly: true }).catch((err: unknown) => {
       throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
     });
     try {
-      const page = await index.scroll({ fileId }, { limit, ...(cursor === undefined ? {} : { cursor }) });
+      const page = await index.scroll(
+        { fileId, chunksOnly: true },
+        { limit, ...(cursor === undefined ? {} : { cursor }) },
+      );
       return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
     } catch (err) {
       // The index just answered the count, so a failing page with a cursor is the cursor's fault.

@@ -1,14 +1,64 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 
+/**
+ * Uploads and downloaded objects land in `$TMPDIR/kilde-uploads/<pid>-<random>/`, one folder per
+ * request, removed when the request ends. A crash skips that clean-up; the process id in the name
+ * lets the next start-up tell its predecessors' folders from those of other live processes.
+ */
+export function uploadsRoot(): string {
+  return join(tmpdir(), 'kilde-uploads');
+}
+
+/** Folders of requests in flight in this process (the sweep skips them). */
+const inUse = new Set<string>();
+
 /** Runs `fn` with a private temporary directory that is removed afterwards, whatever happens. */
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), 'kilde-ingest-'));
+  const root = uploadsRoot();
+  await mkdir(root, { recursive: true });
+  const dir = await mkdtemp(join(root, `${process.pid}-`));
+  inUse.add(dir);
   try {
     return await fn(dir);
   } finally {
     await rm(dir, { recursive: true, force: true });
+    inUse.delete(dir);
+  }
+}
+
+/**
+ * Removes the upload folders of processes that are gone (killed before their clean-up ran), and
+ * those with this process's id that it is not using (a container restarts with the same pid).
+ * Folders of other live processes stay. Returns what it removed.
+ */
+export async function sweepTempDirs(alive: (pid: number) => boolean = isAlive): Promise<string[]> {
+  const root = uploadsRoot();
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const pid = Number(/^(\d+)-/.exec(name)?.[1]);
+    if (inUse.has(join(root, name))) continue;
+    if (Number.isSafeInteger(pid) && pid !== process.pid && alive(pid)) continue;
+    await rm(join(root, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

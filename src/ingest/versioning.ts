@@ -1,12 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import { type IndexFilter, type IndexPoint, pointId } from '../index/contract.js';
+import { LEDGER_TYPE, RESERVED_TENANTS } from '../index/reserved.js';
 import type { VectorIndex } from '../index/store.js';
 
 /**
- * Atomic versioned replace: re-ingesting a `file_id` never leaves it half written. Each run stamps its points with a fresh `meta.ingest_version`
- * and writes them beside the previous version, so searches keep finding the old version until the new
- * one is complete; only then are the other versions of the same `file_id` in the same collection
- * deleted. A failed run deletes only its own version. Callers hold the per-`file_id` lock throughout.
+ * Crash-consistent versioned replace: re-ingesting a `file_id` never leaves it half written, not
+ * even across a crash (docs/decisions.md, "Crash-consistent versions").
+ *
+ * Each run stamps its points with a fresh `meta.ingest_version`. `VectorIndex.writeVersion` makes
+ * the whole version visible at once, together with two ledger entries: `writing` (this version is
+ * being written: its collection, point count and last sign of life) and `committed` (the version
+ * of the file that is committed in that collection). One delete then removes the other versions of
+ * the file in that collection and the `writing` entry. A crash leaves at most a `writing` entry
+ * behind, and the sweep settles it: a version whose points are all visible is finished (the other
+ * versions retired), anything less is removed, so the previous version stays. Callers hold the
+ * per-`file_id` lock throughout, and the sweep takes it too.
  */
 export interface VersionScope {
   fileId: string;
@@ -24,28 +34,213 @@ export async function hasIndexedVersion(index: VectorIndex, fileId: string, coll
   return (await index.count({ fileId, collectionNames: [collectionName] })) > 0;
 }
 
-/** The new version is complete: delete every other (or unversioned) point of the file in its collection. */
-export async function retireOtherVersions(index: VectorIndex, scope: VersionScope): Promise<number> {
-  return index.deleteWhere({
-    fileId: scope.fileId,
-    collectionNames: [scope.collectionName],
-    notIngestVersion: scope.version,
-  });
+/** `meta.kilde_ledger` of a ledger entry. */
+const ledgerFields = z.object({
+  collection_name: z.string(),
+  points: z.number().int().nonnegative(),
+  /** Milliseconds since the epoch: last sign of life (`writing`) or commit time (`committed`). */
+  at: z.number(),
+});
+
+function ledgerEntry(kind: 'writing' | 'committed', scope: VersionScope, points: number, at: number) {
+  // `writing` entries are per version, `committed` ones per (collection, file): a commit overwrites
+  // the previous record. The control character keeps these ids apart from every chunk's.
+  const key = kind === 'writing' ? scope.version : scope.collectionName;
+  const entry: IndexPoint = {
+    id: pointId(scope.fileId, `\u0001${kind}\u0001${key}`, 0),
+    content: '',
+    meta: {
+      collection_name: RESERVED_TENANTS[kind],
+      collection_type: LEDGER_TYPE,
+      file_id: scope.fileId,
+      ingest_version: scope.version,
+      split_id: 0,
+      kilde_ledger: { collection_name: scope.collectionName, points, at },
+    },
+  };
+  return entry;
+}
+
+/** This version's points, wherever they are (staged, published, ledger entries naming it). */
+const everything = (s: VersionScope): IndexFilter => ({ fileId: s.fileId, ingestVersion: s.version });
+/** The other versions of the file in its collection. */
+const others = (s: VersionScope): IndexFilter => ({
+  fileId: s.fileId,
+  collectionNames: [s.collectionName],
+  notIngestVersion: s.version,
+});
+const writingEntryOf = (s: VersionScope): IndexFilter => ({
+  reserved: 'writing',
+  fileId: s.fileId,
+  ingestVersion: s.version,
+});
+
+export interface CommitOptions {
+  log: Logger;
+  now: () => number;
+  signal?: AbortSignal;
 }
 
 /**
- * Removes what a failed run may have written. It never throws: the run has already failed with its own
- * error. Should the index be down now, the orphaned points carry a version nobody references and the
- * next successful ingest of the file deletes them (it deletes every version but its own).
+ * Writes `points` as the new version and retires the others. Throws when the version could not be
+ * made visible, after deleting what it wrote. Once it is visible it is committed: a failure to
+ * retire the old versions is logged and left to the sweep (the `writing` entry stays for it).
+ */
+export async function commitVersion(
+  index: VectorIndex,
+  scope: VersionScope,
+  points: readonly IndexPoint[],
+  o: CommitOptions,
+): Promise<void> {
+  let written: { writing: boolean };
+  try {
+    written = await index.writeVersion({
+      ...scope,
+      points,
+      writing: () => ledgerEntry('writing', scope, points.length, o.now()),
+      committed: ledgerEntry('committed', scope, points.length, o.now()),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+  } catch (err) {
+    await discardVersion(index, scope, o.log);
+    throw err;
+  }
+  // A first version (LanceDB) has no other version to retire and left no `writing` entry.
+  if (!written.writing) return;
+  try {
+    const retired = await retireWithRetry(index, scope, o.log);
+    o.log.debug({ ...scope, retired }, 'retired previous versions');
+  } catch (err) {
+    o.log.warn(
+      { err, ...scope },
+      'the new version is committed, but retiring the previous ones failed; the version sweep retires them',
+    );
+  }
+}
+
+/** One delete: the other versions and this version's `writing` entry go together. */
+async function retire(index: VectorIndex, scope: VersionScope): Promise<number> {
+  return index.deleteWhere([others(scope), writingEntryOf(scope)]);
+}
+
+/** One retry: a transient index error should not leave two versions visible until the next sweep. */
+async function retireWithRetry(index: VectorIndex, scope: VersionScope, log: Logger): Promise<number> {
+  try {
+    return await retire(index, scope);
+  } catch (err) {
+    log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
+    return retire(index, scope);
+  }
+}
+
+/**
+ * Removes what a failed run may have written: its points, staged or not, and its ledger entries.
+ * It never throws: the run has already failed with its own error. Should the index be down now,
+ * the `writing` entry (if it was written) stays, and the sweep removes the version later.
  */
 export async function discardVersion(index: VectorIndex, scope: VersionScope, log: Logger): Promise<void> {
   try {
-    const removed = await index.deleteWhere({ fileId: scope.fileId, ingestVersion: scope.version });
+    const removed = await index.deleteWhere(everything(scope));
     if (removed > 0) log.info({ ...scope, removed }, 'rolled back the points of a failed ingest');
   } catch (err) {
     log.error(
       { err, ...scope },
-      'could not roll back a failed ingest; its points stay until the next ingest of this file',
+      'could not roll back a failed ingest; the version sweep removes its points later',
     );
   }
+}
+
+export interface SweepOptions {
+  log: Logger;
+  now: () => number;
+  /** A `writing` entry younger than this may belong to a live writer in another process. */
+  graceMs: number;
+  /** Versions this process is writing right now: never touched. */
+  inFlight: (version: string) => boolean;
+  /** Runs `fn` under the per-`file_id` lock the ingests take. */
+  lock: <T>(fileId: string, fn: () => Promise<T>) => Promise<T>;
+}
+
+export interface SweepReport {
+  /** Complete versions whose retirement of the previous ones was finished. */
+  finished: number;
+  /** Incomplete versions removed (the previous version stays). */
+  removed: number;
+  /** Entries left alone: in flight here, or younger than the grace period. */
+  waiting: number;
+}
+
+interface WritingEntry extends VersionScope {
+  points: number;
+  at: number;
+}
+
+/**
+ * Settles every `writing` entry that no live writer owns: finishes a version whose points are all
+ * visible (it was committed; only its clean-up was interrupted) and removes any other.
+ */
+export async function sweepVersions(index: VectorIndex, o: SweepOptions): Promise<SweepReport> {
+  const report: SweepReport = { finished: 0, removed: 0, waiting: 0 };
+  for (const entry of await writingEntries(index, o.log)) {
+    const outcome = await o.lock(entry.fileId, () => settle(index, entry, o));
+    report[outcome] += 1;
+  }
+  if (report.finished + report.removed > 0)
+    o.log.info({ ...report }, 'version sweep settled interrupted ingests');
+  return report;
+}
+
+async function writingEntries(index: VectorIndex, log: Logger): Promise<WritingEntry[]> {
+  const entries: WritingEntry[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await index.scroll(
+      { reserved: 'writing' },
+      { limit: 256, ...(cursor === undefined ? {} : { cursor }) },
+    );
+    for (const p of page.points) {
+      const fields = ledgerFields.safeParse(p.meta.kilde_ledger);
+      if (!fields.success) {
+        log.warn({ id: p.id, fileId: p.meta.file_id }, 'ignoring a malformed version ledger entry');
+        continue;
+      }
+      entries.push({
+        fileId: p.meta.file_id,
+        version: p.meta.ingest_version,
+        collectionName: fields.data.collection_name,
+        points: fields.data.points,
+        at: fields.data.at,
+      });
+    }
+    cursor = page.next;
+  } while (cursor !== undefined);
+  return entries;
+}
+
+async function settle(
+  index: VectorIndex,
+  entry: WritingEntry,
+  o: SweepOptions,
+): Promise<'finished' | 'removed' | 'waiting'> {
+  if (o.inFlight(entry.version)) return 'waiting';
+  const visible = await index.count({
+    fileId: entry.fileId,
+    ingestVersion: entry.version,
+    collectionNames: [entry.collectionName],
+  });
+  if (visible > 0 && visible === entry.points) {
+    // Committed before the crash: record it (Qdrant writes the record last) and retire the rest.
+    await index.upsert([ledgerEntry('committed', entry, entry.points, o.now())]);
+    const retired = await retire(index, entry);
+    o.log.info({ ...scopeOf(entry), retired }, 'version sweep finished an interrupted ingest');
+    return 'finished';
+  }
+  if (o.now() - entry.at < o.graceMs) return 'waiting';
+  const removed = await index.deleteWhere(everything(entry));
+  o.log.info({ ...scopeOf(entry), removed }, 'version sweep removed an interrupted ingest');
+  return 'removed';
+}
+
+function scopeOf(e: VersionScope): VersionScope {
+  return { fileId: e.fileId, collectionName: e.collectionName, version: e.version };
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -168,6 +169,7 @@ export class McpMachinery {
     await server.connect(transport);
     reply.hijack();
     reply.raw.setHeader('x-request-id', request.id);
+    if (wantsClose(request.raw)) closeAfterAnswer(reply.raw);
     try {
       await transport.handleRequest(request.raw, reply.raw, request.body);
     } catch (err) {
@@ -184,6 +186,34 @@ export class McpMachinery {
       }
     }
   }
+}
+
+/** `Connection: close`, or HTTP/1.0 without `Connection: keep-alive`. */
+export function wantsClose(req: IncomingMessage): boolean {
+  const connection = String(req.headers.connection ?? '').toLowerCase();
+  if (/(^|,)\s*close\s*(,|$)/.test(connection)) return true;
+  return req.httpVersion === '1.0' && !/(^|,)\s*keep-alive\s*(,|$)/.test(connection);
+}
+
+/**
+ * The SDK answers with an explicit `Connection: keep-alive`, which makes Node keep the socket open
+ * even when the client asked to close it (until the keep-alive time-out, ~73 s). Its header is
+ * replaced by `Connection: close`, so Node closes the socket once the answer is sent.
+ */
+function closeAfterAnswer(res: ServerResponse): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  const patched = (status: number, ...rest: unknown[]): ServerResponse => {
+    const last = rest.at(-1);
+    if (last !== null && typeof last === 'object' && !Array.isArray(last)) {
+      const headers = Object.fromEntries(
+        Object.entries(last as OutgoingHttpHeaders).filter(([k]) => k.toLowerCase() !== 'connection'),
+      );
+      return writeHead(status, ...rest.slice(0, -1), { ...headers, connection: 'close' });
+    }
+    res.setHeader('connection', 'close');
+    return writeHead(status, ...rest);
+  };
+  res.writeHead = patched as typeof res.writeHead;
 }
 
 let version: string | undefined;

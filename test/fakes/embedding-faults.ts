@@ -20,6 +20,9 @@ export async function applyFault(
     case 'slow':
       await new Promise((r) => setTimeout(r, fault.delayMs));
       return { answered: false };
+    case 'held':
+      await fault.until;
+      return { answered: false };
     case 'wrong-dim':
       return { answered: false, dim: fault.dim };
     case 'hang-up':

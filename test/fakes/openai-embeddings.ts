@@ -12,6 +12,8 @@ export type EmbeddingsFault =
   | { kind: 'status'; status: number; retryAfter?: string; body?: unknown }
   /** Answer normally after a delay. */
   | { kind: 'slow'; delayMs: number }
+  /** Answer normally once `until` settles: the test decides when (no clock involved). */
+  | { kind: 'held'; until: Promise<unknown> }
   /** Answer vectors of another size. */
   | { kind: 'wrong-dim'; dim: number }
   /** Close the socket without answering (a network error for the client). */

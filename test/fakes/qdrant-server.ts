@@ -8,6 +8,7 @@ import {
   deleteSchema,
   querySchema,
   scrollSchema,
+  setPayloadSchema,
   upsertSchema,
 } from './qdrant/bodies.js';
 import { UnsupportedFilter } from './qdrant/filter.js';
@@ -63,6 +64,7 @@ function handlers(m: QdrantMemory): Record<string, Handler> {
     create_field_index: parse(createIndexSchema, (n, b) => m.createIndex(n, b)),
     upsert_points: parse(upsertSchema, (n, b) => m.upsert(n, b)),
     delete_points: parse(deleteSchema, (n, b) => m.delete(n, b)),
+    set_payload: parse(setPayloadSchema, (n, b) => m.setPayload(n, b)),
     count_points: parse(countSchema, (n, b) => m.count(n, b)),
     scroll_points: parse(scrollSchema, (n, b) => m.scroll(n, b)),
     query_points: parse(querySchema, (n, b) => m.query(n, b)),

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId, type SparseVector } from '../../src/index/contract.js';
+import { RESERVED_TENANT_VALUES, RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
 import type { HybridQuery, VectorIndex } from '../../src/index/store.js';
 
 /**
@@ -302,6 +303,148 @@ export function runVectorIndexContract(
       for (const h of hits) expect(h.score).toBeLessThanOrEqual(1);
       expect(hits.map((h) => h.score)).toEqual([...hits.map((h) => h.score)].sort((a, b) => b - a));
       expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+    });
+
+    /** A ledger-like entry in a reserved tenant, as src/ingest/versioning.ts writes them. */
+    function entry(tenant: ReservedTenant, fileId: string, version: string, collection: string): IndexPoint {
+      return {
+        id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
+        content: '',
+        meta: {
+          collection_name: RESERVED_TENANTS[tenant],
+          collection_type: 'kilde-ledger',
+          file_id: fileId,
+          ingest_version: version,
+          split_id: 0,
+          kilde_ledger: { collection_name: collection, points: 3, at: 1 },
+        },
+      };
+    }
+
+    it('writes a version whole: its points and both ledger entries, nothing staged left', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-whole';
+      const v1 = [0, 1].map((s) => point('alpha', f, 'v1', s, `old ${s}`, { dense: [1, 0, 0, 0] }));
+      await index.upsert(v1);
+      const v2 = [0, 1, 2].map((s) => point('alpha', f, 'v2', s, `new ${s}`, { dense: [0, 1, 0, 0] }));
+      let beats = 0;
+      await index.writeVersion({
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2,
+        writing: () => {
+          beats += 1;
+          return entry('writing', f, 'v2', 'alpha');
+        },
+        committed: entry('committed', f, 'v2', 'alpha'),
+      });
+      expect(beats).toBeGreaterThan(0);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(3);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'] })).toBe(5);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ reserved: 'writing', fileId: f, ingestVersion: 'v2' })).toBe(1);
+      expect(await index.count({ reserved: 'committed', fileId: f })).toBe(1);
+      const hits = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(
+        hits
+          .filter((h) => h.meta.ingest_version === 'v2')
+          .map((h) => h.meta.split_id)
+          .sort(),
+      ).toEqual([0, 1, 2]);
+      // The retire step: other versions and the writing entry in one delete.
+      const removed = await index.deleteWhere([
+        { fileId: f, collectionNames: ['alpha'], notIngestVersion: 'v2' },
+        { reserved: 'writing', fileId: f, ingestVersion: 'v2' },
+      ]);
+      expect(removed).toBe(3);
+      expect(await index.count({ fileId: f, chunksOnly: true })).toBe(3);
+      expect(await index.count({ fileId: f })).toBe(4); // + the committed entry
+    });
+
+    it('reports whether it left a `writing` entry, and leaves exactly that', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const v = [0, 1].map((s) =>
+        point('alpha', 'file-first', 'v1', s, `first ${s}`, { dense: [1, 0, 0, 0] }),
+      );
+      const written = await index.writeVersion({
+        fileId: 'file-first',
+        collectionName: 'alpha',
+        version: 'v1',
+        points: v,
+        writing: () => entry('writing', 'file-first', 'v1', 'alpha'),
+        committed: entry('committed', 'file-first', 'v1', 'alpha'),
+      });
+      expect(await index.count({ reserved: 'writing', fileId: 'file-first' })).toBe(written.writing ? 1 : 0);
+      expect(await index.count({ fileId: 'file-first', collectionNames: ['alpha'] })).toBe(2);
+      expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
+    });
+
+    it('stops before anything becomes visible when the write is aborted', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const controller = new AbortController();
+      controller.abort();
+      const v = [0, 1].map((s) => point('alpha', 'file-abort', 'v1', s, `x ${s}`, { dense: [1, 0, 0, 0] }));
+      const err = await index
+        .writeVersion({
+          fileId: 'file-abort',
+          collectionName: 'alpha',
+          version: 'v1',
+          points: v,
+          writing: () => entry('writing', 'file-abort', 'v1', 'alpha'),
+          committed: entry('committed', 'file-abort', 'v1', 'alpha'),
+          signal: controller.signal,
+        })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(await index.count({ fileId: 'file-abort', collectionNames: ['alpha'] })).toBe(0);
+    });
+
+    it('keeps the reserved tenants out of reach of collection names', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const staged = point(RESERVED_TENANTS.staging, 'file-r', 'v9', 0, 'cats staged secret', {
+        dense: [1, 0, 0, 0],
+      });
+      await index.upsert([
+        staged,
+        entry('writing', 'file-r', 'v9', 'alpha'),
+        entry('committed', 'file-r', 'v8', 'alpha'),
+        point('alpha', 'file-r', 'v8', 0, 'cats public', { dense: [1, 0, 0, 0] }),
+      ]);
+      const names = [...RESERVED_TENANT_VALUES, ` ${RESERVED_TENANTS.staging}`, 'kilde:staging'];
+      for (const collectionNames of [names, [...names, 'alpha']]) {
+        const only = { collectionNames };
+        const seen = [
+          ...(await index.searchDense([1, 0, 0, 0], only, 10)),
+          ...(await index.searchLexical(query('cats'), only, 10)),
+          ...(await index.searchHybrid(query('cats', [1, 0, 0, 0]), only, 10)),
+          ...(await index.scroll(only, { limit: 10 })).points,
+        ];
+        for (const hit of seen) expect(hit.meta.collection_name).toBe('alpha');
+        expect(await index.count(only)).toBe(collectionNames.includes('alpha') ? 1 : 0);
+        expect(await index.deleteWhere({ ...only, fileId: 'nothing-here' })).toBe(0);
+      }
+      expect(await index.count({ reserved: 'staging' })).toBe(1);
+      expect(await index.count({ fileId: 'file-r', chunksOnly: true })).toBe(1);
+      const page = await index.scroll({ fileId: 'file-r', chunksOnly: true }, { limit: 10 });
+      expect(page.points.map((p) => p.content)).toEqual(['cats public']);
+    });
+
+    it('matches nothing, and fails nothing, for control characters in filter values', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert(labelled('alpha', true));
+      for (const odd of ['a\u0000b', '\u0000', "x'\u0001'", 'alpha\u0000']) {
+        const only = { collectionNames: [odd], fileId: odd };
+        expect(await index.count(only)).toBe(0);
+        expect(await index.searchDense([1, 0, 0, 0], only, 5)).toEqual([]);
+        expect(await index.deleteWhere({ fileId: odd })).toBe(0);
+      }
+      expect(await index.count({ collectionNames: ['alpha'] })).toBe(LABELLED.length);
+      // Repeated names and languages are one condition each (Qdrant refuses repeats in match.any).
+      expect(await index.count({ collectionNames: ['alpha', 'alpha'], languages: ['da', 'da'] })).toBe(2);
+      expect(await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha', 'alpha'] }, 50)).toHaveLength(
+        LABELLED.length,
+      );
     });
 
     it('works lexical-only, with no dense vector at all', async () => {

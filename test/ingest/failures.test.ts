@@ -8,7 +8,7 @@ import { createSparseEncoder } from '../../src/embed/create-sparse.js';
 import type { SparseEncoder } from '../../src/embed/sparse.js';
 import { KildeError } from '../../src/http/errors.js';
 import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
-import type { VectorIndex } from '../../src/index/store.js';
+import { filterList, type VectorIndex } from '../../src/index/store.js';
 import type { PipelineParts } from '../../src/ingest/pipeline.js';
 import { IngestService } from '../../src/ingest/service.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
@@ -240,13 +240,17 @@ describe('service-level faults on the real LanceDB index', () => {
     expect(await pointsOf(h.index, 'fail-write')).toEqual(before);
   });
 
-  it('write: when retiring the old version fails twice, the new version is rolled back', async () => {
+  /** True for the one delete that retires the other versions (and the run's `writing` entry). */
+  const isRetire = (filter: Parameters<VectorIndex['deleteWhere']>[0]) =>
+    filterList(filter).some((f) => f.notIngestVersion !== undefined);
+
+  it('write: when retiring the old version fails twice, the committed new version stays and the sweep retires the old one', async () => {
     const before = await previousVersion('fail-retire');
     let retireCalls = 0;
     const noRetire: VectorIndex = Object.create(parts.index, {
       deleteWhere: {
         value: async (filter: Parameters<VectorIndex['deleteWhere']>[0]) => {
-          if (filter.notIngestVersion !== undefined) {
+          if (isRetire(filter)) {
             retireCalls++;
             throw new Error('timeout');
           }
@@ -254,10 +258,17 @@ describe('service-level faults on the real LanceDB index', () => {
         },
       },
     });
-    const err = (await ingestWith('fail-retire', { index: noRetire }).catch((e: unknown) => e)) as KildeError;
-    expect(err.code).toBe('VECTORDB_WRITE_FAILED');
+    const out = await ingestWith('fail-retire', { index: noRetire });
     expect(retireCalls).toBe(2);
-    expect(await pointsOf(h.index, 'fail-retire')).toEqual(before);
+    // Both complete versions are visible until the sweep; never a partial one.
+    const both = await pointsOf(h.index, 'fail-retire');
+    expect(versionsOf(both).sort()).toEqual([before[0]!.meta.ingest_version, out.ingestVersion].sort());
+    const report = await new IngestService({ ...parts }).sweepVersions(0);
+    expect(report).toMatchObject({ finished: 1, removed: 0 });
+    const after = await pointsOf(h.index, 'fail-retire');
+    expect(versionsOf(after)).toEqual([out.ingestVersion]);
+    expect(after).toHaveLength(out.chunksCount);
+    expect(await h.index.count({ reserved: 'writing', fileId: 'fail-retire' })).toBe(0);
   });
 
   it('write: one transient clean-up failure is retried and the ingest succeeds', async () => {
@@ -266,7 +277,7 @@ describe('service-level faults on the real LanceDB index', () => {
     const flaky: VectorIndex = Object.create(parts.index, {
       deleteWhere: {
         value: async (filter: Parameters<VectorIndex['deleteWhere']>[0]) => {
-          if (filter.notIngestVersion !== undefined && failures-- > 0) throw new Error('timeout');
+          if (isRetire(filter) && failures-- > 0) throw new Error('timeout');
           return parts.index.deleteWhere(filter);
         },
       },

@@ -213,12 +213,12 @@ describe('PUT /api/v1/ingest with an object-storage reference', () => {
     expect(embed.requests).toHaveLength(0);
   });
 
-  it('answers 502 OBJECT_FETCH_FAILED for a missing object, keeping the previous version', async () => {
+  it('answers 404 OBJECT_FETCH_FAILED for a missing object (a caller error), keeping the previous version', async () => {
     const target = { file_id: 'f-gone', collection_name: 'file-f-gone' };
     expect((await put(s3Body(target))).statusCode).toBe(200);
     const before = await pointsOf(h.index, 'f-gone');
     const res = await put(s3Body({ ...target, s3_key: 'u1/missing.pdf' }));
-    expect(res.statusCode).toBe(502);
+    expect(res.statusCode).toBe(404);
     expect(res.json()).toEqual({
       status: false,
       error: 'Could not fetch s3://uploads/u1/missing.pdf: object not found',

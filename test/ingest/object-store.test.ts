@@ -54,14 +54,14 @@ describe('object store over s3rver', () => {
     expect((err as KildeError).code).toBe('INVALID_REQUEST');
   });
 
-  it('maps a missing object and a missing bucket to OBJECT_FETCH_FAILED', async () => {
+  it('maps a missing object and a missing bucket to 404 OBJECT_FETCH_FAILED', async () => {
     for (const [bucket, key] of [
       ['docs', 'nope.pdf'],
       ['no-such-bucket', 'x'],
     ] as const) {
       const err = (await store.head(bucket, key).catch((e: unknown) => e)) as KildeError;
       expect(err.code).toBe('OBJECT_FETCH_FAILED');
-      expect(err.statusCode).toBe(502);
+      expect(err.statusCode).toBe(404);
       expect(err.message).toBe(`Could not fetch s3://${bucket}/${key}: object not found`);
     }
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DENSE_VECTOR, SPARSE_VECTOR } from '../../src/index/contract.js';
+import { RESERVED_TENANTS } from '../../src/index/reserved.js';
 import { hashEmbedding } from '../fakes/hash-embedding.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
@@ -85,9 +86,18 @@ const upload = async (fileId: string, content: string) => {
   });
 };
 
-function stored(fileId: string) {
+/** Every point of the file in the fake, bookkeeping (staging, ledger) included. */
+function everything(fileId: string) {
   const c = qdrant.memory.collections.get('ingestion_files')!;
   return [...c.points.values()].filter((p) => (p.payload.meta as { file_id?: string }).file_id === fileId);
+}
+
+/** The file's chunks in the fake: points outside Kilde's reserved tenants. */
+function stored(fileId: string) {
+  const reserved = Object.values(RESERVED_TENANTS) as string[];
+  return everything(fileId).filter(
+    (p) => !reserved.includes((p.payload.meta as { collection_name: string }).collection_name),
+  );
 }
 
 describe('ingest into (schema-validated) Qdrant', () => {
@@ -174,13 +184,20 @@ describe('ingest into (schema-validated) Qdrant', () => {
     expect(qdrant.violations).toEqual([]);
   });
 
-  it('a failing clean-up of the old version rolls the new one back', async () => {
+  it('a failing clean-up of the old version keeps the committed new one; the sweep retires the old', async () => {
     expect((await upload('q-retire', SHORT)).statusCode).toBe(200);
     const before = await pointsOf(h.index, 'q-retire');
     faults.failRetire = 2;
     const res = await upload('q-retire', `${SHORT} Updated.`);
-    expect(res.json().code).toBe('VECTORDB_WRITE_FAILED');
-    expect(await pointsOf(h.index, 'q-retire')).toEqual(before);
+    expect(res.statusCode).toBe(200);
+    const both = await pointsOf(h.index, 'q-retire');
+    expect(versionsOf(both)).toHaveLength(2);
+    expect(await h.part.pipeline().service.sweepVersions(0)).toMatchObject({ finished: 1 });
+    const after = await pointsOf(h.index, 'q-retire');
+    expect(after).toHaveLength(res.json().chunks_count);
+    expect(versionsOf(after)).not.toContain(before[0]!.meta.ingest_version);
+    expect(everything('q-retire')).toHaveLength(after.length + 1); // + the committed-version record
+    expect(qdrant.violations).toEqual([]);
   });
 
   it('deletes every point of a file', async () => {
@@ -188,7 +205,7 @@ describe('ingest into (schema-validated) Qdrant', () => {
     const n = stored('q-del').length;
     const res = await h.app.inject({ method: 'DELETE', url: '/api/v1/documents/q-del', headers: AUTH });
     expect(res.json()).toEqual({ status: true, file_id: 'q-del', chunks_deleted: n });
-    expect(stored('q-del')).toHaveLength(0);
+    expect(everything('q-del')).toHaveLength(0);
   });
 
   it('is ready when Qdrant answers', async () => {

@@ -56,6 +56,20 @@ export const deleteSchema = z.union([
   z.strictObject({ points: z.array(pointIdSchema) }),
 ]);
 
+/** `set_payload` (POST /points/payload): merged into the payload, or into the object at `key`. */
+export const setPayloadSchema = z.union([
+  z.strictObject({
+    payload: z.record(z.string(), z.unknown()),
+    filter: filterSchema,
+    key: z.string().nullish(),
+  }),
+  z.strictObject({
+    payload: z.record(z.string(), z.unknown()),
+    points: z.array(pointIdSchema),
+    key: z.string().nullish(),
+  }),
+]);
+
 export const countSchema = z.strictObject({ filter: filterSchema.optional(), exact: z.boolean().optional() });
 
 export const scrollSchema = z.strictObject({

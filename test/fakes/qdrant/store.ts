@@ -6,6 +6,7 @@ import type {
   deleteSchema,
   QueryBody,
   scrollSchema,
+  setPayloadSchema,
   upsertSchema,
 } from './bodies.js';
 import { type Collection, checkSparse, compareIds, FakeHttpError, key, type StoredPoint } from './model.js';
@@ -173,6 +174,26 @@ export class QdrantMemory {
     const c = this.get(name);
     const doomed = 'filter' in body ? matching(c, body.filter).map((p) => p.id) : body.points;
     for (const id of doomed) c.points.delete(key(id));
+    return this.ack(c);
+  }
+
+  /**
+   * Qdrant merges the given keys into each point's payload; with `key` (a dotted path) into the
+   * object found there, created when missing. The whole operation applies at once here.
+   */
+  setPayload(name: string, body: z.infer<typeof setPayloadSchema>) {
+    const c = this.get(name);
+    const targets =
+      'filter' in body ? matching(c, body.filter) : body.points.flatMap((id) => c.points.get(key(id)) ?? []);
+    for (const p of targets) {
+      let into: Record<string, unknown> = p.payload;
+      for (const part of body.key ? body.key.split('.') : []) {
+        const next = into[part];
+        if (next === null || typeof next !== 'object' || Array.isArray(next)) into[part] = {};
+        into = into[part] as Record<string, unknown>;
+      }
+      Object.assign(into, structuredClone(body.payload));
+    }
     return this.ack(c);
   }
 

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Clock } from '../../../src/clock.js';
 import { type IngestConfig, ingestSchema } from '../../../src/config/ingest.js';
 import { buildApp, type KildeApp } from '../../../src/http/app.js';
 import { createLogger } from '../../../src/http/logger.js';
@@ -27,7 +28,15 @@ export interface Harness {
  */
 export async function startIngest(
   env: Record<string, string> = {},
-  opts: { start?: boolean; dataDir?: string; fetch?: typeof fetch } = {},
+  opts: {
+    start?: boolean;
+    dataDir?: string;
+    fetch?: typeof fetch;
+    /** Times the worker pool's limits and the version ledger (a ManualClock in tests that need it). */
+    clock?: Clock;
+    /** An index to use instead of opening one (the caller closes it). */
+    index?: VectorIndex;
+  } = {},
 ): Promise<Harness> {
   const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'kilde-ingest-test-')));
   const config = testConfig(ingestSchema, {
@@ -40,7 +49,12 @@ export async function startIngest(
   });
   const logs = logSink();
   const log = createLogger({ ...config, LOG_LEVEL_APP: 'debug' }, logs.stream);
-  const part = createIngestPart(config, { log, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  const part = createIngestPart(config, {
+    log,
+    ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.index ? { index: opts.index } : {}),
+  });
   const app = await buildApp(config, { logger: log, parts: [part] });
   if (opts.start !== false) await part.start?.();
   return {
@@ -64,7 +78,10 @@ export async function pointsOf(index: VectorIndex, fileId: string): Promise<Stor
   const all: StoredPoint[] = [];
   let cursor: string | undefined;
   do {
-    const page = await index.scroll({ fileId }, { limit: 500, ...(cursor ? { cursor } : {}) });
+    const page = await index.scroll(
+      { fileId, chunksOnly: true },
+      { limit: 500, ...(cursor ? { cursor } : {}) },
+    );
     all.push(...page.points);
     cursor = page.next;
   } while (cursor);

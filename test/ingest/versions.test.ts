@@ -1,0 +1,249 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { StoredPoint } from '../../src/index/contract.js';
+import { createLanceIndex } from '../../src/index/lancedb.js';
+import { openIndex } from '../../src/index/open.js';
+import type { VectorIndex } from '../../src/index/store.js';
+import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
+import { AUTH } from '../helpers/app.js';
+import { ManualClock } from '../helpers/clock.js';
+import { type Harness, multipartBody, startIngest } from './helpers/harness.js';
+
+/**
+ * Crash consistency in process: the "process" dies at a chosen point of a re-ingest (every later
+ * index call of the old service fails, as if it were gone), then a new service starts on the same
+ * index. At every moment in between, searches see only complete versions; after the start-up sweep
+ * exactly one complete version is left, and no bookkeeping. (test/reliability/crash.test.ts does
+ * the same with SIGKILL on a real `kilde serve`.)
+ */
+const DOC = (tag: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `Rule ${i} (${tag}) of the municipal handbook covers case ${i}.`).join(
+    ' ',
+  );
+const C = 'file-doc';
+const ENV = { CHUNK_SPLIT_BY: 'word', CHUNK_SIZE: '12', CHUNK_OVERLAP: '2', INGEST_SWEEP_INTERVAL: '0' };
+
+let qdrant: QdrantFake;
+beforeAll(async () => {
+  qdrant = await startQdrantFake();
+});
+afterAll(async () => {
+  await qdrant?.close();
+});
+
+/** Visible chunks of the file per version (what any search filtered on `C` can return). */
+async function visible(index: VectorIndex): Promise<Map<string, number>> {
+  const byVersion = new Map<string, number>();
+  let cursor: string | undefined;
+  do {
+    const page = await index.scroll({ collectionNames: [C] }, { limit: 500, ...(cursor ? { cursor } : {}) });
+    for (const p of page.points)
+      byVersion.set(p.meta.ingest_version, (byVersion.get(p.meta.ingest_version) ?? 0) + 1);
+    cursor = page.next;
+  } while (cursor);
+  return byVersion;
+}
+
+/** What the reference retrieval service would see: points whose `meta.collection_name` is `C`. */
+function referenceView(collection: string): Map<string, number> {
+  const byVersion = new Map<string, number>();
+  for (const p of qdrant.memory.collections.get(collection)?.points.values() ?? []) {
+    const meta = p.payload.meta as StoredPoint['meta'];
+    if (meta.collection_name === C)
+      byVersion.set(meta.ingest_version, (byVersion.get(meta.ingest_version) ?? 0) + 1);
+  }
+  return byVersion;
+}
+
+type Death = 'staged-batch' | 'published' | 'commit-record';
+
+interface Engine {
+  name: 'lancedb' | 'qdrant';
+  deaths: Death[];
+}
+
+const ENGINES: Engine[] = [
+  // LanceDB writes a version in one commit: the only state between commits is "visible, not retired".
+  { name: 'lancedb', deaths: ['published'] },
+  { name: 'qdrant', deaths: ['staged-batch', 'published', 'commit-record'] },
+];
+
+describe.each(ENGINES)('$name: a re-ingest killed part-way', ({ name, deaths }) => {
+  const open: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    for (const o of open.splice(0).reverse()) await o.close();
+  });
+
+  async function setup() {
+    const dataDir = await mkdtemp(join(tmpdir(), 'kilde-ingest-test-'));
+    const collection = `versions_${Math.random().toString(36).slice(2, 10)}`;
+    const env = {
+      ...ENV,
+      VECTORDB_INDEX: collection,
+      ...(name === 'qdrant' ? { VECTORDB_URI: qdrant.url } : {}),
+    };
+    open.push({ close: () => rm(dataDir, { recursive: true, force: true }) });
+    return { dataDir, collection, env };
+  }
+
+  /** A service that dies after the first request (Qdrant) or index call (LanceDB) `after` matches. */
+  async function doomed(s: Awaited<ReturnType<typeof setup>>, death: Death, clock: ManualClock) {
+    const state = { armed: false, dead: false };
+    const gone = () => new TypeError('fetch failed: the process is gone');
+    if (name === 'qdrant') {
+      const matches = (method: string, url: string, body: string) =>
+        death === 'staged-batch'
+          ? method === 'PUT' && url.includes('/points?') && body.includes('\\u0001kilde:staging')
+          : death === 'published'
+            ? url.includes('/points/payload')
+            : method === 'PUT' && body.includes('\\u0001kilde:committed');
+      const dying: typeof fetch = async (input, init) => {
+        if (state.dead) throw gone();
+        const res = await fetch(input, init);
+        const url = String(input instanceof Request ? input.url : input);
+        if (state.armed && matches(init?.method ?? 'GET', url, String(init?.body ?? ''))) state.dead = true;
+        return res;
+      };
+      const h = await startIngest(s.env, { dataDir: s.dataDir, fetch: dying, clock });
+      open.push(h);
+      return { h, state };
+    }
+    const real = await openIndex(
+      { uri: join(s.dataDir, 'lancedb'), collection: s.collection, sparse: true, timeoutMs: 30_000 },
+      { log: pino({ level: 'silent' }) },
+    );
+    open.push(real);
+    const guard =
+      <A extends unknown[], R>(fn: (...a: A) => Promise<R>) =>
+      async (...a: A): Promise<R> => {
+        if (state.dead) throw gone();
+        return fn(...a);
+      };
+    const overrides: Partial<Record<keyof VectorIndex, unknown>> = {
+      writeVersion: guard(async (v: Parameters<VectorIndex['writeVersion']>[0]) => {
+        const written = await real.writeVersion(v);
+        if (state.armed) state.dead = true;
+        return written;
+      }),
+      upsert: guard((p: Parameters<VectorIndex['upsert']>[0]) => real.upsert(p)),
+      deleteWhere: guard((f: Parameters<VectorIndex['deleteWhere']>[0]) => real.deleteWhere(f)),
+      count: guard((f: Parameters<VectorIndex['count']>[0]) => real.count(f)),
+    };
+    // Everything else goes to the real index itself (one table handle, no stale second view).
+    const wrapped = new Proxy(real, {
+      get(target, prop) {
+        if (typeof prop === 'string' && prop in overrides) return overrides[prop as keyof VectorIndex];
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const h = await startIngest(s.env, { dataDir: s.dataDir, index: wrapped, clock });
+    open.push(h);
+    return { h, state };
+  }
+
+  const upload = (h: Harness, content: string) => {
+    const { body, headers } = multipartBody(
+      { file_id: 'doc', collection_name: C, user_id: 'u1' },
+      { name: 'handbook.txt', content },
+    );
+    return h.app.inject({
+      method: 'PUT',
+      url: '/api/v1/ingest',
+      headers: { ...AUTH, ...headers },
+      payload: body,
+    });
+  };
+
+  it.each(deaths)(
+    'dies at %s: only complete versions are ever visible, one after the sweep',
+    async (death) => {
+      const s = await setup();
+      const clock = new ManualClock({ start: 1_000_000 });
+      const { h, state } = await doomed(s, death, clock);
+      const first = await upload(h, DOC('v1', 200));
+      expect(first.statusCode).toBe(200);
+      const oldCount: number = first.json().chunks_count;
+      expect(oldCount).toBeGreaterThan(128); // Qdrant stages it in several requests
+      const [oldVersion] = [...(await visible(h.index)).keys()];
+
+      state.armed = true;
+      await upload(h, DOC('v2', 220));
+      expect(state.dead).toBe(true);
+
+      // The process is dead; a fresh one reads the index as it was left.
+      const reader = await startIngest(
+        { ...s.env, INGEST_SWEEP_GRACE: '300' },
+        { dataDir: s.dataDir, clock, start: false },
+      );
+      open.push(reader);
+      const log = pino({ level: 'silent' });
+      const index =
+        name === 'qdrant'
+          ? await openIndex(
+              { uri: qdrant.url, collection: s.collection, sparse: true, timeoutMs: 30_000 },
+              { log },
+            )
+          : // Sees every commit at once: another handle on the table, as another process has.
+            await createLanceIndex(
+              { uri: join(s.dataDir, 'lancedb'), collection: s.collection, sparse: true, timeoutMs: 30_000 },
+              { log },
+              { readConsistencySeconds: 0 },
+            );
+      open.push(index);
+      const leftBehind = await visible(index);
+      const newCount = [...leftBehind].find(([v]) => v !== oldVersion)?.[1];
+      // Every visible version is complete: the old one whole, the new one whole or not at all.
+      expect(leftBehind.get(oldVersion!)).toBe(oldCount);
+      if (death === 'staged-batch') expect(newCount).toBeUndefined();
+      else expect(newCount).toBeGreaterThan(oldCount);
+      if (name === 'qdrant') expect(referenceView(s.collection)).toEqual(leftBehind);
+
+      // Restart: the start-up sweep settles it (a version not yet visible waits out the grace period).
+      await reader.part.start?.();
+      if (death === 'staged-batch') {
+        expect(await index.count({ reserved: 'staging' })).toBeGreaterThan(0);
+        expect(await visible(index)).toEqual(new Map([[oldVersion, oldCount]]));
+        clock.advance(301_000);
+        expect(await reader.part.pipeline().service.sweepVersions(300_000)).toMatchObject({ removed: 1 });
+      }
+      const after = await visible(index);
+      expect(after.size).toBe(1);
+      const [survivor, count] = [...after][0]!;
+      if (death === 'staged-batch') expect([survivor, count]).toEqual([oldVersion, oldCount]);
+      else expect(survivor).not.toBe(oldVersion);
+      if (name === 'qdrant') expect(referenceView(s.collection)).toEqual(after);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ reserved: 'writing' })).toBe(0);
+      const records = (await index.scroll({ reserved: 'committed' }, { limit: 10 })).points;
+      expect(records.map((r) => r.meta.ingest_version)).toEqual([survivor]);
+      expect(await index.count({ fileId: 'doc', chunksOnly: true })).toBe(count);
+      if (name === 'qdrant') expect(qdrant.violations).toEqual([]);
+    },
+  );
+
+  // LanceDB has no partly written state to protect.
+  it.skipIf(name !== 'qdrant')(
+    'leaves alone a version another process may still be writing, within the grace period',
+    async () => {
+      const s = await setup();
+      const clock = new ManualClock({ start: 5_000_000 });
+      const { h, state } = await doomed(s, 'staged-batch', clock);
+      expect((await upload(h, DOC('v1', 200))).statusCode).toBe(200);
+      state.armed = true;
+      await upload(h, DOC('v2', 200));
+      const other = await startIngest({ ...s.env, INGEST_SWEEP_GRACE: '60' }, { dataDir: s.dataDir, clock });
+      open.push(other);
+      const service = other.part.pipeline().service;
+      expect(await service.sweepVersions(60_000)).toMatchObject({ waiting: 1, removed: 0 });
+      clock.advance(59_000);
+      expect(await service.sweepVersions(60_000)).toMatchObject({ waiting: 1, removed: 0 });
+      clock.advance(2_000);
+      expect(await service.sweepVersions(60_000)).toMatchObject({ waiting: 0, removed: 1 });
+      expect(await other.index.count({ reserved: 'writing' })).toBe(0);
+    },
+  );
+});
