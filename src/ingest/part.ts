@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { type IngestConfig, objectStoreSettings } from '../config/ingest.js';
 import { isRetryable, KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
@@ -106,7 +105,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   async function retryEnsure(made: BuiltPipeline): Promise<void> {
     for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
       try {
-        await sleep(delay, undefined, { signal: stopping.signal });
+        await (deps.clock ?? systemClock).sleep(delay, stopping.signal);
         await made.index.ensureCollection();
       } catch (err) {
         if (stopping.signal.aborted) return;
