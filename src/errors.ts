@@ -137,6 +137,14 @@ export const ERRORS = {
     publicMessage: 'Search failed',
     meaning: 'A search failed for a reason other than embedding the query.',
   },
+  LOCK_FAILED: {
+    status: 503,
+    statuses: [503],
+    retryable: true,
+    publicMessage: 'Coordination service unavailable',
+    meaning:
+      'With `REDIS_URL` set: Redis, which holds the per-`file_id` lease, was unreachable, or the lease expired before the new version was written; nothing was written, retry.',
+  },
   INTERNAL: {
     status: 500,
     statuses: [500],

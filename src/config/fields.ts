@@ -92,6 +92,12 @@ export function url(def: string | undefined, doc: string): EnvField<string | und
   });
 }
 
+/** A Redis connection URL (`redis://` or `rediss://` for TLS), optional. */
+export function redisUrl(doc: string): EnvField<string | undefined> {
+  const base = z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' });
+  return documented(blank().pipe(base.optional()), { type: 'URL', default: '(unset)', doc });
+}
+
 function parseBool(v: string, ctx: z.RefinementCtx): boolean {
   const s = v.trim().toLowerCase();
   if (TRUE.has(s)) return true;

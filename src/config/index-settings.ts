@@ -68,6 +68,37 @@ export const indexPiece = {
     'Physical collection (Qdrant) / table (LanceDB); must match between services.',
   ),
   VECTORDB_TIMEOUT: int(30, 'Time-out of one index call, seconds.', { min: 1 }),
+  QDRANT_SHARD_NUMBER: int(
+    undefined,
+    "Qdrant only: shards of the collection when Kilde creates it. Unset: Qdrant's default (1 on a single node, the number of nodes in a cluster). An existing collection is left as it is (a difference is logged).",
+    { min: 1 },
+  ),
+  QDRANT_REPLICATION_FACTOR: int(
+    undefined,
+    "Qdrant only: copies of each shard when Kilde creates the collection (unset: Qdrant's default, 1). 2 or more keeps the index available when a node fails.",
+    { min: 1 },
+  ),
+  QDRANT_WRITE_CONSISTENCY_FACTOR: int(
+    undefined,
+    "Qdrant only: replicas that must apply a write before it is acknowledged, set at creation (unset: Qdrant's default, 1). Equal to QDRANT_REPLICATION_FACTOR, an acknowledged ingest is on every replica, so any replica answers a search with it (docs/scaling.md).",
+    { min: 1 },
+  ),
+  QDRANT_WRITE_ORDERING: optionalOneOf(
+    ['weak', 'medium', 'strong'],
+    "Qdrant only: `ordering` of every write (all writes also `wait` until applied). Unset: not sent (Qdrant's `weak`). `strong` routes writes through each shard's permanent leader, so a re-ingest's writes and deletes apply in the order Kilde sent them on every replica; recommended with replication (docs/scaling.md).",
+  ),
+  QDRANT_READ_CONSISTENCY: documentedAs(
+    optionalString('').superRefine((v, ctx) => {
+      if (v !== undefined && !/^(majority|quorum|all|[1-9][0-9]*)$/.test(v.trim()))
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be majority, quorum, all or a positive number of replicas',
+        });
+    }),
+    optionalString(
+      "Qdrant only: `consistency` of every read (search, count, scroll): `majority`, `quorum`, `all` or a number of replicas. Unset: not sent (Qdrant's default, one replica). With a write consistency factor below the replication factor, `majority`/`all` gives read-your-writes (docs/scaling.md).",
+    ),
+  ),
 };
 
 export const EMBEDDING_PROVIDERS = ['http-compat', 'inference-server', 'inprocess', 'none'] as const;

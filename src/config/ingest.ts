@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { chunkingPiece } from './chunking.js';
 import { extractionPiece, requireVisionEndpoint } from './extraction.js';
-import { bool, int, list, optionalBool, optionalString, string, url } from './fields.js';
+import { bool, int, list, optionalBool, optionalString, redisUrl, string, url } from './fields.js';
 import {
   dataPiece,
   embeddingPiece,
@@ -72,6 +72,23 @@ export const ingestPiece = {
   ),
 };
 
+/** Coordination of several ingestion replicas (docs/scaling.md). */
+export const coordinationPiece = {
+  REDIS_URL: redisUrl(
+    'Redis shared by every ingestion replica (`redis://[:password@]host:6379[/db]`, `rediss://` for TLS). Set: the per-`file_id` lock is a Redis lease with fencing, so replicas never interleave versions of one file. Unset: the lock is in-process (one replica only).',
+  ),
+  LOCK_LEASE_MS: int(
+    30_000,
+    'Lifetime of a per-`file_id` lease in Redis (ms). The holder renews it every third of this while its ingest runs; a replica that dies frees it after at most this long.',
+    { min: 1000 },
+  ),
+  LOCK_RETRY_MS: int(
+    100,
+    'Upper bound of the wait between two attempts to take a held lease (ms; each wait is drawn between a half and the whole of it).',
+    { min: 1 },
+  ),
+};
+
 export const ingestSchema = z
   .object({
     ...kernelPieces,
@@ -84,6 +101,7 @@ export const ingestSchema = z
     ...chunkingPiece,
     ...ingestPiece,
     ...objectStorePiece,
+    ...coordinationPiece,
   })
   .superRefine(requireEmbeddingProvider('ingest'))
   .superRefine(embeddingRules)

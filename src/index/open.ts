@@ -15,6 +15,18 @@ export interface IndexSettings {
   timeoutMs: number;
   /** Stemming/stop-word language of LanceDB's full-text index (the `SPARSE_LANGUAGE` value); default english. */
   language?: 'english' | 'danish';
+  /** Qdrant's distributed mode (docs/scaling.md); unset fields are not sent (Qdrant's defaults). */
+  cluster?: QdrantCluster;
+}
+
+export interface QdrantCluster {
+  shardNumber?: number;
+  replicationFactor?: number;
+  writeConsistencyFactor?: number;
+  /** `ordering` of every write. */
+  writeOrdering?: 'weak' | 'medium' | 'strong';
+  /** `consistency` of every read: a replica count or `majority`/`quorum`/`all`. */
+  readConsistency?: string;
 }
 
 export type IndexEngine = 'qdrant' | 'lancedb';

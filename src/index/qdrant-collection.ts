@@ -8,6 +8,9 @@ export interface CollectionWants {
   collection: string;
   denseDim?: number | undefined;
   sparse: boolean;
+  shardNumber?: number | undefined;
+  replicationFactor?: number | undefined;
+  writeConsistencyFactor?: number | undefined;
 }
 
 /** The create-collection body: per-tenant HNSW graphs keyed on `meta.collection_name` (m 0, payload_m 16), no global graph. */
@@ -17,6 +20,11 @@ export function createCollectionBody(w: CollectionWants): Schemas['CreateCollect
     hnsw_config: { m: 0, payload_m: 16 },
   };
   if (w.sparse) body.sparse_vectors = { [SPARSE_VECTOR]: { modifier: 'idf' } };
+  // Distributed mode (docs/scaling.md): only what is configured is sent, so a single node keeps
+  // Qdrant's defaults.
+  if (w.shardNumber !== undefined) body.shard_number = w.shardNumber;
+  if (w.replicationFactor !== undefined) body.replication_factor = w.replicationFactor;
+  if (w.writeConsistencyFactor !== undefined) body.write_consistency_factor = w.writeConsistencyFactor;
   return body;
 }
 
@@ -40,6 +48,9 @@ export const collectionInfoSchema = z.object({
         .union([vectorParams.transform((p) => ({ '': p })), z.record(z.string(), vectorParams)])
         .optional(),
       sparse_vectors: z.record(z.string(), z.object({ modifier: z.string().nullish() }).nullish()).nullish(),
+      shard_number: z.number().nullish(),
+      replication_factor: z.number().nullish(),
+      write_consistency_factor: z.number().nullish(),
     }),
   }),
   payload_schema: z.record(z.string(), z.object({ data_type: z.string() })).default({}),
@@ -110,6 +121,18 @@ export function checkCompatibility(w: CollectionWants, info: QdrantCollectionInf
     errors.push(
       `${c} has no "${SPARSE_VECTOR}" vector (its sparse vectors: ${names(sparse)}), but sparse embeddings are enabled`,
     );
+  }
+  const p = info.config.params;
+  for (const [setting, wanted, actual] of [
+    ['QDRANT_SHARD_NUMBER', w.shardNumber, p.shard_number],
+    ['QDRANT_REPLICATION_FACTOR', w.replicationFactor, p.replication_factor],
+    ['QDRANT_WRITE_CONSISTENCY_FACTOR', w.writeConsistencyFactor, p.write_consistency_factor],
+  ] as const) {
+    if (wanted !== undefined && actual !== undefined && actual !== null && actual !== wanted) {
+      warnings.push(
+        `${c} has ${setting.slice('QDRANT_'.length).toLowerCase()} ${actual}, but ${setting} is ${wanted}: settings apply when Kilde creates the collection; change an existing one with Qdrant's cluster API`,
+      );
+    }
   }
   if (s && s.modifier !== 'idf') {
     warnings.push(

@@ -68,7 +68,20 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
   });
   const base = `/collections/${encodeURIComponent(settings.collection)}`;
   const batchSize = deps.upsertBatchSize ?? 128;
-  const wants = { collection: settings.collection, denseDim: settings.denseDim, sparse: settings.sparse };
+  const cluster = settings.cluster ?? {};
+  const wants = {
+    collection: settings.collection,
+    denseDim: settings.denseDim,
+    sparse: settings.sparse,
+    shardNumber: cluster.shardNumber,
+    replicationFactor: cluster.replicationFactor,
+    writeConsistencyFactor: cluster.writeConsistencyFactor,
+  };
+  // Reads name their consistency when configured (docs/scaling.md, read-your-writes).
+  const read = (path: string, body: unknown): QdrantCall =>
+    cluster.readConsistency === undefined
+      ? { method: 'POST', path, body }
+      : { method: 'POST', path, query: { consistency: cluster.readConsistency }, body };
   let sparseKnown: boolean | undefined;
 
   const getInfo = (signal?: AbortSignal) =>
@@ -82,7 +95,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
   }
 
   async function query(body: Schemas['QueryRequest'], normalise: boolean): Promise<SearchHit[]> {
-    const res = await http.call({ method: 'POST', path: `${base}/points/query`, body }, queryResult);
+    const res = await http.call(read(`${base}/points/query`, body), queryResult);
     const hits: SearchHit[] = [];
     for (const p of res.points) {
       const point = stored(p.id, p.payload);
@@ -94,7 +107,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
   async function countMatching(f: Schemas['Filter'] | undefined): Promise<number> {
     const body: Schemas['CountRequest'] = { exact: true };
     if (f) body.filter = f;
-    const res = await http.call({ method: 'POST', path: `${base}/points/count`, body }, countResult);
+    const res = await http.call(read(`${base}/points/count`, body), countResult);
     return res.count;
   }
 
@@ -118,11 +131,16 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     return query(body, false);
   }
 
-  // Writes wait until applied, so a search right after sees them (and errors surface here).
+  // Writes wait until applied, so a search right after sees them (and errors surface here); with
+  // QDRANT_WRITE_ORDERING they also name their ordering (docs/scaling.md).
+  const writeQuery: Record<string, string> =
+    cluster.writeOrdering === undefined
+      ? { wait: 'true' }
+      : { wait: 'true', ordering: cluster.writeOrdering };
   const write = (method: 'PUT' | 'POST', path: string, body: unknown): QdrantCall => ({
     method,
     path,
-    query: { wait: 'true' },
+    query: writeQuery,
     body,
   });
 
@@ -245,7 +263,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       const f = toQdrantFilter(filter);
       if (f) body.filter = f;
       if (options.cursor !== undefined) body.offset = parseCursor(options.cursor);
-      const res = await http.call({ method: 'POST', path: `${base}/points/scroll`, body }, scrollResult);
+      const res = await http.call(read(`${base}/points/scroll`, body), scrollResult);
       const page: ScrollPage = { points: [] };
       for (const r of res.points) {
         const point = stored(r.id, r.payload);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { IndexSettings } from './open.js';
+import type { IndexSettings, QdrantCluster } from './open.js';
 
 export interface IndexConfigFields {
   KILDE_DATA_DIR: string;
@@ -9,6 +9,22 @@ export interface IndexConfigFields {
   VECTORDB_TIMEOUT: number;
   EMBEDDING_PROVIDER?: string | undefined;
   EMBEDDING_DIM?: number | undefined;
+  QDRANT_SHARD_NUMBER?: number | undefined;
+  QDRANT_REPLICATION_FACTOR?: number | undefined;
+  QDRANT_WRITE_CONSISTENCY_FACTOR?: number | undefined;
+  QDRANT_WRITE_ORDERING?: 'weak' | 'medium' | 'strong' | undefined;
+  QDRANT_READ_CONSISTENCY?: string | undefined;
+}
+
+function clusterFrom(c: IndexConfigFields): QdrantCluster {
+  const cluster: QdrantCluster = {};
+  if (c.QDRANT_SHARD_NUMBER !== undefined) cluster.shardNumber = c.QDRANT_SHARD_NUMBER;
+  if (c.QDRANT_REPLICATION_FACTOR !== undefined) cluster.replicationFactor = c.QDRANT_REPLICATION_FACTOR;
+  if (c.QDRANT_WRITE_CONSISTENCY_FACTOR !== undefined)
+    cluster.writeConsistencyFactor = c.QDRANT_WRITE_CONSISTENCY_FACTOR;
+  if (c.QDRANT_WRITE_ORDERING !== undefined) cluster.writeOrdering = c.QDRANT_WRITE_ORDERING;
+  if (c.QDRANT_READ_CONSISTENCY !== undefined) cluster.readConsistency = c.QDRANT_READ_CONSISTENCY.trim();
+  return cluster;
 }
 
 /** Where the index lives: `VECTORDB_URI`, or the embedded LanceDB directory under the data dir. */
@@ -26,5 +42,6 @@ export function indexSettingsFrom(c: IndexConfigFields, sparse: boolean): IndexS
     ...(lexicalOnly || c.EMBEDDING_DIM === undefined ? {} : { denseDim: c.EMBEDDING_DIM }),
     sparse,
     timeoutMs: c.VECTORDB_TIMEOUT * 1000,
+    cluster: clusterFrom(c),
   };
 }

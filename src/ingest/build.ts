@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { createChunker } from '../chunk/create-chunker.js';
 import { createPooledChunker } from '../chunk/pooled-chunker.js';
 import { chooseTokenCounter } from '../chunk/tokenizer.js';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { chunkingSettings } from '../config/chunking.js';
 import { extractionLimits } from '../config/extraction.js';
 import type { IngestConfig } from '../config/ingest.js';
@@ -10,13 +10,16 @@ import { ConfigError } from '../config/parse.js';
 import { createPooledSparseEncoder } from '../embed/bm25/pooled-encoder.js';
 import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
+import { KildeError } from '../errors.js';
 import { createExtractor } from '../extract/create-extractor.js';
 import type { Extractor } from '../extract/extractor.js';
 import { engineFor, openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import { WorkerPool } from '../pool/worker-pool.js';
+import type { FileLock } from './lock.js';
 import type { StageObserver } from './pipeline.js';
+import { connectRedis, RedisFileLock } from './redis-lock.js';
 import { IngestService } from './service.js';
 
 export interface BuildDeps {
@@ -51,6 +54,8 @@ export interface BuiltPipeline {
  */
 export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps): Promise<BuiltPipeline> {
   const { log, clock } = deps;
+  // First: a deployment with REDIS_URL set never runs without its shared lock.
+  const lock = await openFileLock(config, deps, log);
   const http = deps.fetch ? { fetch: deps.fetch } : {};
   const chunking = chunkingSettings(config);
   const tokens = await chooseTokenCounter({
@@ -158,16 +163,19 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     },
     'ingestion pipeline ready',
   );
-  const service = new IngestService({
-    extractor,
-    chunker,
-    index,
-    log,
-    ...(dense ? { dense } : {}),
-    ...(sparse ? { sparse } : {}),
-    ...(deps.observer ? { observer: deps.observer } : {}),
-    ...(clock ? { now: () => clock.now() } : {}),
-  });
+  const service = new IngestService(
+    {
+      extractor,
+      chunker,
+      index,
+      log,
+      ...(dense ? { dense } : {}),
+      ...(sparse ? { sparse } : {}),
+      ...(deps.observer ? { observer: deps.observer } : {}),
+      ...(clock ? { now: () => clock.now() } : {}),
+    },
+    lock,
+  );
   return {
     service,
     index,
@@ -180,8 +188,32 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
         dense?.close?.(),
         tokens.counter.close?.(),
         ...[...engines.values()].map((e) => e.close?.()),
+        service.close(),
       ]);
       await pool.close();
     },
   };
+}
+
+/** The Redis lease when `REDIS_URL` is set (start-up fails when Redis cannot be reached), else in-process. */
+async function openFileLock(
+  config: IngestConfig,
+  deps: BuildDeps,
+  log: Logger,
+): Promise<FileLock | undefined> {
+  if (config.REDIS_URL === undefined) return undefined;
+  const lock = new RedisFileLock(connectRedis(config.REDIS_URL, log), {
+    leaseMs: config.LOCK_LEASE_MS,
+    retryMs: config.LOCK_RETRY_MS,
+    clock: deps.clock ?? systemClock,
+    log,
+  });
+  try {
+    await lock.connect();
+  } catch (err) {
+    await lock.close();
+    throw new KildeError('LOCK_FAILED', 'Redis (REDIS_URL) is unreachable', { cause: err });
+  }
+  log.info({ leaseMs: config.LOCK_LEASE_MS }, 'per-file_id lock: Redis lease');
+  return lock;
 }

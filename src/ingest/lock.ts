@@ -1,13 +1,40 @@
 /**
+ * What a holder of the per-`file_id` lock has in hand while it runs.
+ *
+ * The in-process lock ({@link InProcessFileLock}) cannot be lost and needs no fence. The Redis lease
+ * (redis-lock.ts) can expire under a holder that stalls (a long GC pause, a partition): then another
+ * replica takes the lease while the first one still runs. `fence` (a number that grows with every
+ * lease taken on the `file_id`) and `claim` keep such a stale holder from retiring a newer version
+ * (versioning.ts, `retireFenced`).
+ */
+export interface Lease {
+  /** Grows with every lease taken on this `file_id`, across replicas; absent for the in-process lock. */
+  readonly fence?: number;
+  /** Throws `LOCK_FAILED` when the lease is no longer this holder's (checked before writing). */
+  assertHeld(): Promise<void>;
+  /**
+   * Records this holder's fence as the newest finished write of `scope` (a collection name, or
+   * {@link DELETED_SCOPE} for a delete of the whole file) unless a newer one is there, and answers the
+   * newest fence that any finished write of the scope or delete of the file has claimed.
+   */
+  claim(scope: string): Promise<number>;
+}
+
+/** The `claim` scope of a delete of every version of a file in every collection. */
+export const DELETED_SCOPE = '\u0000deleted';
+
+/** The per-`file_id` lock the ingestion service holds around every ingest and delete. */
+export interface FileLock {
+  run<T>(key: string, fn: (lease: Lease) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
  * An in-process async mutex keyed by `file_id`: concurrent ingests (and deletes) of one file run one
  * after another, in arrival order, so their versions never interleave (see versioning.ts).
  *
- * Scope: ONE process. Several replicas of `kilde serve ingest` behind a load balancer do not share
- * this lock; two replicas ingesting the same `file_id` at once could each delete the other's fresh
- * points in their clean-up step. Multi-replica deployments therefore need either sticky routing of a
- * `file_id` to one replica (e.g. hash-based routing on the request) or a distributed lock with a
- * lease keyed by `file_id` (Redis `SET NX PX`, etcd lease, or a Postgres advisory lock) held for
- * the whole ingest. Both would slot in behind this same `run(key, fn)` shape.
+ * Scope: ONE process. Several replicas of `kilde serve ingest` share the Redis lease instead
+ * (`REDIS_URL`, redis-lock.ts), which queues a replica's own requests here first.
  */
 export class KeyedMutex {
   /** Tail of each key's queue; a key is removed once its last holder finishes (no leak per file_id). */
@@ -34,5 +61,23 @@ export class KeyedMutex {
   /** Keys with a holder or waiters (for tests and diagnostics). */
   get size(): number {
     return this.#tails.size;
+  }
+}
+
+const unfenced: Lease = {
+  assertHeld: () => Promise.resolve(),
+  claim: () => Promise.resolve(0),
+};
+
+/** Today's lock for one process (no `REDIS_URL`): a {@link KeyedMutex}; its leases are never lost. */
+export class InProcessFileLock implements FileLock {
+  readonly mutex = new KeyedMutex();
+
+  run<T>(key: string, fn: (lease: Lease) => Promise<T>): Promise<T> {
+    return this.mutex.run(key, () => fn(unfenced));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
   }
 }

@@ -9,6 +9,7 @@ import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extrac
 import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
+import type { Lease } from './lock.js';
 import type { IngestTarget } from './request.js';
 import { commitVersion, type VersionScope } from './versioning.js';
 
@@ -66,6 +67,8 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
   if (err instanceof KildeError) {
     // Gating errors (413 on a download) pass unchanged.
     if (err.code === 'INVALID_REQUEST') return err;
+    // The per-file_id lease (Redis) was lost or unreachable: say so, whichever stage found out.
+    if (err.code === 'LOCK_FAILED') return err;
     if (err.code === f.code) return err;
     // A document over an extraction limit (hit while reading, chunking or encoding it in the
     // worker pool) says so, whichever stage found out.
@@ -88,7 +91,8 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
  * convert → chunk → dense → sparse → write (the new version becomes visible as a whole, then the
  * other versions are retired: versioning.ts). Runs under the caller's per-file_id lock. A failure
  * deletes only this run's points; an aborted `signal` (the client left) stops the run before its
- * version becomes visible.
+ * version becomes visible. Under a fenced lease (Redis) the lease is checked before writing and
+ * only older versions are retired (versioning.ts, `retireFenced`).
  */
 export async function runPipeline(
   parts: PipelineParts,
@@ -96,6 +100,7 @@ export async function runPipeline(
   file: SourceFile,
   version: string,
   signal?: AbortSignal,
+  lease?: Lease,
 ): Promise<IngestResult> {
   const { observer, log } = parts;
   const docs = await timed(
@@ -163,7 +168,12 @@ export async function runPipeline(
     { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
     async () => {
       try {
-        await commitVersion(parts.index, scope, points, { log, now: parts.now ?? Date.now, ...opt(signal) });
+        await commitVersion(parts.index, scope, points, {
+          log,
+          now: parts.now ?? Date.now,
+          ...opt(signal),
+          ...(lease ? { lease } : {}),
+        });
       } catch (err) {
         // Aborted before the version became visible: nothing of it stays, the previous one does.
         cancelledIf(signal);

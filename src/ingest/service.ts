@@ -2,10 +2,16 @@ import type { Logger } from 'pino';
 import type { SourceFile } from '../extract/extractor.js';
 import { KildeError } from '../http/errors.js';
 import type { StoredPoint } from '../index/contract.js';
-import { KeyedMutex } from './lock.js';
+import { DELETED_SCOPE, type FileLock, InProcessFileLock } from './lock.js';
 import { cancelledIf, type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
-import { hasIndexedVersion, newIngestVersion, type SweepReport, sweepVersions } from './versioning.js';
+import {
+  fencedVersion,
+  hasIndexedVersion,
+  newIngestVersion,
+  type SweepReport,
+  sweepVersions,
+} from './versioning.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
 export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
@@ -25,11 +31,22 @@ export interface ChunkPage {
  * inspection route and the CLI's `kilde ingest`: one pipeline, one lock, one versioning rule.
  */
 export class IngestService {
-  readonly #lock = new KeyedMutex();
+  readonly #lock: FileLock;
   /** Versions this process is writing now: the version sweep leaves them alone. */
   readonly #writing = new Set<string>();
 
-  constructor(private readonly parts: PipelineParts) {}
+  /** `lock`: the Redis lease shared by replicas (`REDIS_URL`); the in-process lock by default. */
+  constructor(
+    private readonly parts: PipelineParts,
+    lock?: FileLock,
+  ) {
+    this.#lock = lock ?? new InProcessFileLock();
+  }
+
+  /** Releases the lock's connection (Redis); the service takes no requests afterwards. */
+  close(): Promise<void> {
+    return this.#lock.close();
+  }
 
   get log(): Logger {
     return this.parts.log;
@@ -42,7 +59,7 @@ export class IngestService {
    */
   async ingest(target: IngestTarget, load: SourceLoader, signal?: AbortSignal): Promise<IngestOutcome> {
     checkCollection(target);
-    return this.#lock.run(target.fileId, async () => {
+    return this.#lock.run(target.fileId, async (lease) => {
       cancelledIf(signal);
       const { index, observer } = this.parts;
       if (!target.overwrite) {
@@ -60,12 +77,12 @@ export class IngestService {
         }
       }
       const file = await load();
-      const version = newIngestVersion();
+      const version = lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence);
       const started = performance.now();
       this.#writing.add(version);
       let result: IngestResult;
       try {
-        result = await runPipeline(this.parts, target, file, version, signal);
+        result = await runPipeline(this.parts, target, file, version, signal, lease);
       } catch (err) {
         if (signal?.aborted) {
           this.parts.log.info(
@@ -104,13 +121,15 @@ export class IngestService {
       now: this.parts.now ?? Date.now,
       graceMs,
       inFlight: (version) => this.#writing.has(version),
-      lock: (fileId, fn) => this.#lock.run(fileId, fn),
+      lock: (fileId, fn) => this.#lock.run(fileId, () => fn()),
     });
   }
 
   /** Deletes every point of the file: every version, every collection. Waits for a running ingest. */
   async deleteFile(fileId: string): Promise<number> {
-    return this.#lock.run(fileId, async () => {
+    return this.#lock.run(fileId, async (lease) => {
+      // Fenced (Redis): a holder whose lease expired and finishes later removes its own version.
+      await lease.claim(DELETED_SCOPE);
       try {
         // Every point goes, the version ledger and staged points too; the answer counts chunks.
         const deleted = await this.parts.index.count({ fileId, chunksOnly: true });

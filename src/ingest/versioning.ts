@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { type IndexFilter, type IndexPoint, pointId } from '../index/contract.js';
 import { LEDGER_TYPE, RESERVED_TENANTS } from '../index/reserved.js';
 import type { VectorIndex } from '../index/store.js';
+import type { Lease } from './lock.js';
 
 /**
  * Crash-consistent versioned replace: re-ingesting a `file_id` never leaves it half written, not
@@ -27,6 +28,20 @@ export interface VersionScope {
 /** 32 lowercase hex characters (128 random bits). */
 export function newIngestVersion(): string {
   return randomBytes(16).toString('hex');
+}
+
+/**
+ * A version written under a fenced lease (Redis): the fence as 16 hex digits, a dot, 16 random hex
+ * digits. The fence orders the versions of a file_id; {@link fenceOf} reads it back.
+ */
+export function fencedVersion(fence: number): string {
+  return `${fence.toString(16).padStart(16, '0')}.${randomBytes(8).toString('hex')}`;
+}
+
+/** The fence a version was written under; 0 for a version written without one (older than any fenced). */
+export function fenceOf(version: string): number {
+  const m = /^([0-9a-f]{16})\.[0-9a-f]{16}$/.exec(version);
+  return m ? Number.parseInt(m[1]!, 16) : 0;
 }
 
 /** Whether the file already has points in this collection (the `overwrite=false` check). */
@@ -79,6 +94,8 @@ export interface CommitOptions {
   log: Logger;
   now: () => number;
   signal?: AbortSignal;
+  /** The per-file_id lease the caller holds; a fenced one (Redis) is checked and claimed. */
+  lease?: Lease;
 }
 
 /**
@@ -92,6 +109,8 @@ export async function commitVersion(
   points: readonly IndexPoint[],
   o: CommitOptions,
 ): Promise<void> {
+  // A holder whose lease expired while it converted and embedded writes nothing.
+  await o.lease?.assertHeld();
   let written: { writing: boolean };
   try {
     written = await index.writeVersion({
@@ -104,6 +123,19 @@ export async function commitVersion(
   } catch (err) {
     await discardVersion(index, scope, o.log);
     throw err;
+  }
+  const fence = o.lease?.fence;
+  if (o.lease !== undefined && fence !== undefined) {
+    let out: FencedRetire;
+    try {
+      out = await retireFenced(index, scope, { ...o.lease, fence }, o.log, written.writing);
+    } catch (err) {
+      // Unfenced (Redis unreachable) the version must not stay: the previous one does.
+      await discardVersion(index, scope, o.log);
+      throw err;
+    }
+    o.log.debug({ ...scope, fence, ...out }, 'retired older versions');
+    return;
   }
   // A first version (LanceDB) has no other version to retire and left no `writing` entry.
   if (!written.writing) return;
@@ -118,9 +150,85 @@ export async function commitVersion(
   }
 }
 
-/** One delete: the other versions and this version's `writing` entry go together. */
+/**
+ * One delete: the other versions and this version's `writing` entry go together. A fenced version
+ * (Redis) retires only versions with a LOWER fence: a newer one is never touched.
+ */
 async function retire(index: VectorIndex, scope: VersionScope): Promise<number> {
-  return index.deleteWhere([others(scope), writingEntryOf(scope)]);
+  const fence = fenceOf(scope.version);
+  if (fence === 0) return index.deleteWhere([others(scope), writingEntryOf(scope)]);
+  const lower = [...(await versionsIn(index, scope))].filter(
+    (v) => v !== scope.version && fenceOf(v) < fence,
+  );
+  return index.deleteWhere([
+    ...lower.map((v) => ({
+      fileId: scope.fileId,
+      collectionNames: [scope.collectionName],
+      ingestVersion: v,
+    })),
+    writingEntryOf(scope),
+  ]);
+}
+
+/** The distinct versions of a file's chunks in one collection. */
+async function versionsIn(index: VectorIndex, scope: VersionScope): Promise<Set<string>> {
+  const versions = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await index.scroll(
+      { fileId: scope.fileId, collectionNames: [scope.collectionName], chunksOnly: true },
+      { limit: 256, ...(cursor === undefined ? {} : { cursor }) },
+    );
+    for (const p of page.points) {
+      if (typeof p.meta.ingest_version === 'string') versions.add(p.meta.ingest_version);
+    }
+    cursor = page.next;
+  } while (cursor !== undefined);
+  return versions;
+}
+
+export interface FencedRetire {
+  /** Points of older versions deleted. */
+  retired: number;
+  /** A newer write or delete had already finished: this version was removed instead. */
+  superseded: boolean;
+}
+
+/**
+ * Retiring under a fenced lease (Redis): the version is complete; it claims its fence, then deletes
+ * only the versions of the file in its collection with a LOWER fence. A version with a higher fence
+ * is never touched: should this holder's lease have expired while it wrote, the newer holder's work
+ * stays. When the claim answers a newer fence (a newer version or a delete finished first) this
+ * version removes itself. Any interleaving leaves exactly the newest finished version: a newer
+ * holder claims before it lists the versions, so either it sees this version (and retires it) or
+ * this version's claim sees its fence (docs/scaling.md, "Fencing").
+ */
+export async function retireFenced(
+  index: VectorIndex,
+  scope: VersionScope,
+  lease: Lease & { fence: number },
+  log: Logger,
+  othersMayExist = true,
+): Promise<FencedRetire> {
+  const newest = await lease.claim(scope.collectionName);
+  if (newest > lease.fence) {
+    await index.deleteWhere(everything(scope));
+    log.warn(
+      { ...scope, fence: lease.fence, newest },
+      'a newer write of this file finished first (this lease had expired): this version was removed',
+    );
+    return { retired: 0, superseded: true };
+  }
+  if (!othersMayExist) return { retired: 0, superseded: false };
+  try {
+    return { retired: await retireWithRetry(index, scope, log), superseded: false };
+  } catch (err) {
+    log.warn(
+      { err, ...scope },
+      'the new version is committed, but retiring the older ones failed; the version sweep retires them',
+    );
+    return { retired: 0, superseded: false };
+  }
 }
 
 /** One retry: a transient index error should not leave two versions visible until the next sweep. */
@@ -228,6 +336,13 @@ async function settle(
     ingestVersion: entry.version,
     collectionNames: [entry.collectionName],
   });
+  const fence = fenceOf(entry.version);
+  if (fence > 0 && [...(await versionsIn(index, entry))].some((v) => fenceOf(v) > fence)) {
+    // Fenced (Redis): a newer version of the file is there; this older one never retires it.
+    const removed = await index.deleteWhere(everything(entry));
+    o.log.info({ ...scopeOf(entry), removed }, 'version sweep removed a version a newer one superseded');
+    return 'removed';
+  }
   if (visible > 0 && visible === entry.points) {
     // Committed before the crash: record it (Qdrant writes the record last) and retire the rest.
     await index.upsert([ledgerEntry('committed', entry, entry.points, o.now())]);

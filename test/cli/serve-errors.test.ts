@@ -33,3 +33,29 @@ describe('kilde serve when the port cannot be used', () => {
     ]);
   });
 });
+
+/** A replica configured for a shared Redis lock never runs without it (docs/scaling.md). */
+describe('kilde serve ingest when REDIS_URL does not answer', () => {
+  it('exits 1 with one line naming REDIS_URL', async () => {
+    const tmp = await tempDir('kilde-serve-redis-');
+    try {
+      const run = await runCli(
+        ['serve', 'ingest'],
+        cleanEnv({
+          API_KEY: 'k',
+          HOST: '127.0.0.1',
+          PORT: '0',
+          KILDE_DATA_DIR: `${tmp.dir}/.kilde`,
+          EMBEDDING_PROVIDER: 'none',
+          EXTRACTION_ENGINE: 'inprocess',
+          REDIS_URL: 'redis://127.0.0.1:1',
+        }),
+        tmp.dir,
+      );
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^kilde: Redis \(REDIS_URL\) is unreachable/m);
+    } finally {
+      await tmp.remove();
+    }
+  });
+});

@@ -27,6 +27,9 @@ export const createCollectionSchema = z.strictObject({
     .record(z.string(), z.strictObject({ modifier: z.enum(['none', 'idf']).nullish() }))
     .nullish(),
   hnsw_config: z.strictObject({ m: z.number().nullish(), payload_m: z.number().nullish() }).nullish(),
+  shard_number: z.number().int().min(1).nullish(),
+  replication_factor: z.number().int().min(1).nullish(),
+  write_consistency_factor: z.number().int().min(1).nullish(),
 });
 export type CreateCollectionBody = z.infer<typeof createCollectionSchema>;
 

@@ -39,6 +39,11 @@ export class QdrantMemory {
       unnamed,
       sparse,
       hnsw,
+      layout: {
+        shard_number: body.shard_number ?? 1,
+        replication_factor: body.replication_factor ?? 1,
+        write_consistency_factor: body.write_consistency_factor ?? 1,
+      },
       indexes: new Map(),
       points: new Map(),
       version: 0,
@@ -83,9 +88,7 @@ export class QdrantMemory {
         params: {
           vectors,
           ...(c.sparse.size > 0 ? { sparse_vectors } : {}),
-          shard_number: 1,
-          replication_factor: 1,
-          write_consistency_factor: 1,
+          ...c.layout,
           on_disk_payload: true,
         },
         hnsw_config: {
