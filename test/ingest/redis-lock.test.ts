@@ -260,7 +260,8 @@ describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
         })
         .catch((e: unknown) => e);
       expect((err as KildeError).code).toBe('LOCK_FAILED');
-      const points = await pointsOf(a.index, 'stale');
+      // Read through B's connection: it wrote last (another LanceDB connection sees it only later).
+      const points = await pointsOf(b.index, 'stale');
       expect(versionsOf(points)).toEqual([bResult.version]);
       expect(String(fenceOf(bResult.version))).toBe(await redis.client.hget(keys.state, 'next'));
       expect(points.map((p) => p.content).join(' ')).toContain('Newer');
@@ -281,7 +282,14 @@ describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
       };
       const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => put(i)));
       expect(answers.map((r) => r.statusCode)).toEqual(Array(8).fill(200));
-      const points = await pointsOf(a.index, 'busy');
+      // Each part reads through its own LanceDB connection, which sees the other's last commit only
+      // after its read-consistency interval: read until the view holds the last lease's version.
+      const last = await redis.client.hget(leaseKeys('busy').state, 'next');
+      let points = await pointsOf(a.index, 'busy');
+      for (let i = 0; i < 100 && !versionsOf(points).some((v) => String(fenceOf(v)) === last); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        points = await pointsOf(a.index, 'busy');
+      }
       expect(versionsOf(points)).toHaveLength(1);
       expect(new Set(points.map((p) => p.id)).size).toBe(points.length);
       expect(await redis.client.hget(leaseKeys('busy').state, 'leases')).toBe('8');
