@@ -8,14 +8,26 @@ import { Registry } from 'prom-client';
 import type { Backend, SearchResult } from '../src/cli/backend.js';
 import { createLocalBackend } from '../src/cli/local-backend.js';
 import { createSparseEncoder } from '../src/embed/create-sparse.js';
-import { fileIdFor } from '../src/embedded/file-ingest.js';
+import {
+  documentText,
+  type EvalQuery,
+  parseQrels,
+  parseQueries,
+  type QrelsMap,
+  readCorpus,
+} from '../src/eval/beir.js';
+import { evaluate } from '../src/eval/evaluate.js';
+import { METRICS, type MetricValues } from '../src/eval/metrics.js';
+import type { EvalRun } from '../src/eval/run.js';
 import type { ChunkMeta } from '../src/index/contract.js';
+import { fileIdFor } from '../src/index/identifiers.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
 import { createCorpusCache } from '../src/retrieve/corpus-cache.js';
 import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
 import { createSearchService } from '../src/retrieve/search-service.js';
+import { kildeVersion } from '../src/version.js';
 import { benchData } from './lib/data.js';
-import { breadcrumbHas, scoreRanking, sectionOf } from './quality-metrics.js';
+import { breadcrumbHas, sectionOf } from './quality-metrics.js';
 
 /**
  * `npm run bench:quality`: retrieval quality of the offline default (lexical-only, embedded LanceDB)
@@ -29,16 +41,19 @@ import { breadcrumbHas, scoreRanking, sectionOf } from './quality-metrics.js';
  *   --limit-queries N   only the first N queries of each set
  *   --only scifact|danish
  *   --concurrency N     files ingested at once (default 4)
+ *   --runs DIR          also write each SciFact search's evaluation run there (`kilde eval compare` reads them)
  */
 const { values: args } = parseArgs({
   options: {
     'limit-queries': { type: 'string' },
     only: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
+    runs: { type: 'string' },
   },
 });
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
 const CONCURRENCY = Number(args.concurrency);
+const RUNS = args.runs;
 const COLLECTION = 'bench';
 const log = pino({ level: 'silent' });
 
@@ -53,7 +68,7 @@ function envFor(dataDir: string, language: Language, extra: Record<string, strin
 async function ingestAll(
   backend: Backend,
   dir: string,
-  files: readonly string[],
+  files: readonly { name: string; id: string }[],
   label: string,
 ): Promise<number> {
   let next = 0;
@@ -62,14 +77,14 @@ async function ingestAll(
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < files.length) {
-        const name = files[next++]!;
+        const { name, id } = files[next++]!;
         const out = await backend.ingest({
           path: join(dir, name),
-          fileId: fileIdFor(COLLECTION, name),
+          fileId: fileIdFor(COLLECTION, id),
           filename: name,
           collection: COLLECTION,
           userId: 'bench',
-          source: name,
+          source: id,
         });
         chunks += out.chunks;
         done += 1;
@@ -137,86 +152,95 @@ async function clientBm25(dataDir: string, language: Language) {
 
 // ---------------------------------------------------------------------------------------- SciFact
 
-/** Chunks → documents (a document ranks where its first chunk does), scored at 10. */
-async function evalScifact(
-  search: Search,
-  queries: { id: string; text: string }[],
-  qrels: Map<string, Map<string, number>>,
-) {
-  const sum = { ndcg: 0, recall: 0, mrr: 0, docs: 0 };
-  for (const q of queries) {
-    const metas = await search(q.text, 10);
-    const docs = [...new Set(metas.map((m) => String(m.source).replace(/\.txt$/, '')))];
-    const s = scoreRanking(docs, qrels.get(q.id) ?? new Map(), 10);
-    sum.ndcg += s.ndcg;
-    sum.recall += s.recall;
-    sum.mrr += s.mrr;
-    sum.docs += docs.length;
+/**
+ * Figures of the offline default before issue 17 (main at 7db2f67), measured by this bench, printed
+ * beside today's. `chunks10` is the measure this bench always reported (the documents among the
+ * first 10 chunks); the others are `kilde eval`'s (documents pooled from 100 chunks).
+ */
+const BEFORE = {
+  scifact: {
+    lexical: { chunks10: 0.686, 'ndcg@10': 0.688, 'recall@10': 0.795, 'recall@100': 0.914, 'mrr@10': 0.661 },
+    client: { chunks10: 0.696, 'ndcg@10': 0.699, 'recall@10': 0.806, 'recall@100': 0.915, 'mrr@10': 0.672 },
+  },
+  danish: {
+    lexical: ['47.2 %', '60.6 %', '62.8 %', '77.8 %'],
+    client: ['46.1 %', '60.0 %', '60.0 %', '77.2 %'],
+  },
+} as const;
+
+type Scores = { chunks10: number } & MetricValues;
+
+/** The eval module's measures, through the given search: once over 10 chunks, once pooled from 100. */
+async function evalScifact(label: string, search: Search, queries: EvalQuery[], qrels: QrelsMap) {
+  const through = (query: string, _c: readonly string[], k: number) => search(query, k);
+  const base = { search: through, queries, qrels, collectionNames: [COLLECTION] };
+  const ten = await evaluate({ ...base, k: 10 });
+  const pooled = await evaluate({ ...base, k: 100 });
+  if (RUNS) {
+    await mkdir(RUNS, { recursive: true });
+    const run: EvalRun = {
+      id: `scifact-${label}`,
+      name: `bench:quality scifact ${label}`,
+      created_at: new Date().toISOString(),
+      kilde_version: kildeVersion(),
+      settings: { bench: 'scifact', search: label },
+      ...pooled,
+    };
+    await writeFile(join(RUNS, `${run.id}.json`), `${JSON.stringify(run, null, 2)}\n`);
   }
-  const n = queries.length;
-  return { ndcg: sum.ndcg / n, recall: sum.recall / n, mrr: sum.mrr / n, docs: sum.docs / n };
+  return { chunks10: ten.metrics['ndcg@10'], ...pooled.metrics } satisfies Scores;
 }
 
 async function scifact(): Promise<void> {
   const dir = `${benchData('scifact')}/`;
-  const qrels = new Map<string, Map<string, number>>();
-  for (const line of (await readFile(`${dir}qrels-train.tsv`, 'utf8')).trim().split('\n').slice(1)) {
-    const [q, doc, score] = line.split('\t');
-    if (!q || !doc) continue;
-    const m = qrels.get(q) ?? new Map<string, number>();
-    m.set(doc, Number(score));
-    qrels.set(q, m);
-  }
-  const queries = (await readFile(`${dir}queries-train.jsonl`, 'utf8'))
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l) as { _id: string; text: string })
-    .filter((q) => qrels.has(q._id))
-    .slice(0, LIMIT)
-    .map((q) => ({ id: q._id, text: q.text }));
+  const qrels = parseQrels(await readFile(`${dir}qrels-train.tsv`, 'utf8'));
+  const queries = parseQueries(await readFile(`${dir}queries-train.jsonl`, 'utf8'))
+    .filter((q) => qrels.has(q.id))
+    .slice(0, LIMIT);
 
   const work = await mkdtemp(join(tmpdir(), 'kilde-bench-quality-'));
   try {
-    // One plain-text file per abstract: title line, blank line, abstract.
+    // One text file per abstract (title line, blank line, abstract), ingested as `kilde eval
+    // --dataset` does: under the path of its BEIR id, so the qrels name it.
     const files = join(work, 'files');
     await mkdir(files);
-    const names: string[] = [];
-    for (const line of (await readFile(`${dir}corpus.jsonl`, 'utf8')).trim().split('\n')) {
-      const d = JSON.parse(line) as { _id: string; title: string; text: string };
-      await writeFile(join(files, `${d._id}.txt`), `${d.title}\n\n${d.text}\n`);
-      names.push(`${d._id}.txt`);
+    const docs: { name: string; id: string }[] = [];
+    for await (const d of readCorpus(`${dir}corpus.jsonl`)) {
+      await writeFile(join(files, `${d.id}.txt`), documentText(d));
+      docs.push({ name: `${d.id}.txt`, id: d.id });
     }
     const dataDir = join(work, 'kilde');
     const backend = createLocalBackend(envFor(dataDir, 'english'), log);
     const t0 = performance.now();
-    const chunks = await ingestAll(backend, files, names, 'scifact');
+    const chunks = await ingestAll(backend, files, docs, 'scifact');
     const ingestS = (performance.now() - t0) / 1000;
-    const asIngested = await evalScifact(viaBackend(backend), queries, qrels);
     await backend.close();
     await settle(dataDir);
     const settledBackend = createLocalBackend(envFor(dataDir, 'english'), log);
-    const settled = await evalScifact(viaBackend(settledBackend), queries, qrels);
+    const lexical = await evalScifact('lexical', viaBackend(settledBackend), queries, qrels);
     await settledBackend.close();
     const client = await clientBm25(dataDir, 'english');
-    const clientScores = await evalScifact(client.search, queries, qrels);
+    const clientScores = await evalScifact('client-bm25', client.search, queries, qrels);
     await client.close();
 
     console.log(
-      `\nSciFact (BEIR), train split: ${names.length} abstracts → ${chunks} chunks (ingested in ${ingestS.toFixed(0)} s), ${queries.length} queries, k=10 chunks`,
+      `\nSciFact (BEIR), train split: ${docs.length} abstracts → ${chunks} chunks (ingested in ${ingestS.toFixed(0)} s), ${queries.length} queries` +
+        `\n  nDCG@10 (10 chunks): documents among the first 10 chunks, this bench's measure since issue 7;` +
+        `\n  the others as \`kilde eval\` measures: documents pooled from the first 100 chunks. Cells: before → now.`,
     );
-    const fmt = (s: Awaited<ReturnType<typeof evalScifact>>) => [
-      s.ndcg.toFixed(3),
-      s.recall.toFixed(3),
-      s.mrr.toFixed(3),
-      s.docs.toFixed(1),
+    const cell = (before: number, now: number) =>
+      `${before.toFixed(3)} → ${now.toFixed(3)} (${now >= before ? '+' : ''}${(now - before).toFixed(3)})`;
+    const row = (name: string, before: Scores, now: Scores) => [
+      name,
+      cell(before.chunks10, now.chunks10),
+      ...METRICS.map((m) => cell(before[m], now[m])),
     ];
     printTable(
-      ['search', 'nDCG@10', 'Recall@10', 'MRR@10', 'docs in top 10'],
+      ['search', 'nDCG@10 (10 chunks)', 'nDCG@10', 'Recall@10', 'Recall@100', 'MRR@10'],
       [
-        ['lexical: LanceDB full-text, right after ingest', ...fmt(asIngested)],
-        ['lexical: LanceDB full-text, index optimized', ...fmt(settled)],
-        ['client-side BM25 (Qdrant/bm25 encoder)', ...fmt(clientScores)],
-        ['published BM25 (BEIR, test split, one doc per hit)', '0.665', '', '', '10'],
+        row('lexical: LanceDB full-text (the offline default)', BEFORE.scifact.lexical, lexical),
+        row('client-side BM25 (Qdrant/bm25 encoder)', BEFORE.scifact.client, clientScores),
+        ['published BM25 (BEIR, test split, one doc per hit)', '', '0.665', '', '', ''],
       ],
     );
   } finally {
@@ -278,7 +302,12 @@ async function danish(): Promise<void> {
     const work = await mkdtemp(join(tmpdir(), 'kilde-bench-quality-da-'));
     try {
       const backend = createLocalBackend(envFor(work, language), log);
-      chunks = await ingestAll(backend, corpus, names, `danish/${language}`);
+      chunks = await ingestAll(
+        backend,
+        corpus,
+        names.map((name) => ({ name, id: name })),
+        `danish/${language}`,
+      );
       await backend.close();
       await settle(work);
       const settled = createLocalBackend(envFor(work, language), log);

@@ -1,3 +1,4 @@
+import type { EvalRun, RunSummary } from '../eval/run.js';
 import type { ChunkMeta } from '../index/contract.js';
 import { CliError } from './fail.js';
 
@@ -34,6 +35,15 @@ export interface ExtractResult {
   documents: unknown[];
 }
 
+/** The body of `POST /api/v1/eval`. */
+export interface EvalRequest {
+  collection_names: string[];
+  queries: { id: string; text: string }[];
+  qrels: Record<string, Record<string, number>>;
+  k: number;
+  name?: string;
+}
+
 export interface DocumentSummary {
   file_id: string;
   name: string | null;
@@ -56,6 +66,12 @@ export interface Backend {
   deleteDocument(fileId: string): Promise<Record<string, unknown>>;
   chunks(fileId: string, query: Record<string, string>): Promise<Record<string, unknown>>;
   listDocuments(collection: string): Promise<DocumentSummary[]>;
+  /** `POST /api/v1/eval`: labelled queries through the search path, scored (and stored). */
+  evaluate(body: EvalRequest): Promise<EvalRun>;
+  /** Stored evaluation runs (`GET /api/v1/eval/runs`). */
+  listRuns(): Promise<RunSummary[]>;
+  /** One stored run (`GET /api/v1/eval/runs/{id}`). */
+  getRun(id: string): Promise<EvalRun>;
   /** Of these collection names, the ones that hold no chunk (a server cannot tell: none). */
   missingCollections(names: readonly string[]): Promise<string[]>;
   /** Where the index is, for messages (local: its directory or URI). */

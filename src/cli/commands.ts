@@ -5,10 +5,9 @@ import { type Logger, pino } from 'pino';
 import { dataPiece } from '../config/index-settings.js';
 import type { Env } from '../config/parse.js';
 import { readStoredKey } from '../embedded/api-key.js';
-import { fileIdFor } from '../embedded/file-ingest.js';
 import { describeCause, KildeError } from '../errors.js';
 import { createLogger } from '../http/logger.js';
-import { collectionNameProblem, normaliseCollectionName } from '../index/identifiers.js';
+import { collectionNameProblem, fileIdFor, normaliseCollectionName } from '../index/identifiers.js';
 import type { Backend } from './backend.js';
 import { CliError, debugOn } from './fail.js';
 import { createHttpBackend } from './http-backend.js';
@@ -23,7 +22,7 @@ export interface CliIo {
   err: NodeJS.WritableStream;
 }
 
-interface Remote {
+export interface Remote {
   url?: string;
   apiKey?: string;
 }
@@ -36,7 +35,7 @@ function cliLogger(env: Env): Logger {
   );
 }
 
-async function backendFor(io: CliIo, remote: Remote, engine?: string): Promise<Backend> {
+export async function backendFor(io: CliIo, remote: Remote, engine?: string): Promise<Backend> {
   const url = remote.url ?? io.env.KILDE_URL;
   if (!url) {
     noteOldDataDir(io);
@@ -80,7 +79,7 @@ function noteOldDataDir(io: CliIo): void {
 }
 
 /** Opens the backend, runs the command, and always closes it (the index, the in-process app). */
-async function withBackend(
+export async function withBackend(
   io: CliIo,
   remote: Remote,
   engine: string | undefined,
@@ -96,7 +95,7 @@ async function withBackend(
 }
 
 /** A search or listing of a collection nothing was ingested into is a mistake worth saying (exit 1). */
-async function requireCollections(backend: Backend, names: readonly string[]): Promise<void> {
+export async function requireCollections(backend: Backend, names: readonly string[]): Promise<void> {
   const missing = await backend.missingCollections(names);
   if (missing.length === 0) return;
   const where = backend.where ? ` in ${backend.where}` : '';
@@ -108,7 +107,7 @@ async function requireCollections(backend: Backend, names: readonly string[]): P
   );
 }
 
-function positiveInt(name: string, max: number) {
+export function positiveInt(name: string, max: number) {
   return (v: string) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 1 || n > max) throw new InvalidArgumentError(`${name} must be 1..${max}`);
@@ -124,7 +123,7 @@ function collection(v: string): string {
 }
 
 /** `--collection a,b` or repeated `--collection a --collection b`. */
-function collections(v: string, prev: string[] = []): string[] {
+export function collections(v: string, prev: string[] = []): string[] {
   return [
     ...prev,
     ...v
@@ -135,7 +134,7 @@ function collections(v: string, prev: string[] = []): string[] {
   ];
 }
 
-const remoteOptions = (c: Command) =>
+export const remoteOptions = (c: Command) =>
   c
     .option(
       '--url <url>',
@@ -147,7 +146,7 @@ const remoteOptions = (c: Command) =>
     );
 
 /** The failure and its causes (`Embedding failed: … ECONNREFUSED 127.0.0.1:9`): this is the operator's own machine. */
-function errorMessage(err: unknown): { error: string; code?: string } {
+export function errorMessage(err: unknown): { error: string; code?: string } {
   const code =
     typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
       ? err.code

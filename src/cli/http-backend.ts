@@ -1,4 +1,5 @@
 import { openAsBlob } from 'node:fs';
+import { evalRunSchema, type RunSummary } from '../eval/run.js';
 import { type Backend, type ExtractResult, errorFromBody, type SearchResult } from './backend.js';
 import { CliError } from './fail.js';
 
@@ -65,6 +66,17 @@ export function createHttpBackend(o: HttpBackendOptions): Backend {
     },
     async search(args) {
       return (await json('search', 'POST', '/search', args)) as SearchResult;
+    },
+    async evaluate(body) {
+      return evalRunSchema.parse(await json('eval', 'POST', '/api/v1/eval', body));
+    },
+    async listRuns() {
+      return ((await json('eval runs', 'GET', '/api/v1/eval/runs')) as { runs: RunSummary[] }).runs;
+    },
+    async getRun(id) {
+      return evalRunSchema.parse(
+        await json('eval run', 'GET', `/api/v1/eval/runs/${encodeURIComponent(id)}`),
+      );
     },
     async extract(path, engine) {
       const form = new FormData();

@@ -8,6 +8,7 @@ import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
 import { composeServices, type EmbeddedService, type SomeParts } from '../embedded/compose.js';
 import { KildeError } from '../errors.js';
+import { evalRunSchema, type RunSummary } from '../eval/run.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type IndexConfigFields, resolveIndexUri } from '../index/settings-from-config.js';
@@ -156,6 +157,18 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       } finally {
         await extractor.close?.();
       }
+    },
+    async evaluate(body) {
+      return evalRunSchema.parse(await call(['retrieve'], 'eval', 'POST', '/api/v1/eval', body));
+    },
+    async listRuns() {
+      const body = await call(['retrieve'], 'eval runs', 'GET', '/api/v1/eval/runs');
+      return body.runs as RunSummary[];
+    },
+    async getRun(id) {
+      return evalRunSchema.parse(
+        await call(['retrieve'], 'eval run', 'GET', `/api/v1/eval/runs/${encodeURIComponent(id)}`),
+      );
     },
     deleteDocument: (fileId) =>
       call(['ingest'], 'delete', 'DELETE', `/api/v1/documents/${encodeURIComponent(fileId)}`),

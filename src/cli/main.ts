@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { Env } from '../config/parse.js';
 import { type CliIo, registerCommands } from './commands.js';
+import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { runQuickstart } from './quickstart.js';
 import { startService } from './serve.js';
@@ -22,7 +23,9 @@ export function buildProgram(io: CliIo): Command {
       'Self-hosted RAG backend for chat platforms: ingest, retrieve, agent and MCP tools over one index.',
     )
     .version(packageVersion(), '-v, --version')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    // `kilde eval` takes options its subcommands also take (--json, --url): each command keeps its own.
+    .enablePositionalOptions();
 
   program
     .command('serve')
@@ -44,6 +47,7 @@ export function buildProgram(io: CliIo): Command {
     });
 
   registerCommands(program, io);
+  registerEvalCommands(program, io);
   return program;
 }
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bool, int, oneOf, string, url } from './fields.js';
+import { bool, int, oneOf, optionalString, string, url } from './fields.js';
 import {
   dataPiece,
   embeddingPiece,
@@ -65,6 +65,9 @@ export const retrievalPiece = {
     },
   ),
   BM25_FUSION_CACHE_TTL: int(60, 'Client-side BM25 fusion: seconds a scrolled corpus is reused.', { min: 0 }),
+  EVAL_RUNS_DIR: optionalString(
+    'Directory of the evaluation runs `POST /api/v1/eval` and `kilde eval` store (one JSON file each). Unset: `$KILDE_DATA_DIR/eval-runs`.',
+  ),
   AGENT_MAX_ITERATIONS: int(
     3,
     'Agentic loop: most `retrieve` tool calls of one run (invalid ones included); enforced in code, the run stops at the cap and answers what it found.',

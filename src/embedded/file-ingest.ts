@@ -2,19 +2,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { fileIdFor } from '../index/identifiers.js';
 import type { IngestOutcome, IngestService } from '../ingest/service.js';
-
-/**
- * The file_id of a local file: derived from the collection and the file's relative path, so ingesting
- * the same tree again replaces each file's previous version instead of adding a copy.
- */
-export function fileIdFor(collection: string, relativePath: string): string {
-  const normalised = relativePath
-    .split(/[\\/]+/)
-    .filter(Boolean)
-    .join('/');
-  return createHash('sha256').update(`${collection}\u0000${normalised}`).digest('hex').slice(0, 32);
-}
 
 export async function contentHash(path: string): Promise<string> {
   const hash = createHash('sha256');

@@ -2,9 +2,10 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { fileIdFor } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestService } from '../ingest/service.js';
-import { contentHash, fileIdFor, ingestLocalFile, type LocalFile } from './file-ingest.js';
+import { contentHash, ingestLocalFile, type LocalFile } from './file-ingest.js';
 
 const manifestSchema = z.object({
   collection: z.string(),

@@ -15,4 +15,10 @@ export const BODY_LIMITS = {
   echo: 128 * 1024,
   /** `POST /mcp`: one JSON-RPC message (tool arguments included). */
   mcp: 4 * 1024 * 1024,
+  /**
+   * `POST /api/v1/eval`: up to 10,000 queries of 2,000 characters and 500,000 judgements
+   * (`EVAL_LIMITS`), at up to three UTF-8 bytes a character; BEIR's largest public sets fit many
+   * times over.
+   */
+  eval: 96 * 1024 * 1024,
 } as const;

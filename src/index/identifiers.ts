@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
 /**
@@ -59,4 +60,16 @@ export function identifierRefinement(name: string) {
     const problem = identifierProblem(value);
     if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `${name} ${problem}` });
   };
+}
+
+/**
+ * The file_id of a local file: derived from the collection and the file's relative path, so ingesting
+ * the same tree again replaces each file's previous version instead of adding a copy.
+ */
+export function fileIdFor(collection: string, relativePath: string): string {
+  const normalised = relativePath
+    .split(/[\\/]+/)
+    .filter(Boolean)
+    .join('/');
+  return createHash('sha256').update(`${collection}\u0000${normalised}`).digest('hex').slice(0, 32);
 }

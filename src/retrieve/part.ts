@@ -1,8 +1,13 @@
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
+import { expandHome } from '../config/index-settings.js';
 import type { RetrieveConfig } from '../config/retrieve.js';
+import { registerEvalRoutes } from '../eval/routes.js';
+import { createRunStore } from '../eval/store.js';
 import type { ServicePart } from '../http/app.js';
 import type { VectorIndex } from '../index/store.js';
+import { kildeVersion } from '../version.js';
 import { registerSearchRoutes } from './routes.js';
 import { createSearchStack, type SearchStack } from './search-stack.js';
 
@@ -20,7 +25,10 @@ export interface RetrievePart extends ServicePart {
   stack: SearchStack;
 }
 
-/** The retrieval service: `POST /search` over the shared index (read-only). */
+/**
+ * The retrieval service: `POST /search` over the shared index (read-only), and `POST /api/v1/eval`
+ * (docs/quality.md), which runs labelled queries through that same search service.
+ */
 export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveDeps): Promise<RetrievePart> {
   const stack = await createSearchStack(config, deps);
   return {
@@ -28,9 +36,51 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
     stack,
     probes: stack.probes,
     register(app, ctx) {
-      registerSearchRoutes(app, ctx, stack.service(ctx.metrics));
+      const service = stack.service(ctx.metrics);
+      registerSearchRoutes(app, ctx, service);
+      const { index } = stack;
+      registerEvalRoutes(app, ctx, {
+        search: async (query, collections, k) =>
+          (await service.search({ queries: [query], collection_names: [...collections], k })).metadatas[0] ??
+          [],
+        store: createRunStore(evalRunsDir(config)),
+        missingCollections: async (names) => {
+          const missing: string[] = [];
+          for (const name of names)
+            if ((await index.count({ collectionNames: [name] })) === 0) missing.push(name);
+          return missing;
+        },
+        settings: () => retrievalSettings(config, index.engine),
+        version: kildeVersion(),
+      });
     },
     start: () => stack.start(),
     close: () => stack.close(),
+  };
+}
+
+/** Where evaluation runs are kept: `EVAL_RUNS_DIR`, else `eval-runs` in the data directory. */
+export function evalRunsDir(config: Pick<RetrieveConfig, 'EVAL_RUNS_DIR' | 'KILDE_DATA_DIR'>): string {
+  return config.EVAL_RUNS_DIR ? expandHome(config.EVAL_RUNS_DIR) : join(config.KILDE_DATA_DIR, 'eval-runs');
+}
+
+/** The settings an evaluation run records: what decides how the queries were answered. */
+function retrievalSettings(
+  config: RetrieveConfig,
+  engine: string,
+): Record<string, string | number | boolean> {
+  return {
+    index: engine,
+    embedding:
+      config.EMBEDDING_PROVIDER === undefined || config.EMBEDDING_PROVIDER === 'none'
+        ? 'none'
+        : `${config.EMBEDDING_PROVIDER}:${config.EMBEDDING_MODEL}`,
+    hybrid: config.ENABLE_HYBRID_SEARCH,
+    reranking:
+      config.ENABLE_RERANKING && config.RERANK_API_BASE_URL !== undefined
+        ? config.RERANK_MODEL || 'on'
+        : 'off',
+    agentic: config.ENABLE_AGENTIC_RAG,
+    sparse_language: config.SPARSE_LANGUAGE,
   };
 }
