@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { systemClock } from '../src/clock.js';
-import { createSparseEncoder } from '../src/embed/create-sparse.js';
+import { LexicalAnalyzer } from '../src/embed/bm25/analysis.js';
 import type { DenseEmbedder } from '../src/embed/dense.js';
 import { type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
@@ -16,6 +16,7 @@ import type { AgenticSettings } from '../src/retrieve/agentic.js';
 import { createCollectionState } from '../src/retrieve/collection-state.js';
 import { createCorpusCache } from '../src/retrieve/corpus-cache.js';
 import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
+import { createQueryLexical } from '../src/retrieve/query-lexical.js';
 import { createSearchService, type SearchService } from '../src/retrieve/search-service.js';
 import { hashEmbedding } from '../test/fakes/hash-embedding.js';
 import { chatBody, type ScriptedAnswer, startFakeChatServer } from '../test/fakes/openai-chat.js';
@@ -152,7 +153,8 @@ type Pipeline = 'linear' | 'linear+query-gen' | 'agentic';
 
 async function serviceFor(pipeline: Pipeline, index: VectorIndex, llmUrl: string): Promise<SearchService> {
   const log = pino({ level: 'silent' });
-  const sparse = createSparseEncoder('Qdrant/bm25', 'english');
+  const analyzer = new LexicalAnalyzer('english');
+  const collection = createCollectionState({ index, refreshMs: 10_000, partialRefreshMs: 1000 });
   const agentic: AgenticSettings | undefined =
     pipeline === 'agentic'
       ? {
@@ -172,14 +174,14 @@ async function serviceFor(pipeline: Pipeline, index: VectorIndex, llmUrl: string
     pipeline: {
       index,
       dense: new InProcessHashEmbedder(),
-      sparse,
+      lexical: createQueryLexical({ index, analyzer, collection, refreshMs: 10_000 }),
       hybrid: false,
       multiplier: 3,
-      corpus: createCorpusCache({ index, encoder: sparse, maxDocs: 20_000, ttlMs: 60_000 }),
+      corpus: createCorpusCache({ index, analyzer, maxDocs: 20_000, ttlMs: 60_000 }),
       metrics: createRetrieveMetrics(new Registry()),
       log,
     },
-    collection: createCollectionState({ index, refreshMs: 10_000, partialRefreshMs: 1000 }),
+    collection,
     llm:
       pipeline === 'linear+query-gen'
         ? createChatClient({ baseUrl: llmUrl, apiKey: '', model: 'bench-model', timeoutMs: 60_000 })

@@ -13,7 +13,7 @@ import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
 import { extractionSchema } from '../src/config/extraction.js';
 import { parseConfig } from '../src/config/parse.js';
-import { createSparseEncoder } from '../src/embed/create-sparse.js';
+import { createLexicalStage } from '../src/embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../src/embed/dense.js';
 import { createExtractor } from '../src/extract/create-extractor.js';
 import { openIndex } from '../src/index/open.js';
@@ -57,7 +57,8 @@ const service = new IngestService({
   extractor: createExtractor('inprocess', parseConfig(extractionSchema, {}), { log }),
   chunker: createChunker({ mode: 'token', size: 400, overlap: 80, prefixTokens: 3, maxTokens: 512 }, counter),
   dense: zeroCostEmbedder,
-  sparse: createSparseEncoder('Qdrant/bm25', 'english'),
+  lexical: createLexicalStage({ sparseModel: 'Qdrant/bm25' }),
+  fallbackLanguage: 'english',
   index,
   log,
   observer: { stage: (s, sec) => stageTotals.set(s, (stageTotals.get(s) ?? 0) + sec) },

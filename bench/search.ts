@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { connect, type Table } from '@lancedb/lancedb';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { createSparseEncoder } from '../src/embed/create-sparse.js';
+import { LexicalAnalyzer } from '../src/embed/bm25/analysis.js';
 import type { DenseEmbedder } from '../src/embed/dense.js';
 import { DENSE_VECTOR, type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
@@ -13,6 +13,7 @@ import { RRF_K } from '../src/index/rrf.js';
 import { createCollectionState } from '../src/retrieve/collection-state.js';
 import { createCorpusCache } from '../src/retrieve/corpus-cache.js';
 import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
+import { createQueryLexical } from '../src/retrieve/query-lexical.js';
 import { createSearchService, type SearchService } from '../src/retrieve/search-service.js';
 import { hashEmbedding } from '../test/fakes/hash-embedding.js';
 import { mulberry32, percentile } from './lib/stats.js';
@@ -105,19 +106,20 @@ async function serviceFor(mode: Mode, dir: string): Promise<SearchService> {
     { uri: dir, collection: COLLECTION, denseDim: DIM, sparse: true, timeoutMs: 60_000 },
     { log },
   );
-  const sparse = createSparseEncoder('Qdrant/bm25', 'english');
+  const analyzer = new LexicalAnalyzer('english');
+  const collection = createCollectionState({ index, refreshMs: 10_000, partialRefreshMs: 1000 });
   return createSearchService({
     pipeline: {
       index,
       dense: mode === 'lexical' ? undefined : new InProcessHashEmbedder(),
-      sparse,
+      lexical: createQueryLexical({ index, analyzer, collection, refreshMs: 10_000 }),
       hybrid: mode === 'hybrid',
       multiplier: 3,
-      corpus: createCorpusCache({ index, encoder: sparse, maxDocs: 20_000, ttlMs: 60_000 }),
+      corpus: createCorpusCache({ index, analyzer, maxDocs: 20_000, ttlMs: 60_000 }),
       metrics: createRetrieveMetrics(new Registry()),
       log,
     },
-    collection: createCollectionState({ index, refreshMs: 10_000, partialRefreshMs: 1000 }),
+    collection,
     generateQueries: false,
     lastMessages: 6,
     maxQueries: 3,

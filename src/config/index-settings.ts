@@ -155,7 +155,11 @@ export const SPARSE_MODELS = ['Qdrant/bm25'] as const;
 export const SPARSE_LANGUAGES = ['english', 'danish'] as const;
 
 export const sparsePiece = {
-  SPARSE_LANGUAGE: oneOf(SPARSE_LANGUAGES, 'english', 'Stemmer and stop-word language of the BM25 encoder.'),
+  SPARSE_LANGUAGE: oneOf(
+    SPARSE_LANGUAGES,
+    'english',
+    'Fallback language of the lexical (BM25) side. Each document is analysed in its detected language when Kilde can stem it (English, Danish), else in this one; a query in the languages of the collections it searches. Changing it applies to documents ingested afterwards (logged at start-up; docs/quality.md).',
+  ),
 };
 
 export const tokenizerPiece = {

@@ -68,6 +68,11 @@ export interface IndexPoint {
   dense?: number[];
   /** `text-sparse`; present when sparse embedding is on. */
   sparse?: SparseVector;
+  /**
+   * The analysed terms of the chunk's lexical side (contextual header and text, stemmed in its
+   * document's language), joined by spaces: what LanceDB's full-text index stores. Qdrant ignores it.
+   */
+  lexical?: string;
 }
 
 export interface StoredPoint {

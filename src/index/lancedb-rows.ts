@@ -24,10 +24,17 @@ export const FILTER_COLUMNS = [
   'languages',
 ] as const;
 export const REQUIRED_COLUMNS = ['id', 'content', ...FILTER_COLUMNS, 'meta'] as const;
+/**
+ * The lexical side: a chunk's analysed terms (contextual header and text, stemmed in its document's
+ * language), space-separated, under a whitespace full-text index. Tables made before it existed
+ * lack it and keep a full-text index over `content` (`LexicalLayout` 'content').
+ */
+export const LEXICAL_COLUMN = 'lexical';
+export type LexicalLayout = 'terms' | 'content';
 /** What a read returns; the filter columns are never read back (meta is the source of truth). */
 export const POINT_COLUMNS = ['id', 'content', 'meta'];
 
-export function lanceSchema(denseDim: number | undefined): Schema {
+export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout = 'terms'): Schema {
   const fields: Field[] = [
     new Field('id', new Utf8(), false),
     new Field('content', new Utf8(), false),
@@ -39,6 +46,7 @@ export function lanceSchema(denseDim: number | undefined): Schema {
     new Field('languages', new List(new Field('item', new Utf8(), true)), true),
     new Field('meta', new Utf8(), false),
   ];
+  if (layout === 'terms') fields.push(new Field(LEXICAL_COLUMN, new Utf8(), true));
   if (denseDim !== undefined) {
     fields.push(
       new Field(DENSE_VECTOR, new FixedSizeList(denseDim, new Field('item', new Float32(), true)), true),
@@ -59,8 +67,26 @@ export function denseSizeOf(schema: Schema): number | undefined {
 
 export type LanceRow = Record<string, string | number | string[] | number[] | null>;
 
+/** Which lexical layout a table has. */
+export function lexicalLayoutOf(schema: Schema): LexicalLayout {
+  return schema.fields.some((f) => f.name === LEXICAL_COLUMN) ? 'terms' : 'content';
+}
+
+/**
+ * Terms of a text no one analysed: its lower-cased words. Points and queries from Kilde's pipelines
+ * always carry their analysis (`IndexPoint.lexical`, `HybridQuery.terms`); this keeps anything else
+ * searchable, unstemmed.
+ */
+export function plainTerms(text: string): string[] {
+  return text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [];
+}
+
 /** A point as a table row; rejects what the index could not filter or score correctly later. */
-export function pointToRow(point: IndexPoint, denseDim: number | undefined): LanceRow {
+export function pointToRow(
+  point: IndexPoint,
+  denseDim: number | undefined,
+  layout: LexicalLayout = 'terms',
+): LanceRow {
   const m = point.meta;
   if (typeof m.collection_name !== 'string')
     throw new Error(`point ${point.id}: meta.collection_name missing`);
@@ -77,6 +103,7 @@ export function pointToRow(point: IndexPoint, denseDim: number | undefined): Lan
     languages: Array.isArray(m.languages) ? m.languages.filter((l) => typeof l === 'string') : null,
     meta: JSON.stringify(m),
   };
+  if (layout === 'terms') row[LEXICAL_COLUMN] = point.lexical ?? plainTerms(point.content).join(' ');
   if (denseDim === undefined) {
     if (point.dense !== undefined) {
       throw new Error(

@@ -1,7 +1,14 @@
 import { type Connection, Index, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { DENSE_VECTOR } from './contract.js';
-import { denseSizeOf, lanceSchema, REQUIRED_COLUMNS } from './lancedb-rows.js';
+import {
+  denseSizeOf,
+  LEXICAL_COLUMN,
+  type LexicalLayout,
+  lanceSchema,
+  lexicalLayoutOf,
+  REQUIRED_COLUMNS,
+} from './lancedb-rows.js';
 
 export type FtsLanguage = 'english' | 'danish';
 
@@ -23,6 +30,33 @@ export function ftsIndex(language: FtsLanguage): Index {
     // Kilde issues match queries only, never phrase queries; positions would only grow the index.
     withPosition: false,
   });
+}
+
+/**
+ * The full-text index of the `lexical` column: its terms are analysed already (Kilde's BM25
+ * analysis, per document language: src/embed/bm25/analysis.ts), so LanceDB only splits on spaces.
+ */
+export function termsIndex(): Index {
+  return Index.fts({
+    baseTokenizer: 'whitespace',
+    stem: false,
+    removeStopWords: false,
+    lowercase: false,
+    asciiFolding: false,
+    // fastembed drops tokens over 40 code points; a UTF-8 byte limit must let those through.
+    maxTokenLength: 256,
+    withPosition: false,
+  });
+}
+
+/** Field metadata of `lexical`: every SPARSE_LANGUAGE documents without a detected language were analysed in. */
+export const FALLBACKS_KEY = 'kilde.fallback_languages';
+
+/** The fallback languages recorded on a table's `lexical` column (empty for tables without one). */
+export async function fallbackLanguages(table: Table): Promise<string[]> {
+  const field = (await table.schema()).fields.find((f) => f.name === LEXICAL_COLUMN);
+  const value = field?.metadata.get(FALLBACKS_KEY);
+  return value ? value.split(',').filter(Boolean) : [];
 }
 
 /** Scalar indexes that keep filtered reads and merge-by-id fast as the table grows. */
@@ -61,27 +95,58 @@ export async function openOrCreateTable(
   return table;
 }
 
-/** Creates the full-text and scalar indexes that are missing; never replaces an existing one. */
+/**
+ * Creates the full-text and scalar indexes that are missing; never replaces an existing one. Reports
+ * what a language setting cannot change: a table made before the `lexical` column keeps the
+ * language its full-text index was built with, and a changed SPARSE_LANGUAGE applies to documents
+ * ingested from now on (it is recorded, so queries still try the earlier one).
+ */
 export async function ensureIndexes(table: Table, language: FtsLanguage, log: Logger): Promise<void> {
   const indices = await table.listIndices();
   const byColumn = new Map(indices.map((i) => [i.columns.join(','), i]));
-  const fts = byColumn.get('content');
-  if (!fts) {
-    await createIfAbsent(table, 'content', ftsIndex(language));
+  const layout = lexicalLayoutOf(await table.schema());
+  if (layout === 'terms') {
+    if (!byColumn.has(LEXICAL_COLUMN)) await createIfAbsent(table, LEXICAL_COLUMN, termsIndex());
+    await recordFallback(table, language, log);
   } else {
-    const details: unknown = fts.indexDetails;
-    const existing =
-      typeof details === 'object' && details !== null && 'language' in details ? details.language : undefined;
-    if (typeof existing === 'string' && existing.toLowerCase() !== language) {
-      log.warn(
-        { table: table.name, indexLanguage: existing, configured: language },
-        'full-text index was built for another language; keeping it (drop the table to rebuild)',
-      );
+    log.warn(
+      { table: table.name },
+      'this LanceDB table predates per-document lexical analysis: its full-text index stems every document in one language and leaves titles and headings out; ingest into a new table (VECTORDB_INDEX) to use them',
+    );
+    const fts = byColumn.get('content');
+    if (!fts) {
+      await createIfAbsent(table, 'content', ftsIndex(language));
+    } else {
+      const details: unknown = fts.indexDetails;
+      const existing =
+        typeof details === 'object' && details !== null && 'language' in details
+          ? details.language
+          : undefined;
+      if (typeof existing === 'string' && existing.toLowerCase() !== language) {
+        log.warn(
+          { table: table.name, indexLanguage: existing, configured: language },
+          'full-text index was built for another language; keeping it (drop the table to rebuild)',
+        );
+      }
     }
   }
   for (const [column, make] of SCALAR_INDEXES) {
     if (!byColumn.has(column)) await createIfAbsent(table, column, make());
   }
+}
+
+async function recordFallback(table: Table, language: FtsLanguage, log: Logger): Promise<void> {
+  const known = await fallbackLanguages(table);
+  if (known.includes(language)) return;
+  if (known.length > 0) {
+    log.warn(
+      { table: table.name, before: known, configured: language },
+      `SPARSE_LANGUAGE is now ${language}: documents already indexed keep the language they were analysed in (${known.join(', ')} where none was detected) until re-ingested; searches try both`,
+    );
+  }
+  await table.updateFieldMetadata([
+    { path: LEXICAL_COLUMN, metadata: { [FALLBACKS_KEY]: [...known, language].join(',') } },
+  ]);
 }
 
 async function createIfAbsent(table: Table, column: string, config: Index): Promise<void> {
@@ -94,8 +159,14 @@ async function createIfAbsent(table: Table, column: string, config: Index): Prom
   }
 }
 
-/** Whether the table carries the full-text index the lexical side needs. */
+/** Whether the table carries the full-text index its lexical side needs (`lexical`, or `content` on older tables). */
 export async function hasFtsIndex(table: Table): Promise<boolean> {
+  const column = lexicalColumnOf(lexicalLayoutOf(await table.schema()));
   const indices = await table.listIndices();
-  return indices.some((i) => i.indexType.toUpperCase().includes('FTS') && i.columns.join(',') === 'content');
+  return indices.some((i) => i.indexType.toUpperCase().includes('FTS') && i.columns.join(',') === column);
+}
+
+/** The column a layout's full-text index covers. */
+export function lexicalColumnOf(layout: LexicalLayout): string {
+  return layout === 'terms' ? LEXICAL_COLUMN : 'content';
 }

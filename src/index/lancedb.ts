@@ -6,14 +6,24 @@ import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from 
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql } from './lancedb-filter.js';
 import {
   denseSizeOf,
+  type LexicalLayout,
   lanceSchema,
+  lexicalLayoutOf,
   POINT_COLUMNS,
+  plainTerms,
   pointToRow,
   rowToDenseHit,
   rowToLexicalHit,
   rowToPoint,
 } from './lancedb-rows.js';
-import { ensureIndexes, type FtsLanguage, hasFtsIndex, openOrCreateTable } from './lancedb-schema-check.js';
+import {
+  ensureIndexes,
+  type FtsLanguage,
+  fallbackLanguages,
+  hasFtsIndex,
+  lexicalColumnOf,
+  openOrCreateTable,
+} from './lancedb-schema-check.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { fuseRrf } from './rrf.js';
@@ -87,6 +97,8 @@ export async function createLanceIndex(
 class LanceIndex implements VectorIndex {
   readonly engine = 'lancedb' as const;
   private table: Table | undefined;
+  /** The open table's lexical layout (read with its schema when the table is opened). */
+  private layout: LexicalLayout = 'terms';
   private fts = false;
   private readonly writer: TableWriter;
   private readonly name: string;
@@ -114,6 +126,7 @@ class LanceIndex implements VectorIndex {
     await this.writer.queue.run(async () => {
       const table = await openOrCreateTable(this.db, this.name, this.denseDim, this.directory);
       await ensureIndexes(table, this.language, this.log);
+      this.layout = lexicalLayoutOf(await table.schema());
       this.table = table;
     });
     this.fts = true;
@@ -128,11 +141,13 @@ class LanceIndex implements VectorIndex {
     }
     const denseSize = denseSizeOf(await table.schema());
     this.fts = await hasFtsIndex(table);
+    const fallbacks = await fallbackLanguages(table);
     return {
       exists: true,
       ...(denseSize === undefined ? {} : { denseSize }),
       hasSparse: this.fts,
       vectorNames: denseSize === undefined ? [] : [DENSE_VECTOR],
+      ...(fallbacks.length > 0 ? { fallbackLanguages: fallbacks } : {}),
     };
   }
 
@@ -142,9 +157,10 @@ class LanceIndex implements VectorIndex {
 
   async upsert(points: readonly IndexPoint[]): Promise<void> {
     if (points.length === 0) return;
-    const rows = lastById(points).map((p) => pointToRow(p, this.denseDim));
     const table = await this.requireTable();
-    const outcome = await this.writer.batcher.upsert(table, lanceSchema(this.denseDim), rows, this.exec);
+    const rows = lastById(points).map((p) => pointToRow(p, this.denseDim, this.layout));
+    const schema = lanceSchema(this.denseDim, this.layout);
+    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
     this.wrote(table, outcome);
   }
 
@@ -225,16 +241,22 @@ class LanceIndex implements VectorIndex {
   }
 
   async searchLexical(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
-    const text = query.text.trim();
     const where = filterToSql(filter);
-    if (text === '' || where === 'false' || limit <= 0) return [];
+    if (where === 'false' || limit <= 0) return [];
     const table = await this.requireTable();
+    // New tables match the query's analysed terms against the chunks' (each term once: a repeated
+    // term would count twice); older ones let LanceDB analyse the raw text over `content`.
+    const text =
+      this.layout === 'terms'
+        ? [...new Set(query.terms ?? plainTerms(query.text))].join(' ')
+        : query.text.trim();
+    if (text === '') return [];
     // LanceDB (0.37) returns matches among rows not yet in the full-text index in table order, not
     // by score, and cuts them at the limit: fetch them all, then rank and cut here.
     const pending = await this.unindexedFtsRows(table);
     let q = table
       .query()
-      .fullTextSearch(text, { columns: 'content' })
+      .fullTextSearch(text, { columns: lexicalColumnOf(this.layout) })
       .select([...POINT_COLUMNS, '_score'])
       .limit(limit + pending);
     if (where !== undefined) q = q.where(where);
@@ -247,7 +269,8 @@ class LanceIndex implements VectorIndex {
 
   /** Rows written since the full-text index was last updated (optimize folds them in). */
   private async unindexedFtsRows(table: Table): Promise<number> {
-    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === 'content');
+    const column = lexicalColumnOf(this.layout);
+    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === column);
     if (!fts) return 0;
     const stats = await table.indexStats(fts.name);
     return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
@@ -283,8 +306,10 @@ class LanceIndex implements VectorIndex {
   private async openExisting(): Promise<Table | undefined> {
     if (this.table) return this.table;
     if (!(await this.db.tableNames()).includes(this.name)) return undefined;
-    this.table = await this.db.openTable(this.name);
-    return this.table;
+    const table = await this.db.openTable(this.name);
+    this.layout = lexicalLayoutOf(await table.schema());
+    this.table = table;
+    return table;
   }
 
   private async requireTable(): Promise<Table> {

@@ -6,6 +6,11 @@ export interface CollectionInfo {
   denseSize?: number;
   hasSparse: boolean;
   vectorNames: string[];
+  /**
+   * LanceDB: every `SPARSE_LANGUAGE` documents without a detected language were analysed in, as the
+   * table recorded them; a query is analysed in these too. Absent where the engine keeps no record.
+   */
+  fallbackLanguages?: string[];
 }
 
 export interface ScrollPage {
@@ -19,8 +24,13 @@ export interface HybridQuery {
   dense?: number[];
   /** BM25 query vector (Qdrant's `text-sparse` side). */
   sparse?: SparseVector;
-  /** The raw query text (LanceDB's full-text side). */
+  /** The raw query text. */
   text: string;
+  /**
+   * The query's analysed terms (LanceDB's full-text side; the same analysis as `IndexPoint.lexical`).
+   * Without them LanceDB splits `text` into lower-cased words itself.
+   */
+  terms?: readonly string[];
 }
 
 /** One new version of one file, as `VectorIndex.writeVersion` makes it visible (src/ingest/versioning.ts). */

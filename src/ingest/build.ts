@@ -7,7 +7,7 @@ import { chunkingSettings } from '../config/chunking.js';
 import { extractionLimits } from '../config/extraction.js';
 import type { IngestConfig } from '../config/ingest.js';
 import { ConfigError } from '../config/parse.js';
-import { createPooledSparseEncoder } from '../embed/bm25/pooled-encoder.js';
+import { createPooledLexicalStage } from '../embed/bm25/lexical-stage.js';
 import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
 import { KildeError } from '../errors.js';
@@ -90,8 +90,9 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       'Configuration error: EMBEDDING_PROVIDER=none on Qdrant needs ENABLE_SPARSE_EMBEDDINGS=true (points would carry no vector at all)',
     );
   }
+  // Refuses an unknown sparse model at start-up; the vectors themselves are made in the pool.
   const sparseModel = config.ENABLE_SPARSE_EMBEDDINGS
-    ? createSparseEncoder(config.SPARSE_EMBEDDING_MODEL, config.SPARSE_LANGUAGE)
+    ? createSparseEncoder(config.SPARSE_EMBEDDING_MODEL, config.SPARSE_LANGUAGE).model
     : undefined;
   // Extraction, chunking and BM25 encoding of whole documents run in this pool, off the event loop.
   const pool = new WorkerPool(
@@ -102,15 +103,12 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       setup: {
         limits: extractionLimits(config),
         chunking: { settings: chunkerSettings, counter: tokens.counter.source ?? 'approximate' },
-        ...(sparseModel
-          ? { sparse: { model: config.SPARSE_EMBEDDING_MODEL, language: config.SPARSE_LANGUAGE } }
-          : {}),
       },
     },
     { log, ...(deps.clock ? { clock: deps.clock } : {}) },
   );
   const chunker = createPooledChunker(pool, chunking.mode);
-  const sparse = sparseModel ? createPooledSparseEncoder(pool, sparseModel) : undefined;
+  const lexical = createPooledLexicalStage(pool, { sparseModel });
   const onRoute = deps.observer?.route?.bind(deps.observer);
   const extractor = createExtractor(config.EXTRACTION_ENGINE, config, {
     log,
@@ -158,7 +156,8 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       chunkSize: chunking.size,
       tokenizer: tokens.counter.source ?? 'approximate',
       dense: dense ? `${dense.provider}:${dense.model} (${dense.dim})` : 'none',
-      sparse: sparse?.model ?? 'off',
+      sparse: sparseModel ?? 'off',
+      fallbackLanguage: config.SPARSE_LANGUAGE,
       index: index.engine,
     },
     'ingestion pipeline ready',
@@ -170,7 +169,8 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       index,
       log,
       ...(dense ? { dense } : {}),
-      ...(sparse ? { sparse } : {}),
+      lexical,
+      fallbackLanguage: config.SPARSE_LANGUAGE,
       ...(deps.observer ? { observer: deps.observer } : {}),
       ...(clock ? { now: () => clock.now() } : {}),
     },

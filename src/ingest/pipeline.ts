@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
 import type { BatchChunker } from '../chunk/pooled-chunker.js';
-import type { DocumentSparseEncoder } from '../embed/bm25/pooled-encoder.js';
+import { type Bm25Language, lexicalLanguageOf } from '../embed/bm25/analysis.js';
+import type { LexicalStage } from '../embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../embed/dense.js';
-import type { SparseEncoder } from '../embed/sparse.js';
 import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
 import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extractor.js';
 import { dropTableOfContents } from '../extract/page-furniture.js';
@@ -29,8 +29,13 @@ export interface PipelineParts {
   chunker: Chunker | BatchChunker;
   /** Absent in lexical-only mode (`EMBEDDING_PROVIDER=none`): points carry no dense vector. */
   dense?: DenseEmbedder;
-  /** Present when ENABLE_SPARSE_EMBEDDINGS is on; services encode in the worker pool. */
-  sparse?: SparseEncoder | DocumentSparseEncoder;
+  /**
+   * Every chunk's lexical side (analysed terms; BM25 vectors when ENABLE_SPARSE_EMBEDDINGS is on);
+   * services analyse in the worker pool.
+   */
+  lexical: LexicalStage;
+  /** `SPARSE_LANGUAGE`: the analysis language of documents whose detected languages Kilde cannot stem. */
+  fallbackLanguage: Bm25Language;
   index: VectorIndex;
   log: Logger;
   observer?: StageObserver;
@@ -130,7 +135,7 @@ export async function runPipeline(
   const texts = points.map((p) => p.content);
   cancelledIf(signal);
 
-  const { dense, sparse } = parts;
+  const { dense } = parts;
   if (dense) {
     const vectors = await timed(
       observer,
@@ -148,17 +153,22 @@ export async function runPipeline(
     });
     cancelledIf(signal);
   }
-  if (sparse) {
-    const vectors = await timed(
-      observer,
-      'sparse',
-      { code: 'SPARSE_EMBEDDING_FAILED', status: 500, message: 'Sparse embedding failed' },
-      () => sparse.encodeDocuments(texts),
-    );
-    points.forEach((p, i) => {
-      p.sparse = vectors[i]!;
-    });
-  }
+  // The lexical side of each chunk, in its document's language.
+  const items = points.map((p) => ({
+    text: p.content,
+    language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage),
+  }));
+  const lexical = await timed(
+    observer,
+    'sparse',
+    { code: 'SPARSE_EMBEDDING_FAILED', status: 500, message: 'Sparse embedding failed' },
+    () => parts.lexical.analyse(items),
+  );
+  points.forEach((p, i) => {
+    p.lexical = lexical.lexical[i]!;
+    const vector = lexical.sparse?.[i];
+    if (vector) p.sparse = vector;
+  });
 
   cancelledIf(signal);
   const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };

@@ -2,11 +2,11 @@ import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { Chunker } from '../chunk/chunker.js';
 import { createChunker } from '../chunk/create-chunker.js';
 import { loadTokenCounter } from '../chunk/tokenizer.js';
-import { createSparseEncoder } from '../embed/create-sparse.js';
-import type { SparseEncoder } from '../embed/sparse.js';
+import { LexicalAnalyzer } from '../embed/bm25/analysis.js';
+import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
 import { readDocument } from '../extract/inprocess-engine.js';
 import { KildeError } from '../http/errors.js';
-import type { PackedSparse, Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
+import type { Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
 
 /*
  * The entry of every worker of the pool (`worker-pool.ts`). Each task first says on its port that
@@ -15,7 +15,7 @@ import type { PackedSparse, Task, TaskInput, TaskOutputs, TaskResult, WorkerSetu
  */
 const setup = workerData as WorkerSetup;
 let chunker: Promise<Chunker> | undefined;
-let sparse: SparseEncoder | undefined;
+let analyzer: LexicalAnalyzer | undefined;
 
 export default async function run(task: Task): Promise<unknown> {
   task.started.postMessage('started');
@@ -25,8 +25,8 @@ export default async function run(task: Task): Promise<unknown> {
     const result: TaskResult<TaskInput['kind']> = { ok: true, value };
     // Sparse vectors and page images move to the caller instead of being copied.
     const transfer =
-      'offsets' in value
-        ? [value.offsets.buffer, value.indices.buffer, value.values.buffer]
+      'lexical' in value && value.sparse
+        ? [value.sparse.offsets.buffer, value.sparse.indices.buffer, value.sparse.values.buffer]
         : 'totalPages' in value
           ? value.pages.map((p) => p.png.buffer)
           : [];
@@ -53,8 +53,12 @@ async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]
       const c = await chunkerOf();
       return input.docs.map((doc) => c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }));
     }
-    case 'sparse':
-      return pack(sparseOf().encodeDocuments(input.texts));
+    case 'lexical': {
+      // Each item names its language; the analyzer's fallback is never used here.
+      analyzer ??= new LexicalAnalyzer('english');
+      const out = analyseItems(analyzer, input.items, input.sparse);
+      return out.sparse ? { lexical: out.lexical, sparse: packSparse(out.sparse) } : { lexical: out.lexical };
+    }
     // Loaded on first use: a worker that never renders never loads pdf.js's canvas path or Skia.
     case 'render':
       return (await import('../extract/vision/render-pdf.js')).renderPdf(input.path, {
@@ -79,27 +83,4 @@ function chunkerOf(): Promise<Chunker> {
     createChunker(c.settings, counter),
   );
   return chunker;
-}
-
-function sparseOf(): SparseEncoder {
-  const s = setup.sparse;
-  if (!s) throw new Error('this pool was not set up for sparse encoding');
-  sparse ??= createSparseEncoder(s.model, s.language);
-  return sparse;
-}
-
-function pack(vectors: ReadonlyArray<{ indices: number[]; values: number[] }>): PackedSparse {
-  const offsets = new Uint32Array(vectors.length + 1);
-  let total = 0;
-  vectors.forEach((v, i) => {
-    total += v.indices.length;
-    offsets[i + 1] = total;
-  });
-  const indices = new Uint32Array(total);
-  const values = new Float64Array(total);
-  vectors.forEach((v, i) => {
-    indices.set(v.indices, offsets[i]);
-    values.set(v.values, offsets[i]);
-  });
-  return { offsets, indices, values };
 }

@@ -1,6 +1,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Chunk } from '../chunk/chunker.js';
 import type { ChunkerSettings } from '../chunk/create-chunker.js';
+import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
 import type { PageSpan, SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
@@ -14,14 +15,13 @@ export interface WorkerSetup {
   limits: ExtractionLimits;
   /** Chunking, when the pool chunks: the settings and the counter (`approximate` or a tokenizer.json path). */
   chunking?: { settings: ChunkerSettings; counter: string };
-  /** BM25 document encoding, when the pool encodes. */
-  sparse?: { model: string; language: 'english' | 'danish' };
 }
 
 export type TaskInput =
   | { kind: 'extract'; file: SourceFile; engine: string; only?: readonly FileKind[] }
   | { kind: 'chunk'; docs: Array<{ text: string; pages?: PageSpan[] }> }
-  | { kind: 'sparse'; texts: readonly string[] }
+  /** Chunks' lexical side (src/embed/bm25/lexical-stage.ts): terms, and BM25 vectors when `sparse`. */
+  | { kind: 'lexical'; items: LexicalItem[]; sparse: boolean }
   /** A PDF's first pages as PNG (the vision engines). */
   | { kind: 'render'; path: string; dpi: number; maxPages: number }
   /** A DOCX's diagram signals (the `auto` router), and with `text` its native Markdown (`hybrid-diagram`). */
@@ -35,17 +35,10 @@ export interface Task {
   started: MessagePort;
 }
 
-/** Sparse vectors packed into three transferable arrays: vector i is [offsets[i], offsets[i+1]). */
-export interface PackedSparse {
-  offsets: Uint32Array;
-  indices: Uint32Array;
-  values: Float64Array;
-}
-
 export interface TaskOutputs {
   extract: ReadDocument;
   chunk: Chunk[][];
-  sparse: PackedSparse;
+  lexical: { lexical: string[]; sparse?: PackedSparse };
   render: RenderedPdf;
   'docx-layout': DocxLayout;
   'check-archive': { checked: true };

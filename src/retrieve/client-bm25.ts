@@ -1,20 +1,20 @@
-import type { SparseEncoder } from '../embed/sparse.js';
+import { type LexicalAnalyzer, lexicalLanguageOf } from '../embed/bm25/analysis.js';
 import type { SearchHit, StoredPoint } from '../index/contract.js';
 
 /**
  * In-memory BM25 over chunks scrolled from the index, for hybrid search on a collection without
- * `text-sparse`. Document term weights come from the shared encoder (the same tf saturation the
- * ingestion side writes); IDF is computed over this corpus the way Qdrant's IDF modifier does:
- * ln(1 + (N − n + 0.5) / (n + 0.5)).
+ * `text-sparse`. Document term weights are what ingestion would write to `text-sparse` (the chunk in
+ * its document's language, the same tf saturation); IDF is computed
+ * over this corpus the way Qdrant's IDF modifier does: ln(1 + (N − n + 0.5) / (n + 0.5)).
  */
 export class Bm25Corpus {
   private readonly docs: { point: StoredPoint; weights: Map<number, number> }[];
   private readonly df = new Map<number, number>();
 
-  constructor(points: readonly StoredPoint[], encoder: SparseEncoder) {
-    const vectors = encoder.encodeDocuments(points.map((p) => p.content));
-    this.docs = points.map((point, i) => {
-      const v = vectors[i]!;
+  constructor(points: readonly StoredPoint[], analyzer: LexicalAnalyzer) {
+    this.docs = points.map((point) => {
+      const language = lexicalLanguageOf(point.meta.languages, analyzer.fallback);
+      const v = analyzer.document(point.content, language).sparse;
       const weights = new Map<number, number>();
       v.indices.forEach((id, j) => {
         weights.set(id, v.values[j]!);

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
-import type { SparseEncoder } from '../embed/sparse.js';
+import type { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import type { IndexFilter, StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import { Bm25Corpus } from './client-bm25.js';
 
 export interface CorpusCacheOptions {
   index: VectorIndex;
-  encoder: SparseEncoder;
+  analyzer: LexicalAnalyzer;
   /** Most chunks held per collection set. */
   maxDocs: number;
   ttlMs: number;
@@ -46,7 +46,7 @@ export function createCorpusCache(o: CorpusCacheOptions) {
         'client-side BM25 corpus capped at BM25_FUSION_MAX_DOCS chunks; lexical matches beyond it are missed',
       );
     }
-    return { corpus: new Bm25Corpus(points, o.encoder), truncated };
+    return { corpus: new Bm25Corpus(points, o.analyzer), truncated };
   }
 
   return {

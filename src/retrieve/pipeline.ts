@@ -1,14 +1,16 @@
 import type { Logger } from 'pino';
 import type { DenseEmbedder } from '../embed/dense.js';
-import type { SparseEncoder } from '../embed/sparse.js';
 import type { IndexFilter, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
 import type { VectorIndex } from '../index/store.js';
 import type { createCorpusCache } from './corpus-cache.js';
 import { dedupByContent } from './fuse.js';
 import type { RetrieveMetrics } from './metrics.js';
+import type { QueryLexicalSide } from './query-lexical.js';
 import type { Reranker } from './rerank.js';
 import { rerankScores, withLexicalScores } from './scores.js';
+
+const NO_LEXICAL = { terms: [], sparse: { indices: [], values: [] } };
 
 /** Which search runs, decided once per request from the configuration and the collection. */
 export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';
@@ -16,7 +18,8 @@ export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 
 export interface PipelineDeps {
   index: VectorIndex;
   dense?: DenseEmbedder | undefined;
-  sparse: SparseEncoder;
+  /** The query's lexical side (terms, BM25 vector) in the languages of the collections searched. */
+  lexical: QueryLexicalSide;
   hybrid: boolean;
   reranker?: Reranker | undefined;
   multiplier: number;
@@ -56,16 +59,17 @@ export async function searchOne(
     const dense = d.dense;
     vector = await d.metrics.time('embed', () => dense.embedQuery(query));
   }
-  const sparse = d.sparse.encodeQuery(query);
+  // Dense search alone needs no lexical side (and so no look-up of the collections' languages).
+  const { terms, sparse } = mode === 'dense' ? NO_LEXICAL : await d.lexical.analyse(query, collectionNames);
 
   const hits: SearchHit[] = await d.metrics.time('search', async () => {
     switch (mode) {
       case 'dense':
         return d.index.searchDense(vector!, filter, fetchN);
       case 'hybrid':
-        return d.index.searchHybrid({ dense: vector!, sparse, text: query }, filter, fetchN);
+        return d.index.searchHybrid({ dense: vector!, sparse, text: query, terms }, filter, fetchN);
       case 'lexical':
-        return withLexicalScores(await d.index.searchLexical({ sparse, text: query }, filter, fetchN));
+        return withLexicalScores(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN));
       case 'client-bm25': {
         const { corpus } = await d.corpus.get(collectionNames);
         return withLexicalScores(corpus.search(sparse.indices, fetchN));

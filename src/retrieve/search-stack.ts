@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { type Clock, systemClock } from '../clock.js';
 import type { SearchSettings } from '../config/retrieve.js';
+import { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import { createDenseEmbedder } from '../embed/create-dense.js';
 import { createSparseEncoder } from '../embed/create-sparse.js';
 import { describeCause } from '../errors.js';
@@ -17,6 +18,7 @@ import { createCollectionState } from './collection-state.js';
 import { createCorpusCache } from './corpus-cache.js';
 import { createRetrieveMetrics } from './metrics.js';
 import { createOpeningChunks } from './opening-chunks.js';
+import { createQueryLexical } from './query-lexical.js';
 import { createReranker } from './rerank.js';
 import { createSearchService, type SearchService } from './search-service.js';
 import { checkIndexSettings } from './settings-check.js';
@@ -49,7 +51,9 @@ export async function createSearchStack(config: SearchSettings, deps: SearchStac
     deps.index ?? (await openIndex(indexSettingsFrom(config, config.ENABLE_HYBRID_SEARCH), { log, ...net }));
   const ownsIndex = deps.index === undefined;
   const dense = createDenseEmbedder(config, { log, ...net });
-  const sparse = createSparseEncoder(config.SPARSE_QUERY_MODEL, config.SPARSE_LANGUAGE);
+  // Refuses an unknown SPARSE_QUERY_MODEL at start-up; queries are analysed by `analyzer`.
+  createSparseEncoder(config.SPARSE_QUERY_MODEL, config.SPARSE_LANGUAGE);
+  const analyzer = new LexicalAnalyzer(config.SPARSE_LANGUAGE);
   const reranker =
     config.ENABLE_RERANKING && config.RERANK_API_BASE_URL
       ? createReranker({
@@ -132,17 +136,22 @@ export async function createSearchStack(config: SearchSettings, deps: SearchStac
     service(registry: Registry): SearchService {
       let service = services.get(registry);
       if (!service) {
+        const collection = createCollectionState({
+          index,
+          refreshMs: COLLECTION_REFRESH_MS,
+          partialRefreshMs: 1000,
+        });
         service = createSearchService({
           pipeline: {
             index,
             dense,
-            sparse,
+            lexical: createQueryLexical({ index, analyzer, collection, refreshMs: COLLECTION_REFRESH_MS }),
             hybrid: config.ENABLE_HYBRID_SEARCH,
             reranker,
             multiplier: config.INITIAL_RETRIEVAL_MULTIPLIER,
             corpus: createCorpusCache({
               index,
-              encoder: sparse,
+              analyzer,
               maxDocs: config.BM25_FUSION_MAX_DOCS,
               ttlMs: config.BM25_FUSION_CACHE_TTL * 1000,
               log,
@@ -150,11 +159,7 @@ export async function createSearchStack(config: SearchSettings, deps: SearchStac
             metrics: createRetrieveMetrics(registry),
             log,
           },
-          collection: createCollectionState({
-            index,
-            refreshMs: COLLECTION_REFRESH_MS,
-            partialRefreshMs: 1000,
-          }),
+          collection,
           llm,
           generateQueries: config.ENABLE_QUERY_GENERATION,
           lastMessages: config.QUERY_GENERATION_MESSAGES,

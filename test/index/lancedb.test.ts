@@ -6,9 +6,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { LexicalAnalyzer } from '../../src/embed/bm25/analysis.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
 import { filterToSql } from '../../src/index/lancedb-filter.js';
+import { lanceSchema } from '../../src/index/lancedb-rows.js';
+import { ftsIndex } from '../../src/index/lancedb-schema-check.js';
 import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -94,26 +97,76 @@ describe('LanceDB adapter', () => {
     expect(hits[1]!.score).toBeCloseTo(1 / 61 / (2 / 61), 12);
   });
 
-  it('stems in the configured language (Danish)', async () => {
+  it('matches the analysed terms points and queries carry, each query term once', async () => {
+    const analyzer = new LexicalAnalyzer('english');
     const text = 'Borgerne stemte ved valget til kommunerne';
-    const da = await index(await tempDir(), { language: 'danish' });
-    const en = await index(await tempDir(), { language: 'english' });
-    await da.upsert([chunk('f', 0, text)]);
-    await en.upsert([chunk('f', 0, text)]);
-    expect((await da.searchLexical({ text: 'borger valg' }, {}, 5)).map((h) => h.content)).toEqual([text]);
-    expect(await en.searchLexical({ text: 'borger valg' }, {}, 5)).toEqual([]);
+    const i = await index(await tempDir());
+    await i.upsert([
+      { ...chunk('f', 0, text), lexical: analyzer.document(text, 'danish').terms.join(' ') },
+      chunk('g', 0, 'Valget i dag: borgerne stemmer'),
+    ]);
+    // The Danish analysis of the query meets the Danish stems of the first chunk only.
+    const query = analyzer.query('borger valg', ['danish']);
+    expect(query.terms).toEqual(['borg', 'valg']);
+    expect(
+      (await i.searchLexical({ text: 'borger valg', terms: query.terms }, {}, 5)).map((h) => h.content),
+    ).toEqual([text]);
+    // A point without analysed terms is indexed by its lower-cased words, a query without terms
+    // likewise; the analysed chunk holds stems ("borger"), not the word.
+    expect((await i.searchLexical({ text: 'BORGERNE stemmer' }, {}, 5)).map((h) => h.meta.file_id)).toEqual([
+      'g',
+    ]);
+    // A term repeated in the query counts once: the same scores as the term alone.
+    const once = await i.searchLexical({ text: '', terms: ['valg'] }, {}, 5);
+    const twice = await i.searchLexical({ text: '', terms: ['valg', 'valg'] }, {}, 5);
+    expect(twice.map((h) => h.score)).toEqual(once.map((h) => h.score));
+    expect(await i.searchLexical({ text: 'ignored', terms: [] }, {}, 5)).toEqual([]);
   });
 
-  it('drops English stop words from the full-text index and keeps Danish ones (bench:quality)', async () => {
-    const da = await index(await tempDir(), { language: 'danish' });
-    const en = await index(await tempDir(), { language: 'english' });
-    const text = 'Danmark kæmpede mod Sverige over the sea';
-    await da.upsert([chunk('f', 0, text)]);
-    await en.upsert([chunk('f', 0, text)]);
-    // "mod" and "over" are on the Danish list, "the" and "over" on the English one.
-    expect((await da.searchLexical({ text: 'mod over' }, {}, 5)).map((h) => h.content)).toEqual([text]);
-    expect(await en.searchLexical({ text: 'the over' }, {}, 5)).toEqual([]);
-    expect((await en.searchLexical({ text: 'the sea' }, {}, 5)).map((h) => h.content)).toEqual([text]);
+  it('keeps the stored content as written: the lexical side is only indexed', async () => {
+    const i = await index(await tempDir());
+    await i.upsert([{ ...chunk('f', 0, 'Plain text.'), lexical: 'title head plain text' }]);
+    const [hit] = await i.searchLexical({ text: '', terms: ['title'] }, {}, 5);
+    expect(hit?.content).toBe('Plain text.');
+    expect(Object.keys(hit?.meta ?? {})).not.toContain('lexical');
+  });
+
+  it('records the fallback language and says when SPARSE_LANGUAGE changes on an existing table', async () => {
+    const dir = await tempDir();
+    const first = await index(dir, { language: 'english' });
+    expect((await first.describe()).fallbackLanguages).toEqual(['english']);
+    await first.close();
+    const lines: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    const second = await createLanceIndex(settings(dir, { language: 'danish' }), { log: capture });
+    open.push(second);
+    await second.ensureCollection();
+    expect(lines.join('\n')).toContain('SPARSE_LANGUAGE is now danish');
+    expect((await second.describe()).fallbackLanguages).toEqual(['english', 'danish']);
+  });
+
+  it('keeps searching a table made before the lexical column, over content, and says so', async () => {
+    const dir = await tempDir();
+    const db = await connect(dir);
+    const table = await db.createEmptyTable('ingestion_files', lanceSchema(undefined, 'content'));
+    await table.createIndex('content', { config: ftsIndex('danish') });
+    table.close();
+    db.close();
+    const lines: string[] = [];
+    const capture = pino({ level: 'warn' }, { write: (l: string) => lines.push(l) });
+    const old = await createLanceIndex(settings(dir, { language: 'english' }), { log: capture });
+    open.push(old);
+    await old.ensureCollection();
+    const text = 'Borgerne stemte ved valget';
+    await old.upsert([{ ...chunk('f', 0, text), lexical: 'ignored here' }]);
+    // LanceDB's own Danish stemming, over the raw query text.
+    expect(
+      (await old.searchLexical({ text: 'borger valg', terms: ['x'] }, {}, 5)).map((h) => h.content),
+    ).toEqual([text]);
+    const log = lines.join('\n');
+    expect(log).toContain('predates per-document lexical analysis');
+    expect(log).toContain('full-text index was built for another language');
+    expect((await old.describe()).hasSparse).toBe(true);
   });
 
   it('keeps the full-text index current with periodic optimize', async () => {
@@ -123,7 +176,7 @@ describe('LanceDB adapter', () => {
     expect((await i.searchLexical({ text: 'fresh' }, {}, 10)).length).toBe(3);
     await i.close();
     const table = await (await connect(dir)).openTable('ingestion_files');
-    const fts = (await table.listIndices()).find((x) => x.columns.join() === 'content');
+    const fts = (await table.listIndices()).find((x) => x.columns.join() === 'lexical');
     expect(fts).toBeDefined();
     expect(await table.indexStats(fts!.name)).toMatchObject({ numIndexedRows: 3, numUnindexedRows: 0 });
     table.close();
@@ -132,7 +185,7 @@ describe('LanceDB adapter', () => {
   it("spaces optimizes out by the previous one's duration, then runs the deferred one unprompted", async () => {
     const unindexed = async (dir: string) => {
       const table = await (await connect(dir)).openTable('ingestion_files');
-      const fts = (await table.listIndices()).find((x) => x.columns.join() === 'content');
+      const fts = (await table.listIndices()).find((x) => x.columns.join() === 'lexical');
       const stats = await table.indexStats(fts!.name);
       table.close();
       return stats?.numUnindexedRows;

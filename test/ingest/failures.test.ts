@@ -4,8 +4,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createChunker } from '../../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../../src/chunk/tokenizer.js';
-import { createSparseEncoder } from '../../src/embed/create-sparse.js';
-import type { SparseEncoder } from '../../src/embed/sparse.js';
+import { createLexicalStage, type LexicalStage } from '../../src/embed/bm25/lexical-stage.js';
 import { KildeError } from '../../src/http/errors.js';
 import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
 import { filterList, type VectorIndex } from '../../src/index/store.js';
@@ -183,7 +182,8 @@ describe('service-level faults on the real LanceDB index', () => {
     parts = {
       extractor: built.extractor,
       chunker: createChunker({ mode: 'token', size: 40, overlap: 5 }, await loadTokenCounter(TOKENIZER)),
-      sparse: createSparseEncoder('Qdrant/bm25', 'english'),
+      lexical: createLexicalStage({ sparseModel: 'Qdrant/bm25' }),
+      fallbackLanguage: 'english',
       index: built.index,
       log,
     };
@@ -208,14 +208,15 @@ describe('service-level faults on the real LanceDB index', () => {
 
   it('sparse: a failing encoder fails with SPARSE_EMBEDDING_FAILED', async () => {
     const before = await previousVersion('fail-sparse');
-    const failing: SparseEncoder = {
-      model: 'Qdrant/bm25',
-      encodeDocuments: () => {
+    const failing: LexicalStage = {
+      sparseModel: 'Qdrant/bm25',
+      analyse: async () => {
         throw new Error('vocabulary file unreadable');
       },
-      encodeQuery: () => ({ indices: [], values: [] }),
     };
-    const err = (await ingestWith('fail-sparse', { sparse: failing }).catch((e: unknown) => e)) as KildeError;
+    const err = (await ingestWith('fail-sparse', { lexical: failing }).catch(
+      (e: unknown) => e,
+    )) as KildeError;
     expect(err).toBeInstanceOf(KildeError);
     expect(err.code).toBe('SPARSE_EMBEDDING_FAILED');
     expect(await pointsOf(h.index, 'fail-sparse')).toEqual(before);

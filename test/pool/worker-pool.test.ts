@@ -4,7 +4,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
 import { createChunker } from '../../src/chunk/create-chunker.js';
 import { createPooledChunker } from '../../src/chunk/pooled-chunker.js';
-import { createPooledSparseEncoder } from '../../src/embed/bm25/pooled-encoder.js';
+import { Bm25Encoder } from '../../src/embed/bm25/encoder.js';
+import { createLexicalStage, createPooledLexicalStage } from '../../src/embed/bm25/lexical-stage.js';
 import { createSparseEncoder } from '../../src/embed/create-sparse.js';
 import type { ExtractedDocument } from '../../src/extract/extractor.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
@@ -25,7 +26,6 @@ const pool = new WorkerPool(
     setup: {
       limits: DEFAULT_LIMITS,
       chunking: { settings, counter: 'approximate' },
-      sparse: { model: 'Qdrant/bm25', language: 'english' },
     },
   },
   { log: pino({ level: 'silent' }), clock },
@@ -50,9 +50,18 @@ describe('the worker pool', () => {
     expect(chunked).toEqual(docs.map((d) => chunker.chunk(d)));
 
     const texts = chunked.flat().map((c) => c.content);
-    const bm25 = createSparseEncoder('Qdrant/bm25', 'english');
-    expect(await createPooledSparseEncoder(pool, bm25).encodeDocuments(texts)).toEqual(
-      bm25.encodeDocuments(texts),
+    const items = texts.map((text, i) => ({
+      text,
+      language: i % 2 === 0 ? ('english' as const) : ('danish' as const),
+    }));
+    const pooledLexical = await createPooledLexicalStage(pool, { sparseModel: 'Qdrant/bm25' }).analyse(items);
+    expect(pooledLexical).toEqual(await createLexicalStage({ sparseModel: 'Qdrant/bm25' }).analyse(items));
+    // Each chunk in its own language, with fastembed's vector of that language.
+    expect(pooledLexical.sparse).toEqual(
+      items.map((it) => createSparseEncoder('Qdrant/bm25', it.language).encodeDocuments([it.text])[0]),
+    );
+    expect(pooledLexical.lexical[0]).toBe(
+      new Bm25Encoder({ language: 'english' }).terms(texts[0]!).join(' '),
     );
   });
 

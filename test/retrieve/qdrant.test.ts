@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSparseEncoder } from '../../src/embed/create-sparse.js';
+import { LexicalAnalyzer } from '../../src/embed/bm25/analysis.js';
 import { DENSE_VECTOR, SPARSE_VECTOR } from '../../src/index/contract.js';
 import { openIndex } from '../../src/index/open.js';
 import { RRF_K } from '../../src/index/rrf.js';
@@ -155,7 +155,7 @@ describe('hybrid on a collection without text-sparse: dense + client-side BM25',
     let t = 1_000;
     const cache = createCorpusCache({
       index,
-      encoder: createSparseEncoder('Qdrant/bm25', 'english'),
+      analyzer: new LexicalAnalyzer('english'),
       maxDocs: 100,
       ttlMs: 60_000,
       now: () => t,
@@ -177,7 +177,7 @@ describe('hybrid on a collection without text-sparse: dense + client-side BM25',
     );
     const cache = createCorpusCache({
       index,
-      encoder: createSparseEncoder('Qdrant/bm25', 'english'),
+      analyzer: new LexicalAnalyzer('english'),
       maxDocs: 100,
       ttlMs: 60_000,
       maxEntries: 2,
@@ -212,7 +212,7 @@ describe('hybrid on a collection without text-sparse: dense + client-side BM25',
     );
     const capped = await createCorpusCache({
       index,
-      encoder: createSparseEncoder('Qdrant/bm25', 'english'),
+      analyzer: new LexicalAnalyzer('english'),
       maxDocs: 3,
       ttlMs: 0,
     }).get(['kb']);

@@ -65,10 +65,18 @@ export class Bm25Encoder implements SparseEncoder {
     this.stem = STEMMERS[options.language];
   }
 
-  /** The stemmed terms of `text`, in order, as fastembed's `raw_embed` derives them. */
-  terms(text: string): string[] {
+  /**
+   * The stemmed terms of `text`, in order, as fastembed's `raw_embed` derives them. With
+   * `keepStopWords` the stop words stay (stemmed like any word): a full-text index's input, never a
+   * sparse vector's.
+   */
+  terms(text: string, keepStopWords = false): string[] {
     const terms: string[] = [];
     for (const token of tokenize(text)) {
+      // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
+      // already did, and lower-casing is idempotent. Stop words cannot be punctuation, so testing
+      // them first is fastembed's order.
+      if (!keepStopWords && this.stopwords.has(token)) continue;
       let stemmed = this.stems.get(token);
       if (stemmed === undefined) {
         stemmed = this.filterAndStem(token);
@@ -80,12 +88,9 @@ export class Bm25Encoder implements SparseEncoder {
     return terms;
   }
 
-  /** fastembed's `_stem` for one (already lower-cased) token: filters in this order. */
+  /** fastembed's `_stem` for one (already lower-cased) token that is not a stop word. */
   private filterAndStem(token: string): string {
     if (isPunctuation(token)) return '';
-    // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
-    // already did, and lower-casing is idempotent.
-    if (this.stopwords.has(token)) return '';
     if (token.length > this.tokenMaxLength && codePointLength(token) > this.tokenMaxLength) return '';
     return this.stem(token);
   }
@@ -95,7 +100,11 @@ export class Bm25Encoder implements SparseEncoder {
   }
 
   encodeDocument(text: string): SparseVector {
-    const terms = this.terms(text);
+    return this.encodeTerms(this.terms(text));
+  }
+
+  /** The document vector of terms `terms(text)` produced: what `encodeDocument(text)` returns. */
+  encodeTerms(terms: readonly string[]): SparseVector {
     const counts = new Map<string, number>();
     for (const term of terms) counts.set(term, (counts.get(term) ?? 0) + 1);
     const docLen = terms.length;

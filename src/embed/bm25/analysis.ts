@@ -1,0 +1,103 @@
+/**
+ * The lexical side of a chunk and of a query, in one place: what the LanceDB full-text index
+ * stores (analysed terms), what Qdrant's `text-sparse` holds (BM25 vectors over the same terms),
+ * and what client-side BM25 scores. docs/quality.md says what each step is worth.
+ *
+ * Document side (Kilde's own, documented in docs/quality.md, "Compatibility"): a chunk is analysed
+ * in its document's language. Query side: a query is analysed in every language of the collections it
+ * searches, each analysis exactly fastembed's `Qdrant/bm25` (same tokens, stop words, stems and
+ * ids), so a query vector for a one-language collection is bit-for-bit fastembed's and an index
+ * written by the reference deployment stays searchable.
+ */
+import type { SparseVector } from '../../index/contract.js';
+import { Bm25Encoder, bm25TokenId } from './encoder.js';
+import type { Bm25Language } from './stopwords.js';
+
+export type { Bm25Language };
+
+/** The languages the lexical side can stem, with the ISO 639-1 code language detection reports. */
+export const BM25_LANGUAGE_CODES: Readonly<Record<Bm25Language, string>> = { english: 'en', danish: 'da' };
+export const BM25_LANGUAGES = Object.keys(BM25_LANGUAGE_CODES) as Bm25Language[];
+
+const BY_CODE = new Map(BM25_LANGUAGES.map((l) => [BM25_LANGUAGE_CODES[l], l]));
+
+/**
+ * The language a document's chunks are analysed in: the first of its detected languages (most
+ * likely first) that Kilde can stem, else `fallback` (`SPARSE_LANGUAGE`).
+ */
+export function lexicalLanguageOf(
+  languages: readonly string[] | undefined,
+  fallback: Bm25Language,
+): Bm25Language {
+  for (const code of languages ?? []) {
+    const language = BY_CODE.get(code);
+    if (language) return language;
+  }
+  return fallback;
+}
+
+/**
+ * Whether a language's stop words stay in the full-text index's terms (query and document alike).
+ * Sparse vectors always drop them, as fastembed does. Measured with `npm run bench:quality`
+ * (docs/quality.md): NLTK's Danish list holds words that carry meaning in a question ("under",
+ * "mod", "over", "efter", "mange"), and dropping them costs Danish hits; the English list is kept
+ * out of the index.
+ */
+const KEEP_STOP_WORDS: Readonly<Record<Bm25Language, boolean>> = {
+  english: false,
+  danish: true,
+};
+
+/** One chunk's lexical side: its analysed terms (a full-text index's input) and its BM25 vector. */
+export interface DocumentLexical {
+  terms: string[];
+  sparse: SparseVector;
+}
+
+/** One query's lexical side over its languages. */
+export interface QueryLexical {
+  /** Distinct analysed terms, in query order. */
+  terms: string[];
+  /** Every term weight 1 (the engine applies IDF), as fastembed's `query_embed`. */
+  sparse: SparseVector;
+}
+
+/** Analyses documents and queries with one BM25 encoder per language, made on first use. */
+export class LexicalAnalyzer {
+  private readonly encoders = new Map<Bm25Language, Bm25Encoder>();
+
+  constructor(readonly fallback: Bm25Language) {}
+
+  encoder(language: Bm25Language): Bm25Encoder {
+    let encoder = this.encoders.get(language);
+    if (!encoder) {
+      encoder = new Bm25Encoder({ language });
+      this.encoders.set(language, encoder);
+    }
+    return encoder;
+  }
+
+  /** The lexical side of one chunk's text in its document's language. */
+  document(text: string, language: Bm25Language): DocumentLexical {
+    const encoder = this.encoder(language);
+    const terms = encoder.terms(text);
+    const indexed = KEEP_STOP_WORDS[language] ? encoder.terms(text, true) : terms;
+    return { terms: indexed, sparse: encoder.encodeTerms(terms) };
+  }
+
+  /**
+   * A query analysed in each of `languages` (those of the collections searched); terms and ids are
+   * the union, so one analysis matches the documents of its language.
+   */
+  query(text: string, languages: readonly Bm25Language[]): QueryLexical {
+    const terms = new Set<string>();
+    const ids = new Set<number>();
+    for (const language of languages.length > 0 ? languages : [this.fallback]) {
+      const encoder = this.encoder(language);
+      const content = encoder.terms(text);
+      for (const term of content) ids.add(bm25TokenId(term));
+      for (const term of KEEP_STOP_WORDS[language] ? encoder.terms(text, true) : content) terms.add(term);
+    }
+    return { terms: [...terms], sparse: { indices: [...ids], values: Array.from(ids, () => 1) } };
+  }
+}

@@ -1,0 +1,113 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LexicalAnalyzer } from '../../src/embed/bm25/analysis.js';
+import { createQueryLexical } from '../../src/retrieve/query-lexical.js';
+import { DANISH_CORPUS } from '../fixtures/index.js';
+import { AUTH } from '../helpers/app.js';
+import { type Harness, multipartBody, pointsOf, startIngest } from '../ingest/helpers/harness.js';
+import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
+
+const ENGLISH = `# Cycling in Copenhagen
+
+## Winter riding
+
+Riders keep cycling through the whole winter, because the city clears the bicycle lanes before
+the roads. Most commuters own a sturdy bike with mudguards and lights.
+`;
+
+let ingest: Harness;
+let retrieve: RetrieveHarness;
+
+async function put(fileId: string, collection: string, name: string, text: string) {
+  const { body, headers } = multipartBody(
+    { file_id: fileId, filename: name, collection_name: collection, user_id: 'u' },
+    { name, content: text, type: 'text/markdown' },
+  );
+  const res = await ingest.app.inject({
+    method: 'PUT',
+    url: '/api/v1/ingest',
+    headers: { ...AUTH, ...headers },
+    payload: body,
+  });
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+const search = async (query: string, collections: string[], k = 5) => {
+  const { status, json } = await retrieve.search({ queries: [query], collection_names: collections, k });
+  expect(status).toBe(200);
+  return { contents: json.documents[0] as string[], metas: json.metadatas[0] as Record<string, unknown>[] };
+};
+
+beforeAll(async () => {
+  // One index, SPARSE_LANGUAGE=english as by default: the Danish chapter is still analysed in Danish.
+  ingest = await startIngest({ CHUNK_SPLIT_BY: 'markdown', SPARSE_LANGUAGE: 'english' });
+  await put('da-1', 'da', '1.1.md', await readFile(join(DANISH_CORPUS, '1.1.md'), 'utf8'));
+  await put('en-1', 'en', 'cycling.md', ENGLISH);
+  retrieve = await startRetrieve({
+    KILDE_DATA_DIR: ingest.dataDir,
+    EMBEDDING_PROVIDER: 'none',
+    SPARSE_LANGUAGE: 'english',
+  });
+});
+
+afterAll(async () => {
+  await retrieve?.close();
+  await ingest?.close();
+});
+
+describe('language per document, per collection on the query side', () => {
+  it('detects each document’s language at ingest', async () => {
+    expect((await pointsOf(ingest.index, 'da-1'))[0]?.meta.languages?.[0]).toBe('da');
+    expect((await pointsOf(ingest.index, 'en-1'))[0]?.meta.languages?.[0]).toBe('en');
+  });
+
+  it('finds a Danish inflection through Danish stemming on both sides, which English would miss', async () => {
+    const analyzer = new LexicalAnalyzer('english');
+    // "bønder" and "bønderne" share a Danish stem and no English one.
+    expect(analyzer.query('bønder', ['danish']).terms).toEqual(analyzer.document('bønderne', 'danish').terms);
+    expect(analyzer.query('bønder', ['english']).terms).not.toEqual(
+      analyzer.document('bønderne', 'english').terms,
+    );
+    const { contents } = await search('bønder', ['da']);
+    expect(contents[0]).toContain('Bønderne ryddede skov');
+  });
+
+  it('finds an English inflection in the English collection of the same index', async () => {
+    const { contents } = await search('rider bicycles', ['en']);
+    expect(contents[0]).toContain('Riders keep cycling');
+  });
+
+  it('analyses a query over both collections in both languages', async () => {
+    const both = await search('bønder riders', ['da', 'en'], 10);
+    expect(both.contents.some((c) => c.includes('Bønderne ryddede skov'))).toBe(true);
+    expect(both.contents.some((c) => c.includes('Riders keep cycling'))).toBe(true);
+  });
+
+  it('resolves the query languages from the documents and keeps them for a while', async () => {
+    let t = 0;
+    const lexical = createQueryLexical({
+      index: ingest.index,
+      analyzer: new LexicalAnalyzer('english'),
+      collection: { current: () => ingest.index.describe() },
+      refreshMs: 1000,
+      now: () => t,
+    });
+    expect(await lexical.languagesOf(['da'])).toEqual(['danish']);
+    expect(await lexical.languagesOf(['en'])).toEqual(['english']);
+    expect(await lexical.languagesOf(['en', 'da'])).toEqual(['english', 'danish']);
+    // A collection with no document Kilde can stem: the fallback and every one the table recorded.
+    expect(await lexical.languagesOf(['nothing'])).toEqual(['english']);
+    await put(
+      'fr-1',
+      'fr',
+      'fr.md',
+      '# Vélo\n\nLes cyclistes roulent tout l’hiver sur les pistes cyclables de la ville.',
+    );
+    expect(await lexical.languagesOf(['fr'])).toEqual(['english']);
+    await put('fr-2', 'fr', 'da.md', await readFile(join(DANISH_CORPUS, '1.2.md'), 'utf8'));
+    expect(await lexical.languagesOf(['fr'])).toEqual(['english']);
+    t += 1000;
+    expect(await lexical.languagesOf(['fr'])).toEqual(['danish', 'english']);
+  });
+});
