@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
 import type { BatchChunker } from '../chunk/pooled-chunker.js';
-import { type Bm25Language, lexicalLanguageOf } from '../embed/bm25/analysis.js';
+import { type Bm25Language, contextualText, lexicalLanguageOf } from '../embed/bm25/analysis.js';
 import type { LexicalStage } from '../embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../embed/dense.js';
 import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
@@ -153,9 +153,9 @@ export async function runPipeline(
     });
     cancelledIf(signal);
   }
-  // The lexical side of each chunk, in its document's language.
+  // The lexical side of each chunk: its contextual header and text, in its document's language.
   const items = points.map((p) => ({
-    text: p.content,
+    text: contextualText(p.content, p.meta),
     language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage),
   }));
   const lexical = await timed(

@@ -1,10 +1,10 @@
-import { type LexicalAnalyzer, lexicalLanguageOf } from '../embed/bm25/analysis.js';
+import { contextualText, type LexicalAnalyzer, lexicalLanguageOf } from '../embed/bm25/analysis.js';
 import type { SearchHit, StoredPoint } from '../index/contract.js';
 
 /**
  * In-memory BM25 over chunks scrolled from the index, for hybrid search on a collection without
- * `text-sparse`. Document term weights are what ingestion would write to `text-sparse` (the chunk in
- * its document's language, the same tf saturation); IDF is computed
+ * `text-sparse`. Document term weights are what ingestion would write to `text-sparse` (the chunk's
+ * contextual header and text in its document's language, the same tf saturation); IDF is computed
  * over this corpus the way Qdrant's IDF modifier does: ln(1 + (N − n + 0.5) / (n + 0.5)).
  */
 export class Bm25Corpus {
@@ -14,7 +14,7 @@ export class Bm25Corpus {
   constructor(points: readonly StoredPoint[], analyzer: LexicalAnalyzer) {
     this.docs = points.map((point) => {
       const language = lexicalLanguageOf(point.meta.languages, analyzer.fallback);
-      const v = analyzer.document(point.content, language).sparse;
+      const v = analyzer.document(contextualText(point.content, point.meta), language).sparse;
       const weights = new Map<number, number>();
       v.indices.forEach((id, j) => {
         weights.set(id, v.values[j]!);

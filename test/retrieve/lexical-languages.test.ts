@@ -111,3 +111,15 @@ describe('language per document, per collection on the query side', () => {
     expect(await lexical.languagesOf(['fr'])).toEqual(['danish', 'english']);
   });
 });
+
+describe('contextual chunk headers', () => {
+  it('index the heading breadcrumb with every chunk, and leave the returned content as it was', async () => {
+    // "Oldtid" is only in the chapter heading; its sections' chunks are found through their breadcrumb.
+    const { contents, metas } = await search('oldtid', ['da'], 10);
+    const sections = metas.map((m) => (m.headers as string[]).at(-1));
+    expect(sections).toContain('1.1.3 Vikingetiden');
+    const viking = contents[sections.indexOf('1.1.3 Vikingetiden')]!;
+    expect(viking.startsWith('## 1.1.3 Vikingetiden')).toBe(true);
+    expect(viking).not.toContain('Oldtid');
+  });
+});

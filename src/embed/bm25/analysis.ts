@@ -4,7 +4,8 @@
  * and what client-side BM25 scores. docs/quality.md says what each step is worth.
  *
  * Document side (Kilde's own, documented in docs/quality.md, "Compatibility"): a chunk is analysed
- * in its document's language. Query side: a query is analysed in every language of the collections it
+ * in its document's language, and its text is prefixed with its contextual header (document title,
+ * heading breadcrumb). Query side: a query is analysed in every language of the collections it
  * searches, each analysis exactly fastembed's `Qdrant/bm25` (same tokens, stop words, stems and
  * ids), so a query vector for a one-language collection is bit-for-bit fastembed's and an index
  * written by the reference deployment stays searchable.
@@ -34,6 +35,34 @@ export function lexicalLanguageOf(
     if (language) return language;
   }
   return fallback;
+}
+
+/** What a chunk's contextual header is made of (fields of its `meta`). */
+export interface ChunkContext {
+  title?: string | undefined;
+  headers?: readonly string[] | undefined;
+}
+
+/** How much of a chunk's start is searched for a header line it already carries. */
+const HEAD_CHARS = 300;
+
+const squash = (s: string) => s.replace(/\s+/g, ' ').trim().toLowerCase();
+
+/**
+ * The text the lexical side indexes for a chunk (its contextual chunk header): the document title
+ * and heading breadcrumb (outermost first), one per line, above the chunk's own text. A header line the chunk already carries near its start (a
+ * Markdown section's first chunk opens with its heading) is not repeated. Only the index sees this:
+ * the stored and returned `content` stays the chunk's text.
+ */
+export function contextualText(content: string, context: ChunkContext): string {
+  const head = squash(content.slice(0, HEAD_CHARS));
+  const lines: string[] = [];
+  for (const line of [context.title, ...(context.headers ?? [])]) {
+    const l = line?.trim();
+    if (!l || lines.includes(l) || head.includes(squash(l))) continue;
+    lines.push(l);
+  }
+  return lines.length === 0 ? content : `${lines.join('\n')}\n\n${content}`;
 }
 
 /**
@@ -77,7 +106,7 @@ export class LexicalAnalyzer {
     return encoder;
   }
 
-  /** The lexical side of one chunk's text in its document's language. */
+  /** The lexical side of one chunk's (contextual) text in its document's language. */
   document(text: string, language: Bm25Language): DocumentLexical {
     const encoder = this.encoder(language);
     const terms = encoder.terms(text);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LexicalAnalyzer, lexicalLanguageOf } from '../../../src/embed/bm25/analysis.js';
+import { contextualText, LexicalAnalyzer, lexicalLanguageOf } from '../../../src/embed/bm25/analysis.js';
 import { Bm25Encoder } from '../../../src/embed/bm25/encoder.js';
 
 const english = new Bm25Encoder({ language: 'english' });
@@ -11,6 +11,28 @@ describe('lexicalLanguageOf: the language a document is analysed in', () => {
     expect(lexicalLanguageOf(['en'], 'danish')).toBe('english');
     expect(lexicalLanguageOf(['fr'], 'danish')).toBe('danish');
     expect(lexicalLanguageOf(undefined, 'english')).toBe('english');
+  });
+});
+
+describe('contextualText: the contextual chunk header', () => {
+  it('puts the title and the breadcrumb above the chunk, outermost first', () => {
+    expect(
+      contextualText('Jobcentrene drives af kommunerne.', {
+        title: 'Medborgerskab',
+        headers: ['3 Økonomi', '3.4 Arbejdsmarkedet'],
+      }),
+    ).toBe('Medborgerskab\n3 Økonomi\n3.4 Arbejdsmarkedet\n\nJobcentrene drives af kommunerne.');
+  });
+
+  it('does not repeat a heading the chunk opens with, nor the same line twice', () => {
+    const content = '## 1.9.2 Den Spanske Syge\n\nI 1918 ramte influenzaen.';
+    expect(
+      contextualText(content, {
+        title: '1.9 Verdenskrig',
+        headers: ['1.9 Verdenskrig', '1.9.2 Den  Spanske Syge'],
+      }),
+    ).toBe(`1.9 Verdenskrig\n\n${content}`);
+    expect(contextualText('Plain.', {})).toBe('Plain.');
   });
 });
 
