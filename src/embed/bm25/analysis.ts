@@ -77,6 +77,37 @@ const KEEP_STOP_WORDS: Readonly<Record<Bm25Language, boolean>> = {
   danish: true,
 };
 
+/**
+ * Words that ask rather than say what is asked about, left out of a query (its text is rewritten
+ * before analysis, so its sparse vector is fastembed's vector of the rewritten text). English
+ * question words are NLTK stop words already; Danish ones mostly are not ("hvilken", "hvem",
+ * "hvornår"), and "følgende" is the multiple-choice phrasing ("Hvilket af følgende …").
+ */
+const QUESTION_WORDS: Readonly<Record<Bm25Language, ReadonlySet<string>>> = {
+  english: new Set(),
+  danish: new Set([
+    'hvilken',
+    'hvilket',
+    'hvilke',
+    'hvem',
+    'hvornår',
+    'hvordan',
+    'hvorfor',
+    'hvortil',
+    'hvorfra',
+    'hvorledes',
+    'følgende',
+  ]),
+};
+
+/** `text` without its question words in `language`, unless nothing else would be left. */
+export function withoutQuestionWords(text: string, language: Bm25Language): string {
+  const words = QUESTION_WORDS[language];
+  if (words.size === 0) return text;
+  const rewritten = text.replace(/[\p{L}\p{M}]+/gu, (w) => (words.has(w.toLowerCase()) ? ' ' : w));
+  return /[\p{L}\p{N}]/u.test(rewritten) ? rewritten : text;
+}
+
 /** One chunk's lexical side: its analysed terms (a full-text index's input) and its BM25 vector. */
 export interface DocumentLexical {
   terms: string[];
@@ -123,9 +154,10 @@ export class LexicalAnalyzer {
     const ids = new Set<number>();
     for (const language of languages.length > 0 ? languages : [this.fallback]) {
       const encoder = this.encoder(language);
-      const content = encoder.terms(text);
+      const asked = withoutQuestionWords(text, language);
+      const content = encoder.terms(asked);
       for (const term of content) ids.add(bm25TokenId(term));
-      for (const term of KEEP_STOP_WORDS[language] ? encoder.terms(text, true) : content) terms.add(term);
+      for (const term of KEEP_STOP_WORDS[language] ? encoder.terms(asked, true) : content) terms.add(term);
     }
     return { terms: [...terms], sparse: { indices: [...ids], values: Array.from(ids, () => 1) } };
   }

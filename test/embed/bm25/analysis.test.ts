@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { contextualText, LexicalAnalyzer, lexicalLanguageOf } from '../../../src/embed/bm25/analysis.js';
+import {
+  contextualText,
+  LexicalAnalyzer,
+  lexicalLanguageOf,
+  withoutQuestionWords,
+} from '../../../src/embed/bm25/analysis.js';
 import { Bm25Encoder } from '../../../src/embed/bm25/encoder.js';
 
 const english = new Bm25Encoder({ language: 'english' });
@@ -75,5 +80,14 @@ describe('LexicalAnalyzer', () => {
       ]),
     );
     expect(q.sparse.values.every((v) => v === 1)).toBe(true);
+  });
+
+  it('query: Danish question words are left out; the vector is fastembed’s of the rewritten text', () => {
+    const q = analyzer.query('Hvilken konge byggede Rundetårn?', ['danish']);
+    expect(q.sparse).toEqual(danish.encodeQuery(' konge byggede Rundetårn?'));
+    expect(q.terms).not.toContain('hvilk');
+    expect(withoutQuestionWords('Hvem? Hvornår?', 'danish')).toBe('Hvem? Hvornår?');
+    expect(withoutQuestionWords('Hvilket af følgende partier', 'danish')).toBe('  af   partier');
+    expect(withoutQuestionWords('Which party?', 'english')).toBe('Which party?');
   });
 });
