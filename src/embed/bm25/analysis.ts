@@ -49,8 +49,16 @@ const HEAD_CHARS = 300;
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim().toLowerCase();
 
 /**
+ * A word broken over two lines with a hyphen ("besæt-\ntelse", as PDF text and text converted from
+ * it carry them): joined again for the index. A lower-case continuation keeps "Nord-\nSlesvig"-like
+ * compounds of names apart.
+ */
+const HYPHENATED = /(\p{L})-[ \t]*\r?\n[ \t]*(\p{Ll})/gu;
+
+/**
  * The text the lexical side indexes for a chunk (its contextual chunk header): the document title
- * and heading breadcrumb (outermost first), one per line, above the chunk's own text. A header line the chunk already carries near its start (a
+ * and heading breadcrumb (outermost first), one per line, above the chunk's own text, with words
+ * hyphenated over a line break joined. A header line the chunk already carries near its start (a
  * Markdown section's first chunk opens with its heading) is not repeated. Only the index sees this:
  * the stored and returned `content` stays the chunk's text.
  */
@@ -62,7 +70,8 @@ export function contextualText(content: string, context: ChunkContext): string {
     if (!l || lines.includes(l) || head.includes(squash(l))) continue;
     lines.push(l);
   }
-  return lines.length === 0 ? content : `${lines.join('\n')}\n\n${content}`;
+  const body = content.replace(HYPHENATED, '$1$2');
+  return lines.length === 0 ? body : `${lines.join('\n')}\n\n${body}`;
 }
 
 /**

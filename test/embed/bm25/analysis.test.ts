@@ -39,6 +39,12 @@ describe('contextualText: the contextual chunk header', () => {
     ).toBe(`1.9 Verdenskrig\n\n${content}`);
     expect(contextualText('Plain.', {})).toBe('Plain.');
   });
+
+  it('joins words hyphenated over a line break, and only those', () => {
+    expect(contextualText('Tysklands besæt-\ntelse af Nord-\nSlesvig og EU-landene', {})).toBe(
+      'Tysklands besættelse af Nord-\nSlesvig og EU-landene',
+    );
+  });
 });
 
 describe('LexicalAnalyzer', () => {
