@@ -84,7 +84,9 @@ function packSection(
         hasNew = true;
         break;
       }
-      if (hasNew) {
+      // A block that must be cut on token windows anyway takes the pending short paragraphs (a
+      // title line, a lead-in) into its first window, instead of leaving them a chunk of their own.
+      if (hasNew && count(block[0], block[1]) <= contSize) {
         emit(cur, curEnd);
         cur = successorStart(cur, curEnd);
         hasNew = false;

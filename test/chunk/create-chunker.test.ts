@@ -177,6 +177,33 @@ describe('markdown mode', () => {
   });
 });
 
+describe('markdown mode: short paragraphs before one that must be cut', () => {
+  it('keeps a title line with the first window of the long paragraph after it, not in a chunk of its own', () => {
+    const title = 'Microstructural development of white matter assessed by diffusion imaging.';
+    const body = Array.from(
+      { length: 40 },
+      (_, i) => `Sentence ${i} of the abstract reports a measured value.`,
+    ).join(' ');
+    const text = `${title}\n\n${body}\n`;
+    const chunks = createChunker({ mode: 'markdown', size: 120, overlap: 20 }, minilm).chunk(doc(text));
+    expectFaithful(text, chunks);
+    expect(chunks.some((c) => c.content === title)).toBe(false);
+    expect(chunks[0]!.content.startsWith(`${title}\n\nSentence 0`)).toBe(true);
+    for (const c of chunks) expect(minilm.count(c.content)).toBeLessThanOrEqual(120);
+    // The whole text is covered, and no more chunks than the windows need.
+    expect(chunks.at(-1)!.char_end).toBe(text.trimEnd().length);
+  });
+
+  it('still packs short paragraphs on their own when the next one fits a chunk alone', () => {
+    const first = 'Short lead paragraph.';
+    const second = 'word '.repeat(118).trim();
+    const chunks = createChunker({ mode: 'markdown', size: 120, overlap: 0 }, minilm).chunk(
+      doc(`${first}\n\n${second}`),
+    );
+    expect(chunks.map((c) => c.content)).toEqual([first, second]);
+  });
+});
+
 describe('word, sentence and passage modes', () => {
   const text = 'Et to tre. Fire fem seks! Syv otte?\n\nNi ti elleve.\n\n\n\nTolv tretten.';
 
