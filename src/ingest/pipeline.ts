@@ -156,7 +156,7 @@ export async function runPipeline(
   // The lexical side of each chunk: its contextual header and text, in its document's language.
   const items = points.map((p) => ({
     text: contextualText(p.content, p.meta),
-    language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage),
+    language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage, p.content),
   }));
   const lexical = await timed(
     observer,

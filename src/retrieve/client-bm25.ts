@@ -13,7 +13,7 @@ export class Bm25Corpus {
 
   constructor(points: readonly StoredPoint[], analyzer: LexicalAnalyzer) {
     this.docs = points.map((point) => {
-      const language = lexicalLanguageOf(point.meta.languages, analyzer.fallback);
+      const language = lexicalLanguageOf(point.meta.languages, analyzer.fallback, point.content);
       const v = analyzer.document(contextualText(point.content, point.meta), language).sparse;
       const weights = new Map<number, number>();
       v.indices.forEach((id, j) => {

@@ -112,6 +112,34 @@ describe('language per document, per collection on the query side', () => {
   });
 });
 
+describe('a language few of a collection’s chunks were detected in', () => {
+  it('does not enter its queries (a misdetected document would match every English stop word)', async () => {
+    const sections = Array.from(
+      { length: 40 },
+      (_, i) =>
+        `## Route ${i}\n\nThe cycle route number ${i} follows the harbour and the lakes, and it is cleared of snow in the winter before the roads are.`,
+    ).join('\n\n');
+    await put('mixed-en', 'mixed', 'routes.md', `# Routes\n\n${sections}\n`);
+    await put(
+      'mixed-da',
+      'mixed',
+      'da.md',
+      'Danmark og Norge blev angrebet og besat af det tyske militær den 9. april 1940, og det var især interessen for Norge, der lå bag.',
+    );
+    const lexical = createQueryLexical({
+      index: ingest.index,
+      analyzer: new LexicalAnalyzer('english'),
+      collection: { current: () => ingest.index.describe() },
+      refreshMs: 1000,
+    });
+    const danishChunks = (await pointsOf(ingest.index, 'mixed-da')).length;
+    const englishChunks = (await pointsOf(ingest.index, 'mixed-en')).length;
+    expect(danishChunks / (danishChunks + englishChunks)).toBeLessThan(0.1);
+    expect(await lexical.languagesOf(['mixed'])).toEqual(['english']);
+    expect(await lexical.languagesOf(['mixed', 'da'])).toEqual(['english', 'danish']);
+  });
+});
+
 describe('contextual chunk headers', () => {
   it('index the heading breadcrumb with every chunk, and leave the returned content as it was', async () => {
     // "Oldtid" is only in the chapter heading; its sections' chunks are found through their breadcrumb.

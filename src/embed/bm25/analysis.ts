@@ -12,7 +12,7 @@
  */
 import type { SparseVector } from '../../index/contract.js';
 import { Bm25Encoder, bm25TokenId } from './encoder.js';
-import type { Bm25Language } from './stopwords.js';
+import { BM25_STOPWORDS, type Bm25Language } from './stopwords.js';
 
 export type { Bm25Language };
 
@@ -22,14 +22,54 @@ export const BM25_LANGUAGES = Object.keys(BM25_LANGUAGE_CODES) as Bm25Language[]
 
 const BY_CODE = new Map(BM25_LANGUAGES.map((l) => [BM25_LANGUAGE_CODES[l], l]));
 
+/** Each language's stop words that are not another language's (Danish and English share "i", "under", "over"). */
+const OWN_STOP_WORDS: ReadonlyMap<Bm25Language, ReadonlySet<string>> = new Map(
+  BM25_LANGUAGES.map((l) => [
+    l,
+    new Set(
+      BM25_STOPWORDS[l].filter((w) => BM25_LANGUAGES.every((o) => o === l || !BM25_STOPWORDS[o].includes(w))),
+    ),
+  ]),
+);
+
+/** Tokens read from a text to judge its language by its stop words. */
+const PROFILE_TOKENS = 400;
+
 /**
- * The language a document's chunks are analysed in: the first of its detected languages (most
- * likely first) that Kilde can stem, else `fallback` (`SPARSE_LANGUAGE`).
+ * The language a text's stop words show, when they show one clearly: at least 20 words, one
+ * language's own stop words a tenth of them and twice the next language's. Running text in English
+ * or Danish is a third to a half stop words; a table, a list of names or a formula shows none.
+ */
+export function stopWordLanguage(text: string): Bm25Language | undefined {
+  const tokens = (
+    text
+      .slice(0, PROFILE_TOKENS * 12)
+      .toLowerCase()
+      .match(/[\p{L}\p{N}_]+/gu) ?? []
+  ).slice(0, PROFILE_TOKENS);
+  if (tokens.length < 20) return undefined;
+  const counts = BM25_LANGUAGES.map((l) => {
+    const own = OWN_STOP_WORDS.get(l)!;
+    return { l, n: tokens.filter((t) => own.has(t)).length };
+  }).sort((a, b) => b.n - a.n);
+  const [best, next] = [counts[0]!, counts[1]];
+  return best.n >= tokens.length / 10 && best.n >= 2 * (next?.n ?? 0) ? best.l : undefined;
+}
+
+/**
+ * The language a chunk is analysed in: what its stop words show when they show it clearly
+ * (language detection misreads some technical English as Danish, and Danish as Norwegian), else
+ * the first of its document's detected languages (most likely first) that Kilde can stem, else
+ * `fallback` (`SPARSE_LANGUAGE`). Ingestion and client-side BM25 both decide it from the stored
+ * chunk, so they agree.
  */
 export function lexicalLanguageOf(
   languages: readonly string[] | undefined,
   fallback: Bm25Language,
+  text?: string,
 ): Bm25Language {
+  const shown = text === undefined ? undefined : stopWordLanguage(text);
+  if (shown) return shown;
   for (const code of languages ?? []) {
     const language = BY_CODE.get(code);
     if (language) return language;
@@ -156,17 +196,26 @@ export class LexicalAnalyzer {
 
   /**
    * A query analysed in each of `languages` (those of the collections searched); terms and ids are
-   * the union, so one analysis matches the documents of its language.
+   * the union, so one analysis matches the documents of its language. With one language the vector
+   * is exactly fastembed's `query_embed` of the text (question words aside).
    */
   query(text: string, languages: readonly Bm25Language[]): QueryLexical {
     const terms = new Set<string>();
     const ids = new Set<number>();
-    for (const language of languages.length > 0 ? languages : [this.fallback]) {
+    const all = languages.length > 0 ? languages : [this.fallback];
+    // Analysed in several languages, a query leaves out the stop words of those that drop theirs
+    // in every analysis: the Danish analysis of an English query must not search for "the".
+    const skip =
+      all.length > 1
+        ? new Set(all.filter((l) => !KEEP_STOP_WORDS[l]).flatMap((l) => BM25_STOPWORDS[l]))
+        : undefined;
+    for (const language of all) {
       const encoder = this.encoder(language);
       const asked = withoutQuestionWords(text, language);
-      const content = encoder.terms(asked);
+      const content = encoder.terms(asked, false, skip);
       for (const term of content) ids.add(bm25TokenId(term));
-      for (const term of KEEP_STOP_WORDS[language] ? encoder.terms(asked, true) : content) terms.add(term);
+      for (const term of KEEP_STOP_WORDS[language] ? encoder.terms(asked, true, skip) : content)
+        terms.add(term);
     }
     return { terms: [...terms], sparse: { indices: [...ids], values: Array.from(ids, () => 1) } };
   }

@@ -68,15 +68,16 @@ export class Bm25Encoder implements SparseEncoder {
   /**
    * The stemmed terms of `text`, in order, as fastembed's `raw_embed` derives them. With
    * `keepStopWords` the stop words stay (stemmed like any word): a full-text index's input, never a
-   * sparse vector's.
+   * sparse vector's. Tokens in `skip` are left out too (another language's stop words).
    */
-  terms(text: string, keepStopWords = false): string[] {
+  terms(text: string, keepStopWords = false, skip?: ReadonlySet<string>): string[] {
     const terms: string[] = [];
     for (const token of tokenize(text)) {
       // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
       // already did, and lower-casing is idempotent. Stop words cannot be punctuation, so testing
       // them first is fastembed's order.
       if (!keepStopWords && this.stopwords.has(token)) continue;
+      if (skip?.has(token)) continue;
       let stemmed = this.stems.get(token);
       if (stemmed === undefined) {
         stemmed = this.filterAndStem(token);

@@ -3,6 +3,7 @@ import {
   contextualText,
   LexicalAnalyzer,
   lexicalLanguageOf,
+  stopWordLanguage,
   withoutQuestionWords,
 } from '../../../src/embed/bm25/analysis.js';
 import { Bm25Encoder } from '../../../src/embed/bm25/encoder.js';
@@ -10,12 +11,29 @@ import { Bm25Encoder } from '../../../src/embed/bm25/encoder.js';
 const english = new Bm25Encoder({ language: 'english' });
 const danish = new Bm25Encoder({ language: 'danish' });
 
-describe('lexicalLanguageOf: the language a document is analysed in', () => {
+const ENGLISH_TEXT =
+  'Loss of fibronectin from the aged stem cell niche affects the regenerative capacity of skeletal muscle in mice. Age-related changes in the niche have long been postulated to impair the function of somatic stem cells.';
+const DANISH_TEXT =
+  'Danmark og Norge blev angrebet og besat af det tyske militær den 9. april 1940. Den tyske forklaring var, at Tyskland ville beskytte de to lande mod britisk besættelse, men det skyldtes især interessen for Norge.';
+
+describe('lexicalLanguageOf: the language a chunk is analysed in', () => {
   it('is the first detected language Kilde can stem, else the fallback', () => {
     expect(lexicalLanguageOf(['de', 'da', 'en'], 'english')).toBe('danish');
     expect(lexicalLanguageOf(['en'], 'danish')).toBe('english');
     expect(lexicalLanguageOf(['fr'], 'danish')).toBe('danish');
     expect(lexicalLanguageOf(undefined, 'english')).toBe('english');
+  });
+
+  it('follows the stop words where they show the language clearly (detection misreads some)', () => {
+    // tinyld reads this abstract (SciFact 19912367) as Danish.
+    expect(stopWordLanguage(ENGLISH_TEXT)).toBe('english');
+    expect(lexicalLanguageOf(['da'], 'danish', ENGLISH_TEXT)).toBe('english');
+    expect(stopWordLanguage(DANISH_TEXT)).toBe('danish');
+    expect(lexicalLanguageOf(['no'], 'english', DANISH_TEXT)).toBe('danish');
+    // Too short, or no running text: the detected language decides.
+    expect(stopWordLanguage('Tabel 1. Befolkning')).toBeUndefined();
+    expect(stopWordLanguage('Copenhagen Aarhus Odense Aalborg '.repeat(10))).toBeUndefined();
+    expect(lexicalLanguageOf(['da'], 'english', 'Tabel 1. Befolkning')).toBe('danish');
   });
 });
 
@@ -86,6 +104,13 @@ describe('LexicalAnalyzer', () => {
       ]),
     );
     expect(q.sparse.values.every((v) => v === 1)).toBe(true);
+  });
+
+  it('query: in several languages, the stop words of a language that drops them are left out of every analysis', () => {
+    const q = analyzer.query('the cells of the liver', ['english', 'danish']);
+    expect(q.terms).not.toContain('the');
+    expect(q.terms).not.toContain('of');
+    expect(q.terms).toEqual(['cell', 'liver', 'cel', 'liv']);
   });
 
   it('query: Danish question words are left out; the vector is fastembed’s of the rewritten text', () => {
