@@ -17,7 +17,7 @@ export interface AgentModelOptions {
  * kept, as the contract requires; an empty key sends no `Authorization` header, like the chat client.
  */
 export function createAgentModel(o: AgentModelOptions): LanguageModel {
-  // The SDK prints a model's call warnings (an unsupported setting...) with console.warn, which would
+  // The SDK prints a model's call warnings (an unsupported setting...) on the standard error stream, which would
   // break the JSON log stream; the loop logs them through pino instead (agent-loop.ts).
   globalThis.AI_SDK_LOG_WARNINGS = false;
   const provider = createOpenAICompatible({
