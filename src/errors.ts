@@ -137,6 +137,14 @@ export const ERRORS = {
     publicMessage: 'Search failed',
     meaning: 'A search failed for a reason other than embedding the query.',
   },
+  VERSION_NOT_FOUND: {
+    status: 404,
+    statuses: [404],
+    retryable: false,
+    publicMessage: 'Version not found',
+    meaning:
+      'No kept version with that id for that file in that collection (`KEEP_VERSIONS` = 0 keeps none; versions beyond it are deleted), or no such file.',
+  },
   LOCK_FAILED: {
     status: 503,
     statuses: [503],

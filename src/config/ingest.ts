@@ -66,6 +66,11 @@ export const ingestPiece = {
     'A version being written whose last sign of life is older than this (seconds) counts as interrupted and is removed by the sweep. Protects ingests other processes are still writing; with one ingest process 0 is safe.',
     { min: 0 },
   ),
+  KEEP_VERSIONS: int(
+    0,
+    'Retired versions of each file (per collection) kept for `POST /api/v1/documents/{file_id}/versions/{version}/restore`: a re-ingest moves the replaced version out of every tenant (no search returns it) instead of deleting it, and deletes kept versions beyond this many. 0: retired versions are deleted (the reference behaviour).',
+    { min: 0, max: 100 },
+  ),
   ENABLE_INSPECTION_API: bool(
     false,
     'Serves the read-only `GET /api/v1/documents/{file_id}/chunks`; 404 (after the bearer check) when false.',

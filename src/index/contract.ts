@@ -98,6 +98,8 @@ export interface IndexFilter {
   ingestVersion?: string;
   /** `meta.ingest_version` differs from this, or is missing. */
   notIngestVersion?: string;
+  /** `meta.split_id` equals this (split 0: one point per version of a file, for listings). */
+  splitId?: number;
   /** `meta.languages` contains any of these. */
   languages?: readonly string[];
   /**

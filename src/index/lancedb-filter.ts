@@ -45,6 +45,7 @@ export function filterToSql(filter: IndexFilter): string | undefined {
   if (filter.notIngestVersion !== undefined) {
     parts.push(`(ingest_version IS NULL OR ingest_version <> ${sqlString(filter.notIngestVersion)})`);
   }
+  if (filter.splitId !== undefined) parts.push(`split_id = ${sqlInteger(filter.splitId)}`);
   if (filter.languages !== undefined) {
     if (filter.languages.length === 0) return 'false';
     parts.push(`array_has_any(languages, ${sqlList(filter.languages)})`);

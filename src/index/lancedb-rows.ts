@@ -150,3 +150,31 @@ export function rowToDenseHit(raw: unknown): SearchHit {
 export function rowToLexicalHit(raw: unknown): SearchHit {
   return { ...rowToPoint(raw), score: scoreSchema.parse(raw)._score };
 }
+
+/** Arrow values (vectors, lists) as plain arrays; everything else as it is. */
+function plain(v: unknown): LanceRow[string] {
+  if (v === null || v === undefined) return null;
+  if (typeof v === 'string' || typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v === 'object' && Symbol.iterator in v)
+    return Array.from(v as Iterable<string | number>) as LanceRow[string];
+  throw new Error(`unexpected LanceDB value of type ${typeof v}`);
+}
+
+/**
+ * A whole row as read back (every column), moved to another tenant: the `collection_name` column
+ * and the field in the `meta` JSON change together; vectors and terms are kept as they are.
+ */
+export function movedRow(raw: unknown, collectionName: string): LanceRow {
+  if (!raw || typeof raw !== 'object') throw new Error('LanceDB returned a row that is not an object');
+  const row: LanceRow = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (k.startsWith('_')) continue;
+    row[k] = plain(v);
+  }
+  const meta = JSON.parse(String(row.meta)) as Record<string, unknown>;
+  meta.collection_name = collectionName;
+  row.meta = JSON.stringify(meta);
+  row.collection_name = collectionName;
+  return row;
+}

@@ -3,12 +3,13 @@ import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
-import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql } from './lancedb-filter.js';
+import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
 import {
   denseSizeOf,
   type LexicalLayout,
   lanceSchema,
   lexicalLayoutOf,
+  movedRow,
   POINT_COLUMNS,
   plainTerms,
   pointToRow,
@@ -26,12 +27,14 @@ import {
 } from './lancedb-schema-check.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
+import { RESERVED_TENANT_VALUES } from './reserved.js';
 import { fuseRrf } from './rrf.js';
 import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
   type ScrollPage,
+  type TenantCount,
   type VectorIndex,
   type VersionWrite,
 } from './store.js';
@@ -195,6 +198,45 @@ class LanceIndex implements VectorIndex {
     if (where === 'false') return 0;
     const table = await this.requireTable();
     return where === undefined ? table.countRows() : table.countRows(where);
+  }
+
+  /**
+   * Reads the matching rows whole (vectors and lexical terms included) and merges them back under
+   * the new tenant: one merge-insert by id, so one commit moves them all.
+   */
+  async moveTo(filter: IndexFilter, collectionName: string): Promise<number> {
+    const where = filterToSql(filter);
+    if (where === undefined) throw new Error('refusing to move every point: moveTo needs a filter');
+    if (where === 'false') return 0;
+    const table = await this.requireTable();
+    const raw: unknown[] = await table.query().where(where).toArray(this.exec);
+    if (raw.length === 0) return 0;
+    const rows = raw.map((r) => movedRow(r, collectionName));
+    const schema = lanceSchema(this.denseDim, this.layout);
+    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
+    this.wrote(table, outcome);
+    return rows.length;
+  }
+
+  /** One column scan of the chunks' tenant key (the embedded index is one machine's corpus). */
+  async tenants(limit: number): Promise<TenantCount[]> {
+    const table = await this.openExisting();
+    if (!table) return [];
+    const reserved = RESERVED_TENANT_VALUES.map(sqlString).join(', ');
+    const rows: unknown[] = await table
+      .query()
+      .where(`collection_name NOT IN (${reserved})`)
+      .select(['collection_name'])
+      .toArray(this.exec);
+    const counts = new Map<string, number>();
+    for (const r of rows) {
+      const name = (r as { collection_name?: unknown }).collection_name;
+      if (typeof name === 'string') counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    return [...counts]
+      .map(([name, chunks]) => ({ name, chunks }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .slice(0, limit);
   }
 
   async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {

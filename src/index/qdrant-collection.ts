@@ -28,13 +28,23 @@ export function createCollectionBody(w: CollectionWants): Schemas['CreateCollect
   return body;
 }
 
-/** One keyword payload index per filterable meta field; the tenant key gets Qdrant's tenant layout. */
+/**
+ * One keyword payload index per filterable meta field (the tenant key gets Qdrant's tenant layout),
+ * and an integer one on `meta.split_id`: the document listing reads one point per file (split 0).
+ */
 export function payloadIndexBodies(): Schemas['CreateFieldIndex'][] {
-  return INDEXED_META_FIELDS.map((field) =>
+  const keywords: Schemas['CreateFieldIndex'][] = INDEXED_META_FIELDS.map((field) =>
     field === 'collection_name'
       ? { field_name: `meta.${field}`, field_schema: { type: 'keyword', is_tenant: true } }
       : { field_name: `meta.${field}`, field_schema: 'keyword' },
   );
+  return [...keywords, { field_name: 'meta.split_id', field_schema: 'integer' }];
+}
+
+function indexType(body: Schemas['CreateFieldIndex']): string {
+  const schema = body.field_schema;
+  if (typeof schema === 'string') return schema;
+  return schema && 'type' in schema ? String(schema.type) : 'keyword';
 }
 
 const vectorParams = z.object({ size: z.number(), distance: z.string() });
@@ -152,7 +162,7 @@ export function missingPayloadIndexes(info: QdrantCollectionInfo): {
   for (const body of payloadIndexBodies()) {
     const have = info.payload_schema[body.field_name];
     if (!have) missing.push(body);
-    else if (have.data_type !== 'keyword') wrongType.push(`${body.field_name} (${have.data_type})`);
+    else if (have.data_type !== indexType(body)) wrongType.push(`${body.field_name} (${have.data_type})`);
   }
   return { missing, wrongType };
 }

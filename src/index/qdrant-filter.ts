@@ -38,6 +38,7 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
   if (f.notIngestVersion !== undefined) {
     mustNot.push({ key: 'meta.ingest_version', match: { value: f.notIngestVersion } });
   }
+  if (f.splitId !== undefined) must.push({ key: 'meta.split_id', match: { value: f.splitId } });
   if (f.languages !== undefined) {
     must.push({ key: 'meta.languages', match: { any: unique(f.languages) } });
   }

@@ -74,7 +74,14 @@ export function toPointStruct(p: IndexPoint, denseDim: number | undefined): Sche
   return { id: p.id, vector, payload: { content: p.content, meta: p.meta } };
 }
 
-/** Cursors are the next point id as text; numeric ids (other writers) go back as numbers. */
+const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
+
+/**
+ * Cursors are the next point id as text; numeric ids (other writers) go back as numbers. Anything
+ * else is no cursor this adapter returned (a point id is a UUID or an unsigned integer).
+ */
 export function parseCursor(cursor: string): string | number {
-  return /^\d+$/.test(cursor) ? Number(cursor) : cursor;
+  if (/^\d{1,15}$/.test(cursor)) return Number(cursor);
+  if (UUID.test(cursor)) return cursor;
+  throw new Error('invalid scroll cursor');
 }

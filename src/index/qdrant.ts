@@ -31,7 +31,7 @@ import {
   toStored,
   updateResult,
 } from './qdrant-points.js';
-import { RESERVED_TENANTS } from './reserved.js';
+import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 import {
   type CollectionInfo,
   filterList,
@@ -53,6 +53,9 @@ function prefetchLimit(limit: number): number {
 }
 
 const anyResult = z.unknown();
+const facetResult = z.object({
+  hits: z.array(z.object({ value: z.union([z.string(), z.number(), z.boolean()]), count: z.number() })),
+});
 
 /** Qdrant's RRF constant when the query names none (`{fusion: 'rrf'}`). */
 const QDRANT_RRF_K = 2;
@@ -251,6 +254,39 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     },
 
     count,
+
+    async moveTo(filter, collectionName) {
+      const f = toQdrantFilter(filter);
+      if (!f) throw new Error('refusing to move every point: moveTo needs a filter');
+      if (matchesNothing(filter)) return 0;
+      const n = await countMatching(f);
+      if (n === 0) return 0;
+      // `key: 'meta'` merges into the meta object: only collection_name changes.
+      const body: Schemas['SetPayload'] = {
+        payload: { collection_name: collectionName },
+        key: 'meta',
+        filter: f,
+      };
+      await http.call(write('POST', `${base}/points/payload`, body), updateResult);
+      return n;
+    },
+
+    async tenants(limit) {
+      // Facets count points per value of the (keyword-indexed) tenant key in one request.
+      const body: Schemas['FacetRequest'] = {
+        key: 'meta.collection_name',
+        limit: limit + RESERVED_TENANT_VALUES.length,
+        exact: true,
+        filter: { must_not: [{ key: 'meta.collection_name', match: { any: [...RESERVED_TENANT_VALUES] } }] },
+      };
+      const res = await http.call(read(`${base}/facet`, body), facetResult);
+      return res.hits
+        .filter((h): h is { value: string; count: number } => typeof h.value === 'string')
+        .filter((h) => !RESERVED_TENANT_VALUES.includes(h.value))
+        .map((h) => ({ name: h.value, chunks: h.count }))
+        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+        .slice(0, limit);
+    },
 
     async scroll(filter, options): Promise<ScrollPage> {
       if (matchesNothing(filter)) return { points: [] };

@@ -7,6 +7,10 @@
  * - `writing`: one ledger entry per version being written; an entry left behind by a crash tells
  *   the sweep which version to finish or remove.
  * - `committed`: one ledger entry per (collection, file): the version that is committed.
+ * - `kept`: the chunks of retired versions kept for a restore (`KEEP_VERSIONS`): out of every
+ *   tenant's space, so no search (Kilde's or the reference service's) can return them.
+ * - `retired`: one ledger entry per kept version: the collection it came from, when it was written
+ *   and retired, how many points it has.
  *
  * Each value starts with a control character, which ingestion refuses in every identifier, so no
  * caller can create or name them; the index adapters also drop them from a search's collection names.
@@ -15,6 +19,8 @@ export const RESERVED_TENANTS = {
   staging: '\u0001kilde:staging',
   writing: '\u0001kilde:writing',
   committed: '\u0001kilde:committed',
+  kept: '\u0001kilde:kept',
+  retired: '\u0001kilde:retired',
 } as const;
 
 export type ReservedTenant = keyof typeof RESERVED_TENANTS;

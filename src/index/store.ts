@@ -13,6 +13,11 @@ export interface CollectionInfo {
   fallbackLanguages?: string[];
 }
 
+export interface TenantCount {
+  name: string;
+  chunks: number;
+}
+
 export interface ScrollPage {
   points: StoredPoint[];
   /** Opaque cursor for the next page; absent at the end. */
@@ -79,6 +84,17 @@ export interface VectorIndex {
    */
   deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
   count(filter: IndexFilter): Promise<number>;
+  /**
+   * Moves every point matching the filter to another tenant (`meta.collection_name`) in one
+   * operation (one Qdrant `set_payload`, one LanceDB commit): readers filtering on collection names
+   * see all of them move at once. Returns how many matched.
+   */
+  moveTo(filter: IndexFilter, collectionName: string): Promise<number>;
+  /**
+   * The public tenants (`meta.collection_name` values outside the reserved ones) with their chunk
+   * counts, at most `limit` of them, by name.
+   */
+  tenants(limit: number): Promise<TenantCount[]>;
   /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
   scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
   /** Dense search; scores are normalised cosine in [0, 1]. */

@@ -171,6 +171,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       ...(dense ? { dense } : {}),
       lexical,
       fallbackLanguage: config.SPARSE_LANGUAGE,
+      keepVersions: config.KEEP_VERSIONS,
       ...(deps.observer ? { observer: deps.observer } : {}),
       ...(clock ? { now: () => clock.now() } : {}),
     },

@@ -41,6 +41,8 @@ export interface PipelineParts {
   observer?: StageObserver;
   /** Clock of the version ledger (ms since the epoch); tests inject one. Default `Date.now`. */
   now?: () => number;
+  /** `KEEP_VERSIONS`: retired versions kept per file and collection (versioning.ts). Default 0. */
+  keepVersions?: number;
 }
 
 export interface IngestResult {
@@ -183,6 +185,7 @@ export async function runPipeline(
           now: parts.now ?? Date.now,
           ...opt(signal),
           ...(lease ? { lease } : {}),
+          keep: parts.keepVersions ?? 0,
         });
       } catch (err) {
         // Aborted before the version became visible: nothing of it stays, the previous one does.

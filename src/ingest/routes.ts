@@ -8,6 +8,7 @@ import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
+import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
@@ -267,6 +268,8 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       };
     },
   );
+
+  registerKnowledgeRoutes(app, ctx, { service: () => deps.pipeline().service });
 }
 
 /**

@@ -2,6 +2,15 @@ import type { Logger } from 'pino';
 import type { SourceFile } from '../extract/extractor.js';
 import { KildeError } from '../http/errors.js';
 import type { StoredPoint } from '../index/contract.js';
+import {
+  type CollectionSummary,
+  collectionOf,
+  type DocumentSummary,
+  listCollections,
+  listDocuments,
+  listVersions,
+  type VersionSummary,
+} from './knowledge.js';
 import { DELETED_SCOPE, type FileLock, InProcessFileLock } from './lock.js';
 import { cancelledIf, type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
@@ -9,6 +18,7 @@ import {
   fencedVersion,
   hasIndexedVersion,
   newIngestVersion,
+  restoreVersion,
   type SweepReport,
   sweepVersions,
 } from './versioning.js';
@@ -24,6 +34,16 @@ export interface ChunkPage {
   total: number;
   points: StoredPoint[];
   next?: string;
+}
+
+/** A read of the index: its failures answer 502 `VECTORDB_FAILED`. */
+async function reading<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+  }
 }
 
 /**
@@ -122,6 +142,86 @@ export class IngestService {
       graceMs,
       inFlight: (version) => this.#writing.has(version),
       lock: (fileId, fn) => this.#lock.run(fileId, () => fn()),
+      keep: this.parts.keepVersions ?? 0,
+    });
+  }
+
+  /** `KEEP_VERSIONS`. */
+  get keepVersions(): number {
+    return this.parts.keepVersions ?? 0;
+  }
+
+  /** The collections the caller may read, with their files, chunks and last ingest. */
+  collections(allowed?: ReadonlySet<string>): Promise<CollectionSummary[]> {
+    return reading(() => listCollections(this.parts.index, allowed));
+  }
+
+  /** One page of a collection's documents. */
+  async documents(
+    collectionName: string,
+    limit: number,
+    cursor: string | undefined,
+  ): Promise<{ documents: DocumentSummary[]; next: string | undefined }> {
+    try {
+      return await listDocuments(this.parts.index, collectionName, limit, cursor);
+    } catch (err) {
+      if (cursor !== undefined) throw invalid(400, 'cursor is not a cursor this endpoint returned');
+      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    }
+  }
+
+  /**
+   * The versions of a file in a collection (the collection its live chunks are in when not given).
+   * 404 when the file has none there.
+   */
+  async versions(
+    fileId: string,
+    collectionName?: string,
+  ): Promise<{ collectionName: string; versions: VersionSummary[] }> {
+    const { index } = this.parts;
+    const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
+    const versions =
+      collection === undefined ? [] : await reading(() => listVersions(index, fileId, collection));
+    if (collection === undefined || versions.length === 0) {
+      throw new KildeError(
+        'NOT_FOUND',
+        404,
+        `No versions of file_id ${fileId}${collection === undefined ? '' : ` in ${collection}`}`,
+      );
+    }
+    return { collectionName: collection, versions };
+  }
+
+  /**
+   * Makes a kept version live again, under the file's lock like an ingest (versioning.ts,
+   * `restoreVersion`). Resolves with the collection and the version's chunk count.
+   */
+  async restore(
+    fileId: string,
+    version: string,
+    collectionName?: string,
+  ): Promise<{ collectionName: string; chunksCount: number }> {
+    return this.#lock.run(fileId, async (lease) => {
+      const { index, log } = this.parts;
+      const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
+      if (collection === undefined) {
+        throw new KildeError('VERSION_NOT_FOUND', 404, `No versions of file_id ${fileId}`);
+      }
+      this.#writing.add(version);
+      try {
+        const chunksCount = await restoreVersion(
+          index,
+          { fileId, collectionName: collection, version },
+          { log, now: this.parts.now ?? Date.now, lease, keep: this.keepVersions },
+        );
+        log.info({ fileId, collection, version, chunks: chunksCount }, 'restored version');
+        return { collectionName: collection, chunksCount };
+      } catch (err) {
+        if (err instanceof KildeError) throw err;
+        throw new KildeError('VECTORDB_WRITE_FAILED', 502, 'Restoring the version failed', { cause: err });
+      } finally {
+        this.#writing.delete(version);
+      }
     });
   }
 

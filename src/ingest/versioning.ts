@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import { type IndexFilter, type IndexPoint, pointId } from '../index/contract.js';
 import { LEDGER_TYPE, RESERVED_TENANTS } from '../index/reserved.js';
 import type { VectorIndex } from '../index/store.js';
@@ -50,17 +51,33 @@ export async function hasIndexedVersion(index: VectorIndex, fileId: string, coll
 }
 
 /** `meta.kilde_ledger` of a ledger entry. */
-const ledgerFields = z.object({
+export const ledgerFields = z.object({
   collection_name: z.string(),
   points: z.number().int().nonnegative(),
-  /** Milliseconds since the epoch: last sign of life (`writing`) or commit time (`committed`). */
+  /**
+   * Milliseconds since the epoch: last sign of life (`writing`), commit time (`committed`) or
+   * retirement time (`retired`).
+   */
   at: z.number(),
+  /** When the version was first written (`committed` of a restored version, `retired`); else `at`. */
+  written_at: z.number().nullish(),
+  /** A `writing` entry of a restore: the version's points are kept ones, never deleted by the sweep. */
+  restore: z.boolean().optional(),
 });
+export type LedgerFields = z.infer<typeof ledgerFields>;
 
-function ledgerEntry(kind: 'writing' | 'committed', scope: VersionScope, points: number, at: number) {
-  // `writing` entries are per version, `committed` ones per (collection, file): a commit overwrites
-  // the previous record. The control character keeps these ids apart from every chunk's.
-  const key = kind === 'writing' ? scope.version : scope.collectionName;
+type LedgerKind = 'writing' | 'committed' | 'retired';
+
+function ledgerEntry(
+  kind: LedgerKind,
+  scope: VersionScope,
+  points: number,
+  at: number,
+  extra: { written_at?: number | null; restore?: boolean } = {},
+) {
+  // `writing` and `retired` entries are per version, `committed` ones per (collection, file): a
+  // commit overwrites the previous record. The control character keeps these ids apart from every chunk's.
+  const key = kind === 'committed' ? scope.collectionName : scope.version;
   const entry: IndexPoint = {
     id: pointId(scope.fileId, `\u0001${kind}\u0001${key}`, 0),
     content: '',
@@ -70,7 +87,7 @@ function ledgerEntry(kind: 'writing' | 'committed', scope: VersionScope, points:
       file_id: scope.fileId,
       ingest_version: scope.version,
       split_id: 0,
-      kilde_ledger: { collection_name: scope.collectionName, points, at },
+      kilde_ledger: { collection_name: scope.collectionName, points, at, ...extra },
     },
   };
   return entry;
@@ -96,6 +113,22 @@ export interface CommitOptions {
   signal?: AbortSignal;
   /** The per-file_id lease the caller holds; a fenced one (Redis) is checked and claimed. */
   lease?: Lease;
+  /**
+   * `KEEP_VERSIONS`: how many retired versions of the file (per collection) are kept, out of every
+   * tenant's space, for a restore. 0 (default): retired versions are deleted.
+   */
+  keep?: number;
+}
+
+/** How the retirement treats the versions it replaces. */
+interface RetireOptions {
+  log: Logger;
+  now: () => number;
+  keep: number;
+  /** When the version each committed record names was written (read before it was replaced). */
+  writtenAt: ReadonlyMap<string, number>;
+  /** Retire every other version, whatever its fence (a restore: the live version is older). */
+  all?: boolean;
 }
 
 /**
@@ -111,6 +144,13 @@ export async function commitVersion(
 ): Promise<void> {
   // A holder whose lease expired while it converted and embedded writes nothing.
   await o.lease?.assertHeld();
+  const keep = o.keep ?? 0;
+  const retireOptions: RetireOptions = {
+    log: o.log,
+    now: o.now,
+    keep,
+    writtenAt: keep > 0 ? await committedTimes(index, scope) : new Map(),
+  };
   let written: { writing: boolean };
   try {
     written = await index.writeVersion({
@@ -128,7 +168,7 @@ export async function commitVersion(
   if (o.lease !== undefined && fence !== undefined) {
     let out: FencedRetire;
     try {
-      out = await retireFenced(index, scope, { ...o.lease, fence }, o.log, written.writing);
+      out = await retireFenced(index, scope, { ...o.lease, fence }, retireOptions, written.writing);
     } catch (err) {
       // Unfenced (Redis unreachable) the version must not stay: the previous one does.
       await discardVersion(index, scope, o.log);
@@ -140,7 +180,7 @@ export async function commitVersion(
   // A first version (LanceDB) has no other version to retire and left no `writing` entry.
   if (!written.writing) return;
   try {
-    const retired = await retireWithRetry(index, scope, o.log);
+    const retired = await retireWithRetry(index, scope, retireOptions);
     o.log.debug({ ...scope, retired }, 'retired previous versions');
   } catch (err) {
     o.log.warn(
@@ -153,26 +193,130 @@ export async function commitVersion(
 /**
  * One delete: the other versions and this version's `writing` entry go together. A fenced version
  * (Redis) retires only versions with a LOWER fence: a newer one is never touched.
+ *
+ * With `KEEP_VERSIONS` > 0 the versions it replaces are kept instead (docs/decisions.md, "Kept
+ * versions"): a `retired` ledger entry per version first (its collection, points, when written and
+ * retired), then one move per version into the `kept` tenant (no reader filtering on collection
+ * names sees it), then the same delete for whatever has no version (points older than versioning),
+ * then the kept versions of the file in that collection beyond the newest `keep` are deleted.
  */
-async function retire(index: VectorIndex, scope: VersionScope): Promise<number> {
+async function retire(index: VectorIndex, scope: VersionScope, o?: RetireOptions): Promise<number> {
   const fence = fenceOf(scope.version);
-  if (fence === 0) return index.deleteWhere([others(scope), writingEntryOf(scope)]);
-  const lower = [...(await versionsIn(index, scope))].filter(
-    (v) => v !== scope.version && fenceOf(v) < fence,
+  if (o === undefined || o.keep <= 0) {
+    if (fence === 0) return index.deleteWhere([others(scope), writingEntryOf(scope)]);
+    const lower = [...(await versionsIn(index, scope)).keys()].filter(
+      (v) => v !== scope.version && fenceOf(v) < fence,
+    );
+    return index.deleteWhere([
+      ...lower.map((v) => ({
+        fileId: scope.fileId,
+        collectionNames: [scope.collectionName],
+        ingestVersion: v,
+      })),
+      writingEntryOf(scope),
+    ]);
+  }
+  const retiring = [...(await versionsIn(index, scope))].filter(
+    ([v]) => v !== scope.version && (fence === 0 || o.all === true || fenceOf(v) < fence),
   );
-  return index.deleteWhere([
-    ...lower.map((v) => ({
-      fileId: scope.fileId,
-      collectionNames: [scope.collectionName],
-      ingestVersion: v,
-    })),
-    writingEntryOf(scope),
-  ]);
+  const at = o.now();
+  if (retiring.length > 0) {
+    await index.upsert(
+      retiring.map(([version, points]) =>
+        ledgerEntry('retired', { ...scope, version }, points, at, {
+          written_at: o.writtenAt.get(version) ?? null,
+        }),
+      ),
+    );
+  }
+  let moved = 0;
+  for (const [version] of retiring) {
+    moved += await index.moveTo(
+      { fileId: scope.fileId, collectionNames: [scope.collectionName], ingestVersion: version },
+      RESERVED_TENANTS.kept,
+    );
+  }
+  // Unfenced, what is left beside this version has no version id (written before versioning).
+  const leftovers = fence === 0 && o.all !== true ? [others(scope)] : [];
+  const deleted = await index.deleteWhere([...leftovers, writingEntryOf(scope)]);
+  const pruned = await pruneKept(index, scope, o.keep);
+  if (pruned > 0) o.log.debug({ ...scope, pruned }, 'deleted kept versions beyond KEEP_VERSIONS');
+  return moved + deleted;
 }
 
-/** The distinct versions of a file's chunks in one collection. */
-async function versionsIn(index: VectorIndex, scope: VersionScope): Promise<Set<string>> {
-  const versions = new Set<string>();
+/** Deletes the kept versions of the file in the scope's collection beyond the newest `keep`. */
+async function pruneKept(index: VectorIndex, scope: VersionScope, keep: number): Promise<number> {
+  const kept = await retiredEntries(index, scope.fileId, scope.collectionName);
+  const doomed = kept.slice(keep);
+  if (doomed.length === 0) return 0;
+  return index.deleteWhere(
+    doomed.flatMap((e) => [
+      { fileId: scope.fileId, reserved: 'kept' as const, ingestVersion: e.version },
+      { fileId: scope.fileId, reserved: 'retired' as const, ingestVersion: e.version },
+    ]),
+  );
+}
+
+/** A kept version of a file, as its `retired` ledger entry records it. */
+export interface RetiredEntry extends LedgerFields {
+  version: string;
+}
+
+/** The `retired` entries of a file in one collection, newest retirement first. */
+export async function retiredEntries(
+  index: VectorIndex,
+  fileId: string,
+  collectionName?: string,
+): Promise<RetiredEntry[]> {
+  const entries: RetiredEntry[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await index.scroll(
+      { reserved: 'retired', fileId },
+      { limit: 256, ...(cursor === undefined ? {} : { cursor }) },
+    );
+    for (const p of page.points) {
+      const fields = ledgerFields.safeParse(p.meta.kilde_ledger);
+      if (!fields.success) continue;
+      if (collectionName !== undefined && fields.data.collection_name !== collectionName) continue;
+      entries.push({ ...fields.data, version: p.meta.ingest_version });
+    }
+    cursor = page.next;
+  } while (cursor !== undefined);
+  return entries.sort(
+    (a, b) =>
+      b.at - a.at ||
+      (b.written_at ?? 0) - (a.written_at ?? 0) ||
+      (a.version < b.version ? 1 : a.version > b.version ? -1 : 0),
+  );
+}
+
+/** The `committed` record of a file in one collection: the version it names, and when written. */
+export async function committedRecord(
+  index: VectorIndex,
+  fileId: string,
+  collectionName: string,
+): Promise<{ version: string; fields: LedgerFields } | undefined> {
+  const page = await index.scroll({ reserved: 'committed', fileId }, { limit: 256 });
+  for (const p of page.points) {
+    const fields = ledgerFields.safeParse(p.meta.kilde_ledger);
+    if (fields.success && fields.data.collection_name === collectionName) {
+      return { version: p.meta.ingest_version, fields: fields.data };
+    }
+  }
+  return undefined;
+}
+
+/** When the version the committed record names was written (a retirement records it). */
+async function committedTimes(index: VectorIndex, scope: VersionScope): Promise<Map<string, number>> {
+  const record = await committedRecord(index, scope.fileId, scope.collectionName);
+  if (!record) return new Map();
+  return new Map([[record.version, record.fields.written_at ?? record.fields.at]]);
+}
+
+/** The distinct versions of a file's chunks in one collection, with their point counts. */
+async function versionsIn(index: VectorIndex, scope: VersionScope): Promise<Map<string, number>> {
+  const versions = new Map<string, number>();
   let cursor: string | undefined;
   do {
     const page = await index.scroll(
@@ -180,7 +324,8 @@ async function versionsIn(index: VectorIndex, scope: VersionScope): Promise<Set<
       { limit: 256, ...(cursor === undefined ? {} : { cursor }) },
     );
     for (const p of page.points) {
-      if (typeof p.meta.ingest_version === 'string') versions.add(p.meta.ingest_version);
+      const v = p.meta.ingest_version;
+      if (typeof v === 'string') versions.set(v, (versions.get(v) ?? 0) + 1);
     }
     cursor = page.next;
   } while (cursor !== undefined);
@@ -207,9 +352,12 @@ export async function retireFenced(
   index: VectorIndex,
   scope: VersionScope,
   lease: Lease & { fence: number },
-  log: Logger,
+  o: RetireOptions | Logger,
   othersMayExist = true,
 ): Promise<FencedRetire> {
+  const retireOptions: RetireOptions =
+    'writtenAt' in o ? o : { log: o, now: Date.now, keep: 0, writtenAt: new Map() };
+  const log = retireOptions.log;
   const newest = await lease.claim(scope.collectionName);
   if (newest > lease.fence) {
     await index.deleteWhere(everything(scope));
@@ -221,7 +369,7 @@ export async function retireFenced(
   }
   if (!othersMayExist) return { retired: 0, superseded: false };
   try {
-    return { retired: await retireWithRetry(index, scope, log), superseded: false };
+    return { retired: await retireWithRetry(index, scope, retireOptions), superseded: false };
   } catch (err) {
     log.warn(
       { err, ...scope },
@@ -232,12 +380,12 @@ export async function retireFenced(
 }
 
 /** One retry: a transient index error should not leave two versions visible until the next sweep. */
-async function retireWithRetry(index: VectorIndex, scope: VersionScope, log: Logger): Promise<number> {
+async function retireWithRetry(index: VectorIndex, scope: VersionScope, o: RetireOptions): Promise<number> {
   try {
-    return await retire(index, scope);
+    return await retire(index, scope, o);
   } catch (err) {
-    log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
-    return retire(index, scope);
+    o.log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
+    return retire(index, scope, o);
   }
 }
 
@@ -267,6 +415,8 @@ export interface SweepOptions {
   inFlight: (version: string) => boolean;
   /** Runs `fn` under the per-`file_id` lock the ingests take. */
   lock: <T>(fileId: string, fn: () => Promise<T>) => Promise<T>;
+  /** `KEEP_VERSIONS`: a finished version keeps the ones it replaces, as the ingest would have. */
+  keep?: number;
 }
 
 export interface SweepReport {
@@ -281,6 +431,8 @@ export interface SweepReport {
 interface WritingEntry extends VersionScope {
   points: number;
   at: number;
+  restore: boolean;
+  writtenAt: number | null;
 }
 
 /**
@@ -318,6 +470,8 @@ async function writingEntries(index: VectorIndex, log: Logger): Promise<WritingE
         collectionName: fields.data.collection_name,
         points: fields.data.points,
         at: fields.data.at,
+        restore: fields.data.restore === true,
+        writtenAt: fields.data.written_at ?? null,
       });
     }
     cursor = page.next;
@@ -331,13 +485,14 @@ async function settle(
   o: SweepOptions,
 ): Promise<'finished' | 'removed' | 'waiting'> {
   if (o.inFlight(entry.version)) return 'waiting';
+  if (entry.restore) return settleRestore(index, entry, o);
   const visible = await index.count({
     fileId: entry.fileId,
     ingestVersion: entry.version,
     collectionNames: [entry.collectionName],
   });
   const fence = fenceOf(entry.version);
-  if (fence > 0 && [...(await versionsIn(index, entry))].some((v) => fenceOf(v) > fence)) {
+  if (fence > 0 && [...(await versionsIn(index, entry)).keys()].some((v) => fenceOf(v) > fence)) {
     // Fenced (Redis): a newer version of the file is there; this older one never retires it.
     const removed = await index.deleteWhere(everything(entry));
     o.log.info({ ...scopeOf(entry), removed }, 'version sweep removed a version a newer one superseded');
@@ -345,8 +500,10 @@ async function settle(
   }
   if (visible > 0 && visible === entry.points) {
     // Committed before the crash: record it (Qdrant writes the record last) and retire the rest.
+    const keep = o.keep ?? 0;
+    const writtenAt = keep > 0 ? await committedTimes(index, entry) : new Map<string, number>();
     await index.upsert([ledgerEntry('committed', entry, entry.points, o.now())]);
-    const retired = await retire(index, entry);
+    const retired = await retire(index, entry, { log: o.log, now: o.now, keep, writtenAt });
     o.log.info({ ...scopeOf(entry), retired }, 'version sweep finished an interrupted ingest');
     return 'finished';
   }
@@ -354,6 +511,150 @@ async function settle(
   const removed = await index.deleteWhere(everything(entry));
   o.log.info({ ...scopeOf(entry), removed }, 'version sweep removed an interrupted ingest');
   return 'removed';
+}
+
+/**
+ * An interrupted restore: its version's points are kept ones, so it is never deleted. All of them
+ * in the collection: the restore was committed; finish it as the restore would have. Anything
+ * less: what moved goes back to the kept tenant, and the live version stays.
+ */
+async function settleRestore(
+  index: VectorIndex,
+  entry: WritingEntry,
+  o: SweepOptions,
+): Promise<'finished' | 'removed' | 'waiting'> {
+  const scope = scopeOf(entry);
+  const visible = await index.count({
+    fileId: entry.fileId,
+    ingestVersion: entry.version,
+    collectionNames: [entry.collectionName],
+  });
+  if (visible > 0 && visible === entry.points) {
+    await finishRestore(index, scope, entry.points, entry.writtenAt, {
+      log: o.log,
+      now: o.now,
+      keep: Math.max(1, o.keep ?? 0),
+    });
+    o.log.info({ ...scope }, 'version sweep finished an interrupted restore');
+    return 'finished';
+  }
+  if (o.now() - entry.at < o.graceMs) return 'waiting';
+  await undoRestore(index, scope);
+  o.log.info({ ...scope }, 'version sweep undid an interrupted restore; the live version stays');
+  return 'removed';
+}
+
+/** Puts a restore's points back among the kept ones and removes its `writing` entry. */
+async function undoRestore(index: VectorIndex, scope: VersionScope): Promise<void> {
+  await index.moveTo(
+    { fileId: scope.fileId, collectionNames: [scope.collectionName], ingestVersion: scope.version },
+    RESERVED_TENANTS.kept,
+  );
+  await index.deleteWhere(writingEntryOf(scope));
+}
+
+/** After a restored version is visible: its `committed` record, then the others retire (kept). */
+async function finishRestore(
+  index: VectorIndex,
+  scope: VersionScope,
+  points: number,
+  writtenAt: number | null,
+  o: { log: Logger; now: () => number; keep: number },
+): Promise<number> {
+  const before = await committedTimes(index, scope);
+  await index.upsert([
+    ledgerEntry('committed', scope, points, o.now(), writtenAt === null ? {} : { written_at: writtenAt }),
+  ]);
+  // It is live now: no longer a kept version.
+  await index.deleteWhere({ fileId: scope.fileId, reserved: 'retired', ingestVersion: scope.version });
+  return retire(index, scope, { log: o.log, now: o.now, keep: o.keep, writtenAt: before, all: true });
+}
+
+export interface RestoreOptions {
+  log: Logger;
+  now: () => number;
+  lease?: Lease;
+  /** `KEEP_VERSIONS` (at least 1 while restoring: the version replaced is kept, not lost). */
+  keep: number;
+}
+
+/**
+ * Makes a kept version of a file live again, with an ingest's guarantees (the caller holds the
+ * per-`file_id` lock): a `writing` entry marked as a restore, one move of the kept points back into
+ * their collection (readers see the whole version at once), a count check, the `committed` record,
+ * then the version it replaces is retired (kept, within `KEEP_VERSIONS`). A failure before the
+ * version is visible puts it back among the kept ones: the live version stays. Resolves with its
+ * point count; restoring the live version changes nothing.
+ */
+export async function restoreVersion(
+  index: VectorIndex,
+  scope: VersionScope,
+  o: RestoreOptions,
+): Promise<number> {
+  await o.lease?.assertHeld();
+  const entry = (await retiredEntries(index, scope.fileId, scope.collectionName)).find(
+    (e) => e.version === scope.version,
+  );
+  if (entry === undefined) {
+    const live = await index.count({
+      fileId: scope.fileId,
+      collectionNames: [scope.collectionName],
+      ingestVersion: scope.version,
+    });
+    if (live > 0) return live;
+    throw versionNotFound(scope);
+  }
+  const points = await index.count({ fileId: scope.fileId, reserved: 'kept', ingestVersion: scope.version });
+  if (points === 0) throw versionNotFound(scope);
+  await index.upsert([ledgerEntry('writing', scope, points, o.now(), { restore: true })]);
+  try {
+    const fence = o.lease?.fence;
+    if (o.lease !== undefined && fence !== undefined) {
+      // Fenced (Redis): this restore is the newest finished write of the file in the collection.
+      const newest = await o.lease.claim(scope.collectionName);
+      if (newest > fence) throw new Error(`a newer write (fence ${newest}) finished while restoring`);
+    }
+    await index.moveTo(
+      { fileId: scope.fileId, reserved: 'kept', ingestVersion: scope.version },
+      scope.collectionName,
+    );
+    const visible = await index.count({
+      fileId: scope.fileId,
+      collectionNames: [scope.collectionName],
+      ingestVersion: scope.version,
+    });
+    if (visible !== points) {
+      throw new Error(`version ${scope.version} has ${visible} of its ${points} points after the move`);
+    }
+  } catch (err) {
+    try {
+      await undoRestore(index, scope);
+    } catch (undoErr) {
+      o.log.error({ err: undoErr, ...scope }, 'could not undo a failed restore; the version sweep does');
+    }
+    throw new KildeError('VECTORDB_WRITE_FAILED', 502, 'Restoring the version failed', { cause: err });
+  }
+  try {
+    await finishRestore(index, scope, points, entry.written_at ?? null, {
+      log: o.log,
+      now: o.now,
+      keep: Math.max(1, o.keep),
+    });
+  } catch (err) {
+    o.log.warn(
+      { err, ...scope },
+      'the restored version is committed, but retiring the replaced one failed; the version sweep retires it',
+    );
+  }
+  return points;
+}
+
+function versionNotFound(scope: VersionScope): KildeError {
+  return new KildeError(
+    'VERSION_NOT_FOUND',
+    404,
+    `No kept version ${scope.version} of file_id ${scope.fileId} in ${scope.collectionName}`,
+  );
 }
 
 function scopeOf(e: VersionScope): VersionScope {

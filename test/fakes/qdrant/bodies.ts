@@ -37,6 +37,7 @@ export const createIndexSchema = z.strictObject({
   field_name: z.string(),
   field_schema: z.union([
     z.literal('keyword'),
+    z.literal('integer'),
     z.strictObject({ type: z.literal('keyword'), is_tenant: z.boolean().nullish() }),
   ]),
 });
@@ -72,6 +73,14 @@ export const setPayloadSchema = z.union([
     key: z.string().nullish(),
   }),
 ]);
+
+/** `facet` (POST /facet): counts per distinct value of a keyword-indexed key. */
+export const facetSchema = z.strictObject({
+  key: z.string(),
+  limit: z.number().int().nullish(),
+  filter: filterSchema.optional(),
+  exact: z.boolean().nullish(),
+});
 
 export const countSchema = z.strictObject({ filter: filterSchema.optional(), exact: z.boolean().optional() });
 

@@ -26,7 +26,10 @@ export interface Collection {
   hnsw: { m: number; payload_m: number | null };
   /** Cluster layout as created (1 each when not given, as a standalone Qdrant reports it). */
   layout: { shard_number: number; replication_factor: number; write_consistency_factor: number };
-  indexes: Map<string, { params?: { type: 'keyword'; is_tenant?: boolean | null | undefined } }>;
+  indexes: Map<
+    string,
+    { type?: string; params?: { type: 'keyword'; is_tenant?: boolean | null | undefined } }
+  >;
   points: Map<string, StoredPoint>;
   version: number;
 }

@@ -4,6 +4,7 @@ import type {
   countSchema,
   createIndexSchema,
   deleteSchema,
+  facetSchema,
   QueryBody,
   scrollSchema,
   setPayloadSchema,
@@ -72,7 +73,7 @@ export class QdrantMemory {
       [...c.indexes].map(([field, ix]) => [
         field,
         {
-          data_type: 'keyword',
+          data_type: ix.type ?? 'keyword',
           ...(ix.params ? { params: ix.params } : {}),
           points: [...c.points.values()].filter((p) => this.has(p.payload, field)).length,
         },
@@ -128,7 +129,8 @@ export class QdrantMemory {
   createIndex(name: string, body: z.infer<typeof createIndexSchema>) {
     const c = this.get(name);
     const params = typeof body.field_schema === 'string' ? undefined : body.field_schema;
-    c.indexes.set(body.field_name, params ? { params } : {});
+    const type = typeof body.field_schema === 'string' ? body.field_schema : body.field_schema.type;
+    c.indexes.set(body.field_name, params ? { params, type } : { type });
     return this.ack(c);
   }
 
@@ -198,6 +200,26 @@ export class QdrantMemory {
       Object.assign(into, structuredClone(body.payload));
     }
     return this.ack(c);
+  }
+
+  /** Qdrant facets only keys with a keyword index; hits by count descending, then value. */
+  facet(name: string, body: z.infer<typeof facetSchema>) {
+    const c = this.get(name);
+    if (c.indexes.get(body.key)?.type !== 'keyword') {
+      throw new FakeHttpError(400, `Bad request: Index required but not found for "${body.key}"`);
+    }
+    const counts = new Map<string, number>();
+    for (const p of matching(c, body.filter)) {
+      let v: unknown = p.payload;
+      for (const part of body.key.split('.')) v = (v as Record<string, unknown> | undefined)?.[part];
+      for (const value of Array.isArray(v) ? v : [v]) {
+        if (typeof value === 'string') counts.set(value, (counts.get(value) ?? 0) + 1);
+      }
+    }
+    const hits = [...counts]
+      .map(([value, count]) => ({ value, count }))
+      .sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1));
+    return { hits: hits.slice(0, body.limit ?? 10) };
   }
 
   count(name: string, body: z.infer<typeof countSchema>) {
