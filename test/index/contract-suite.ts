@@ -201,6 +201,60 @@ export function runVectorIndexContract(
       expect(await index.count({ fileId: 'file-other' })).toBe(1);
     });
 
+    it('moves a version to another tenant whole, vectors and meta kept, and back', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-moved';
+      const v1 = [0, 1, 2].map((s) =>
+        point('alpha', f, 'v1', s, `walrus chunk ${s}`, { dense: [1, 0, 0, 0], languages: ['en'] }),
+      );
+      await index.upsert([...v1, point('alpha', f, 'v2', 0, 'pelican chunk', { dense: [0, 1, 0, 0] })]);
+      const kept = RESERVED_TENANTS.kept;
+      expect(await index.moveTo({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v1' }, kept)).toBe(
+        3,
+      );
+      // Out of every tenant: no search filtered on collection names reaches it.
+      expect(await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha'] }, 10)).toHaveLength(1);
+      expect(await index.searchLexical(query('walrus'), { collectionNames: ['alpha', kept] }, 10)).toEqual(
+        [],
+      );
+      expect(await index.count({ fileId: f, reserved: 'kept' })).toBe(3);
+      expect(await index.count({ fileId: f, chunksOnly: true })).toBe(1);
+      expect(await index.moveTo({ fileId: f, reserved: 'kept', ingestVersion: 'v1' }, 'alpha')).toBe(3);
+      const back = await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha'], fileId: f }, 10);
+      expect(
+        back
+          .map((h) => h.id)
+          .slice(0, 3)
+          .sort(),
+      ).toEqual(v1.map((p) => p.id).sort());
+      const [first] = (await index.scroll({ fileId: f, ingestVersion: 'v1', splitId: 0 }, { limit: 5 }))
+        .points;
+      expect(first).toEqual({ id: v1[0]!.id, content: v1[0]!.content, meta: v1[0]!.meta });
+      const lexical = await index.searchLexical(query('walrus'), { collectionNames: ['alpha'] }, 10);
+      expect(lexical).toHaveLength(3);
+      expect(await index.moveTo({ fileId: 'nothing-here' }, kept)).toBe(0);
+      await expect(index.moveTo({}, kept)).rejects.toThrow(/needs a filter/);
+    });
+
+    it('lists the public tenants with their chunk counts, never the reserved ones', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      expect(await index.tenants(10)).toEqual([]);
+      await index.upsert([
+        ...labelled('beta', true),
+        point('alpha', 'a', 'v1', 0, 'one', { dense: [1, 0, 0, 0] }),
+        point('alpha', 'a', 'v1', 1, 'two', { dense: [1, 0, 0, 0] }),
+        ...RESERVED_TENANT_VALUES.map((t, i) =>
+          point(t, 'r', 'v1', i, 'bookkeeping', { dense: [1, 0, 0, 0] }),
+        ),
+      ]);
+      expect(await index.tenants(10)).toEqual([
+        { name: 'alpha', chunks: 2 },
+        { name: 'beta', chunks: LABELLED.length },
+      ]);
+      expect(await index.tenants(1)).toHaveLength(1);
+      expect(await index.count({ collectionNames: ['alpha'], splitId: 0 })).toBe(1);
+    });
+
     it('scrolls every matching point exactly once, page by page', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const points = [0, 1, 2].flatMap((f) =>

@@ -65,7 +65,7 @@ export function runQdrantAdapterSuite(name: string, target: () => QdrantTarget):
       for (const c of made.splice(0)) await rawQdrant(target(), 'DELETE', `/collections/${c}`);
     });
 
-    it('creates the collection as specified: named vectors, IDF sparse, per-tenant HNSW, keyword indexes', async () => {
+    it('creates the collection as specified: named vectors, IDF sparse, per-tenant HNSW, keyword and split indexes', async () => {
       const { collection, index } = fresh();
       expect(await index.describe()).toEqual({ exists: false, hasSparse: false, vectorNames: [] });
       await expect(index.ping()).rejects.toThrow(`Qdrant collection "${collection}" does not exist`);
@@ -79,8 +79,12 @@ export function runQdrantAdapterSuite(name: string, target: () => QdrantTarget):
       expect(info.config.params.sparse_vectors).toMatchObject({ 'text-sparse': { modifier: 'idf' } });
       expect(info.config.hnsw_config).toMatchObject({ m: 0, payload_m: 16 });
       const fields = ['collection_name', 'collection_type', 'languages', 'file_id', 'ingest_version'];
-      expect(Object.keys(info.payload_schema).sort()).toEqual(fields.map((f) => `meta.${f}`).sort());
-      for (const f of Object.values(info.payload_schema)) expect(f.data_type).toBe('keyword');
+      expect(Object.keys(info.payload_schema).sort()).toEqual(
+        [...fields.map((f) => `meta.${f}`), 'meta.split_id'].sort(),
+      );
+      for (const [name, f] of Object.entries(info.payload_schema)) {
+        expect(f.data_type).toBe(name === 'meta.split_id' ? 'integer' : 'keyword');
+      }
       expect(info.payload_schema['meta.collection_name']?.params?.is_tenant).toBe(true);
       expect(await index.describe()).toEqual({
         exists: true,

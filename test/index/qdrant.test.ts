@@ -77,6 +77,7 @@ describe('Qdrant adapter on the wire', () => {
       ['PUT', `${base}/index?wait=true`, { field_name: 'meta.languages', field_schema: 'keyword' }],
       ['PUT', `${base}/index?wait=true`, { field_name: 'meta.file_id', field_schema: 'keyword' }],
       ['PUT', `${base}/index?wait=true`, { field_name: 'meta.ingest_version', field_schema: 'keyword' }],
+      ['PUT', `${base}/index?wait=true`, { field_name: 'meta.split_id', field_schema: 'integer' }],
     ]);
     // A second start finds everything in place and only reads.
     const again = fake.requests.length;

@@ -117,6 +117,7 @@ describe('ingest into (schema-validated) Qdrant', () => {
         'meta.file_id',
         'meta.ingest_version',
         'meta.languages',
+        'meta.split_id',
       ].sort(),
     );
   });
