@@ -43,6 +43,10 @@ export const metricsPiece = {
     true,
     'Serves Prometheus metrics at `GET /metrics` (bearer-protected); 404 when false.',
   ),
+  OPENAPI_ENABLED: bool(
+    true,
+    'Serves the OpenAPI document at `GET /openapi.json` and its rendered docs at `GET /docs` (self-hosted assets), both without the key: they describe routes, never data. 404 when false.',
+  ),
 };
 
 export const llmPiece = {

@@ -8,6 +8,7 @@ import Fastify, {
   type RawReplyDefaultExpression,
   type RawRequestDefaultExpression,
   type RawServerDefault,
+  type RouteOptions,
 } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
@@ -18,6 +19,7 @@ import { BODY_LIMITS } from './body-limits.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
+import { registerOpenApi } from './openapi.js';
 import { logRequestLine } from './request-line.js';
 
 export type KildeApp = FastifyInstance<
@@ -53,6 +55,8 @@ export interface AppDeps {
   metrics?: Registry;
   /** Max body size of JSON routes without their own (`BODY_LIMITS`); multipart routes set their own. */
   bodyLimit?: number;
+  /** Sees every route as it is added, kernel routes included (the OpenAPI coverage test). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** The app factory: kernel (errors, auth, health, metrics) plus every service part. It does not listen. */
@@ -71,6 +75,7 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     logController: new LogController({ disableRequestLogging: true }),
   }).withTypeProvider<ZodTypeProvider>();
 
+  if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
   // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
   // text/plain parser turns a mislabelled body into a confusing 422 instead of 415.
   app.removeContentTypeParser('text/plain');
@@ -86,6 +91,11 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+
+  // Before any route: the document collects routes as they are added (onRoute).
+  if (config.OPENAPI_ENABLED) {
+    await registerOpenApi(app, deps.parts.map((p) => p.name).join(', ') || 'kernel');
+  }
 
   const metrics = deps.metrics ?? createMetricsRegistry();
   const auth = requireBearer(config.API_KEY);

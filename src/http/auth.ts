@@ -21,11 +21,20 @@ export function bearerMatches(header: string | string[] | undefined, apiKey: str
   return timingSafeEqual(same ? given : expected, expected) && same;
 }
 
+/** The bearer hooks made here: the OpenAPI document marks the routes they guard (src/http/openapi.ts). */
+const BEARER_HOOKS = new WeakSet<object>();
+
+export function isBearerHook(hook: unknown): boolean {
+  return typeof hook === 'function' && BEARER_HOOKS.has(hook);
+}
+
 /** Fastify onRequest hook: 401 `{"detail":"Invalid API key"}` with `WWW-Authenticate: Bearer`. */
 export function requireBearer(apiKey: string) {
-  return async function checkBearer(request: FastifyRequest, reply: FastifyReply) {
+  const hook = async function checkBearer(request: FastifyRequest, reply: FastifyReply) {
     if (bearerMatches(request.headers.authorization, apiKey)) return;
     noteOnRequestLine(request, { reason: 'invalid API key' });
     return reply.status(401).header('www-authenticate', 'Bearer').send({ detail: 'Invalid API key' });
   };
+  BEARER_HOOKS.add(hook);
+  return hook;
 }

@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RouteOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { allService, SERVICES, type Service } from '../../src/cli/services.js';
+import { buildApp, type KildeApp } from '../../src/http/app.js';
+import { createLogger } from '../../src/http/logger.js';
+import { logSink } from '../helpers/app.js';
+
+/**
+ * The OpenAPI document (issue #15 item 7): every route each service registers, whoever adds it and
+ * whenever, appears in `/openapi.json` with its method (collected with Fastify's onRoute hook as the
+ * app is built), bearer-protected routes carry the security scheme, the zod schemas are in it, and
+ * the document and `/docs` are served without the key.
+ */
+interface Collected {
+  method: string;
+  url: string;
+  hidden: boolean;
+}
+
+interface OpenApiDoc {
+  openapi: string;
+  paths: Record<string, Record<string, { security?: unknown; parameters?: { name: string; in: string }[] }>>;
+  components: { securitySchemes: Record<string, unknown> };
+}
+
+/** Fastify's `/a/:b/*` as OpenAPI's `/a/{b}/{*}`. */
+const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{*}');
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'kilde-openapi-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function build(service: Service) {
+  const configured = service.configure({
+    API_KEY: 'openapi-key',
+    KILDE_DATA_DIR: join(dir, service.name),
+    EMBEDDING_PROVIDER: 'none',
+    MCP_SEARCH_COLLECTIONS: 'docs',
+    WEATHER_API_BASE_URL: 'http://127.0.0.1:9',
+    WEATHER_API_KEY: 'weather-key',
+  });
+  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
+  const parts = await configured.create(log);
+  const routes: Collected[] = [];
+  const onRoute = (r: RouteOptions) => {
+    const methods = Array.isArray(r.method) ? r.method : [r.method];
+    const hidden = (r.schema as { hide?: boolean } | undefined)?.hide === true;
+    for (const method of methods) routes.push({ method: String(method), url: r.url, hidden });
+  };
+  const app: KildeApp = await buildApp(configured.kernel, { logger: log, parts, onRoute });
+  await app.ready();
+  return { app, routes };
+}
+
+describe.each([...SERVICES, allService].map((s) => [s.name, s] as const))('%s', (_name, service) => {
+  let app: KildeApp;
+  let routes: Collected[];
+  let doc: OpenApiDoc;
+  beforeAll(async () => {
+    ({ app, routes } = await build(service));
+    const res = await app.inject({ method: 'GET', url: '/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    doc = res.json() as OpenApiDoc;
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('describes every registered route, without the key', () => {
+    expect(doc.openapi).toMatch(/^3\./);
+    const described = routes.filter((r) => r.method !== 'HEAD' && !r.hidden);
+    // The kernel's routes at least, and the service's own.
+    expect(described.map((r) => r.url)).toEqual(
+      expect.arrayContaining(['/health', '/metrics', '/openapi.json']),
+    );
+    const missing = described.filter(
+      (r) => doc.paths[openApiPath(r.url)]?.[r.method.toLowerCase()] === undefined,
+    );
+    expect(missing).toEqual([]);
+    // Only Swagger UI's own asset routes are hidden.
+    for (const r of routes.filter((x) => x.hidden)) expect(r.url).toMatch(/^\/docs/);
+  });
+
+  it('marks the bearer-protected routes, and only those', () => {
+    expect(doc.components.securitySchemes).toHaveProperty('bearer');
+    expect(doc.paths['/metrics']?.get?.security).toEqual([{ bearer: [] }]);
+    expect(doc.paths['/health']?.get?.security).toBeUndefined();
+  });
+
+  it('serves the rendered docs offline, without the key', async () => {
+    const page = await app.inject({ method: 'GET', url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('swagger-ui');
+    const asset = await app.inject({ method: 'GET', url: '/docs/static/swagger-ui-bundle.js' });
+    expect(asset.statusCode).toBe(200);
+    expect(asset.body.length).toBeGreaterThan(100_000);
+  });
+});
+
+describe('the knowledge routes in the document', () => {
+  it('carry their zod schemas: parameters, query and responses', async () => {
+    const ingest = SERVICES.find((s) => s.name === 'ingest')!;
+    const { app } = await build(ingest);
+    try {
+      const doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as OpenApiDoc & {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
+      const documents = doc.paths['/api/v1/collections/{name}/documents']?.get;
+      expect(documents?.parameters?.map((p) => `${p.in}:${p.name}`).sort()).toEqual([
+        'path:name',
+        'query:cursor',
+        'query:limit',
+      ]);
+      expect(documents?.security).toEqual([{ bearer: [] }]);
+      expect(JSON.stringify(documents?.responses['200'])).toContain('next_cursor');
+      const restore = doc.paths['/api/v1/documents/{file_id}/versions/{version}/restore']?.post;
+      expect(JSON.stringify(restore)).toContain('chunks_count');
+      expect(JSON.stringify(doc.paths['/api/v1/documents/{file_id}/versions']?.get)).toContain(
+        'content_hash',
+      );
+    } finally {
+      await app.close();
+    }
+  });
+});
