@@ -66,6 +66,10 @@ export interface Backend {
   deleteDocument(fileId: string): Promise<Record<string, unknown>>;
   chunks(fileId: string, query: Record<string, string>): Promise<Record<string, unknown>>;
   listDocuments(collection: string): Promise<DocumentSummary[]>;
+  /** `GET /api/v1/documents/{file_id}/versions`. */
+  versions(fileId: string, collection: string | undefined): Promise<Record<string, unknown>>;
+  /** `POST /api/v1/documents/{file_id}/versions/{version}/restore`. */
+  restore(fileId: string, version: string, collection: string | undefined): Promise<Record<string, unknown>>;
   /** `POST /api/v1/eval`: labelled queries through the search path, scored (and stored). */
   evaluate(body: EvalRequest): Promise<EvalRun>;
   /** Stored evaluation runs (`GET /api/v1/eval/runs`). */

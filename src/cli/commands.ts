@@ -274,7 +274,7 @@ export function registerCommands(program: Command, io: CliIo): void {
   remoteOptions(
     documents
       .command('list')
-      .description('documents of a collection (embedded index only)')
+      .description('documents of a collection')
       .requiredOption('-c, --collection <name>', 'collection name', collection)
       .option('--json', 'print JSON'),
   ).action(async (o: Remote & { collection: string; json?: boolean }) => {
@@ -298,6 +298,50 @@ export function registerCommands(program: Command, io: CliIo): void {
   ).action(async (fileId: string, o: Remote) => {
     await withBackend(io, o, undefined, async (backend) => {
       io.out.write(`${JSON.stringify(await backend.deleteDocument(fileId))}\n`);
+    });
+  });
+  remoteOptions(
+    documents
+      .command('versions')
+      .description("a file's versions: the live one first, then those KEEP_VERSIONS kept, newest first")
+      .argument('<file_id>', 'the file_id (see `documents list`)')
+      .option('-c, --collection <name>', 'collection (default: the one the file is live in)', collection)
+      .option('--json', 'print JSON'),
+  ).action(async (fileId: string, o: Remote & { collection?: string; json?: boolean }) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      const body = await backend.versions(fileId, o.collection);
+      if (o.json) {
+        io.out.write(`${JSON.stringify(body)}\n`);
+        return;
+      }
+      const versions = (body.versions ?? []) as {
+        version: string;
+        live: boolean;
+        chunks: number;
+        written_at: string | null;
+        source: string | null;
+        content_hash: string;
+      }[];
+      for (const v of versions) {
+        io.out.write(
+          `${v.live ? '*' : ' '} ${v.version}  ${String(v.chunks).padStart(5)} chunks  ${v.written_at ?? '(unknown time)'}  ${v.content_hash.slice(0, 12)}  ${v.source ?? ''}\n`,
+        );
+      }
+      io.out.write(
+        `${versions.length} version(s) of ${fileId} in "${String(body.collection_name)}" (* live)\n`,
+      );
+    });
+  });
+  remoteOptions(
+    documents
+      .command('restore')
+      .description('make a kept version of a file live again (atomically; the live one is kept in its place)')
+      .argument('<file_id>', 'the file_id')
+      .argument('<version>', 'the version (see `documents versions`)')
+      .option('-c, --collection <name>', 'collection (default: the one the file is live in)', collection),
+  ).action(async (fileId: string, version: string, o: Remote & { collection?: string }) => {
+    await withBackend(io, o, undefined, async (backend) => {
+      io.out.write(`${JSON.stringify(await backend.restore(fileId, version, o.collection))}\n`);
     });
   });
   remoteOptions(

@@ -1,6 +1,12 @@
 import { openAsBlob } from 'node:fs';
 import { evalRunSchema, type RunSummary } from '../eval/run.js';
-import { type Backend, type ExtractResult, errorFromBody, type SearchResult } from './backend.js';
+import {
+  type Backend,
+  type DocumentSummary,
+  type ExtractResult,
+  errorFromBody,
+  type SearchResult,
+} from './backend.js';
 import { CliError } from './fail.js';
 
 export interface HttpBackendOptions {
@@ -98,11 +104,47 @@ export function createHttpBackend(o: HttpBackendOptions): Backend {
         `/api/v1/documents/${encodeURIComponent(fileId)}/chunks${qs ? `?${qs}` : ''}`,
       )) as Record<string, unknown>;
     },
-    async listDocuments() {
-      throw new CliError(
-        'documents list reads the embedded index directly; run it without --url on the machine that holds the index',
-        2,
-      );
+    async listDocuments(collection) {
+      const out: DocumentSummary[] = [];
+      let cursor: string | null = null;
+      do {
+        const qs = new URLSearchParams({ limit: '200', ...(cursor === null ? {} : { cursor }) });
+        const page = (await json(
+          'documents',
+          'GET',
+          `/api/v1/collections/${encodeURIComponent(collection)}/documents?${qs}`,
+        )) as {
+          documents: { file_id: string; name: string | null; chunks: number; live_version: string | null }[];
+          next_cursor: string | null;
+        };
+        for (const d of page.documents) {
+          out.push({
+            file_id: d.file_id,
+            name: d.name,
+            source: null,
+            chunks: d.chunks,
+            ingest_version: d.live_version,
+          });
+        }
+        cursor = page.next_cursor;
+      } while (cursor !== null);
+      return out;
+    },
+    async versions(fileId, collection) {
+      const qs = collection === undefined ? '' : `?${new URLSearchParams({ collection_name: collection })}`;
+      return (await json(
+        'versions',
+        'GET',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/versions${qs}`,
+      )) as Record<string, unknown>;
+    },
+    async restore(fileId, version, collection) {
+      return (await json(
+        'restore',
+        'POST',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/versions/${encodeURIComponent(version)}/restore`,
+        collection === undefined ? {} : { collection_name: collection },
+      )) as Record<string, unknown>;
     },
     async close() {},
   };

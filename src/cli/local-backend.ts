@@ -181,6 +181,24 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
         `/api/v1/documents/${encodeURIComponent(fileId)}/chunks${qs ? `?${qs}` : ''}`,
       );
     },
+    versions(fileId, collection) {
+      const qs = collection === undefined ? '' : `?${new URLSearchParams({ collection_name: collection })}`;
+      return call(
+        ['ingest'],
+        'versions',
+        'GET',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/versions${qs}`,
+      );
+    },
+    restore(fileId, version, collection) {
+      return call(
+        ['ingest'],
+        'restore',
+        'POST',
+        `/api/v1/documents/${encodeURIComponent(fileId)}/versions/${encodeURIComponent(version)}/restore`,
+        collection === undefined ? {} : { collection_name: collection },
+      );
+    },
     async listDocuments(collection) {
       const { all } = await open([]);
       const points: StoredPoint[] = [];
