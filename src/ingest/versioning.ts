@@ -634,16 +634,22 @@ export async function restoreVersion(
     }
     throw new KildeError('VECTORDB_WRITE_FAILED', 502, 'Restoring the version failed', { cause: err });
   }
-  try {
-    await finishRestore(index, scope, points, entry.written_at ?? null, {
+  const finish = () =>
+    finishRestore(index, scope, points, entry.written_at ?? null, {
       log: o.log,
       now: o.now,
       keep: Math.max(1, o.keep),
     });
+  try {
+    // One retry, as for an ingest: a transient error should not leave two versions visible until the sweep.
+    await finish().catch((err: unknown) => {
+      o.log.warn({ err, ...scope }, 'finishing the restore failed; retrying once');
+      return finish();
+    });
   } catch (err) {
     o.log.warn(
       { err, ...scope },
-      'the restored version is committed, but retiring the replaced one failed; the version sweep retires it',
+      'the restored version is visible, but retiring the replaced one failed; the version sweep finishes it',
     );
   }
   return points;

@@ -39,6 +39,22 @@ const ENV = {
 };
 
 let qdrant: QdrantFake;
+/** Faults at the network boundary to Qdrant: the next N moves (set_payload) or `committed` records fail. */
+const faults = { setPayload: 0, committed: 0 };
+const faultyFetch: typeof fetch = async (input, init) => {
+  const url = String(input instanceof Request ? input.url : input);
+  const fail = () =>
+    new Response(JSON.stringify({ status: { error: 'Service unavailable' }, time: 0 }), { status: 503 });
+  if (url.includes('/points/payload') && faults.setPayload > 0) {
+    faults.setPayload--;
+    return fail();
+  }
+  if (init?.method === 'PUT' && String(init.body).includes('kilde:committed') && faults.committed > 0) {
+    faults.committed--;
+    return fail();
+  }
+  return fetch(input, init);
+};
 beforeAll(async () => {
   qdrant = await startQdrantFake();
 });
@@ -61,7 +77,7 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
     const env = { ...ENV, VECTORDB_URI: uri, VECTORDB_INDEX: collection };
     index = await openIndex(
       { uri, collection, timeoutMs: 10_000, sparse: true, language: 'english' },
-      { log: pino({ level: 'silent' }) },
+      { log: pino({ level: 'silent' }), fetch: faultyFetch },
     );
     await index.ensureCollection();
     ingest = await startIngest(env, { dataDir: dir, index, clock });
@@ -245,6 +261,55 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
     const junk = await get('/api/v1/collections/atlas/documents?cursor=%E2%9C%97not-a-cursor');
     expect([200, 400]).toContain(junk.status);
   });
+
+  it.runIf(engine === 'qdrant')(
+    'a restore that fails before its version is visible keeps the live one',
+    async () => {
+      await put('doc-f', 'v1');
+      await put('doc-f', 'v2');
+      const before = (await get('/api/v1/documents/doc-f/versions')).json.versions;
+      faults.setPayload = 1;
+      const failed = await restore('doc-f', before[1].version);
+      expect(failed.status).toBe(502);
+      expect(failed.json).toMatchObject({ status: false, code: 'VECTORDB_WRITE_FAILED' });
+      expect((await get('/api/v1/documents/doc-f/versions')).json.versions).toEqual(before);
+      expect(await index.count({ fileId: 'doc-f', reserved: 'writing' })).toBe(0);
+      const live = new Set(
+        (await referenceView('handbooks'))
+          .filter((p) => p.meta.file_id === 'doc-f')
+          .map((p) => p.meta.ingest_version),
+      );
+      expect(live).toEqual(new Set([before[0].version]));
+    },
+  );
+
+  it.runIf(engine === 'qdrant')(
+    'the version sweep finishes a restore interrupted after its move',
+    async () => {
+      await put('doc-s', 'v1');
+      await put('doc-s', 'v2');
+      const [v2, v1] = (await get('/api/v1/documents/doc-s/versions')).json.versions;
+      // The move succeeds; both tries to record it fail, so the replaced version is not retired yet.
+      faults.committed = 2;
+      expect((await restore('doc-s', v1.version)).status).toBe(200);
+      expect(await index.count({ fileId: 'doc-s', reserved: 'writing' })).toBe(1);
+      const report = await ingest.part.pipeline().service.sweepVersions(0);
+      expect(report).toMatchObject({ finished: 1 });
+      const after = (await get('/api/v1/documents/doc-s/versions')).json.versions;
+      expect(after.map((v: { version: string; live: boolean }) => [v.version, v.live])).toEqual([
+        [v1.version, true],
+        [v2.version, false],
+      ]);
+      expect(await index.count({ fileId: 'doc-s', reserved: 'writing' })).toBe(0);
+      expect(await search('walrus')).not.toEqual([]);
+      const live = new Set(
+        (await referenceView('handbooks'))
+          .filter((p) => p.meta.file_id === 'doc-s')
+          .map((p) => p.meta.ingest_version),
+      );
+      expect(live).toEqual(new Set([v1.version]));
+    },
+  );
 
   it('delete removes every version, the kept ones and their ledger too', async () => {
     await put('doc-d', 'v1');
