@@ -10,6 +10,7 @@ import type { VectorIndex } from '../../src/index/store.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { AUTH } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
+import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
 import { type RetrieveHarness, startRetrieve } from '../retrieve/helpers/retrieve.js';
 import { type Harness, multipartBody, startIngest } from './helpers/harness.js';
 
@@ -323,3 +324,70 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
     expect(RESERVED_TENANTS.kept).toMatch(/^\u0001/);
   });
 });
+
+describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
+  redisSuite('fenced versions (REDIS_URL): a restored older version is retired by the next ingest'),
+  () => {
+    let redis: RedisServer;
+    let h: Harness;
+    beforeAll(async () => {
+      redis = await startRedis();
+      h = await startIngest({ ...ENV, REDIS_URL: redis.url });
+    });
+    afterAll(async () => {
+      await h?.close();
+      await redis?.stop();
+    });
+
+    it('restores under the lease, survives the sweep, and the next ingest keeps it in turn', async () => {
+      const put = async (tag: string) => {
+        const { body, headers } = multipartBody(
+          { file_id: 'fenced', collection_name: 'handbooks', user_id: 'u1' },
+          { name: `${tag}.txt`, content: DOC(tag) },
+        );
+        const res = await h.app.inject({
+          method: 'PUT',
+          url: '/api/v1/ingest',
+          headers: { ...AUTH, ...headers },
+          payload: body,
+        });
+        expect(res.statusCode, res.body).toBe(200);
+      };
+      const versions = async () => {
+        const res = await h.app.inject({
+          method: 'GET',
+          url: '/api/v1/documents/fenced/versions',
+          headers: AUTH,
+        });
+        return (res.json() as { versions: { version: string; live: boolean; source: string }[] }).versions;
+      };
+      await put('v1');
+      await put('v2');
+      const [, v1] = await versions();
+      const res = await h.app.inject({
+        method: 'POST',
+        url: `/api/v1/documents/fenced/versions/${v1!.version}/restore`,
+        headers: AUTH,
+        payload: { collection_name: 'handbooks' },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      // The restored version has an older fence than the one it replaced: the sweep must not
+      // take it for a superseded write.
+      expect(await h.part.pipeline().service.sweepVersions(0)).toEqual({
+        finished: 0,
+        removed: 0,
+        waiting: 0,
+      });
+      expect((await versions()).map((v) => [v.source, v.live])).toEqual([
+        ['v1.txt', true],
+        ['v2.txt', false],
+      ]);
+      await put('v3');
+      expect((await versions()).map((v) => [v.source, v.live])).toEqual([
+        ['v3.txt', true],
+        ['v1.txt', false],
+        ['v2.txt', false],
+      ]);
+    });
+  },
+);
