@@ -1,5 +1,3 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { kildeVersion } from '../version.js';
@@ -16,6 +14,11 @@ import { isBearerHook } from './auth.js';
  * works offline); neither needs the key (the document describes routes, never data).
  */
 export async function registerOpenApi(app: KildeApp, service: string): Promise<void> {
+  // Loaded only when enabled: the CLI's in-process apps start without them.
+  const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([
+    import('@fastify/swagger'),
+    import('@fastify/swagger-ui'),
+  ]);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -47,49 +47,65 @@ describe('documents versions and restore', () => {
     await tmp?.remove();
   });
 
-  it.each(['local', 'url'] as const)('%s: lists the kept version and restores it', async (mode) => {
-    const remote = mode === 'url' ? ['--url', url, '--api-key', 'cli-key'] : [];
-    const file = join(tmp.dir, `${mode}-guide.md`);
-    const ingest = async (text: string) => {
-      await writeFile(file, `# Guide\n\n${text}\n`);
-      const run = await runCli(['ingest', file, '-c', 'guides', ...remote], local, tmp.dir);
-      expect(run.code, run.stderr).toBe(0);
-      return String(jsonLines(run.stdout)[0]?.file_id);
-    };
-    const fileId = await ingest('The ferry to Samsø leaves at nine.');
-    expect(await ingest('The ferry to Samsø leaves at noon.')).toBe(fileId);
+  describe.each(['local', 'url'] as const)('%s', (mode) => {
+    const remote = () => (mode === 'url' ? ['--url', url, '--api-key', 'cli-key'] : []);
+    let fileId: string;
+    let old: Versions['versions'][number];
 
-    const listed = await runCli(['documents', 'versions', fileId, '--json', ...remote], local, tmp.dir);
-    expect(listed.code, listed.stderr).toBe(0);
-    const body = JSON.parse(listed.stdout) as Versions;
-    expect(body.collection_name).toBe('guides');
-    expect(body.versions.map((v) => v.live)).toEqual([true, false]);
-    const old = body.versions[1]!;
-
-    const human = await runCli(['documents', 'versions', fileId, '-c', 'guides', ...remote], local, tmp.dir);
-    expect(human.stdout).toContain(`  ${old.version}`);
-    expect(human.stdout).toContain('2 version(s)');
-
-    const restored = await runCli(['documents', 'restore', fileId, old.version, ...remote], local, tmp.dir);
-    expect(restored.code, restored.stderr).toBe(0);
-    expect(JSON.parse(restored.stdout)).toEqual({
-      status: true,
-      file_id: fileId,
-      collection_name: 'guides',
-      version: old.version,
-      chunks_count: old.chunks,
+    // Each spawn of `kilde` takes seconds on a loaded machine: generous limits, no timing asserted.
+    it('lists the version a re-ingest kept', { timeout: 120_000 }, async () => {
+      const file = join(tmp.dir, `${mode}-guide.md`);
+      const ingest = async (text: string) => {
+        await writeFile(file, `# Guide\n\n${text}\n`);
+        const run = await runCli(['ingest', file, '-c', 'guides', ...remote()], local, tmp.dir);
+        expect(run.code, run.stderr).toBe(0);
+        return String(jsonLines(run.stdout)[0]?.file_id);
+      };
+      fileId = await ingest('The ferry to Samsø leaves at nine.');
+      expect(await ingest('The ferry to Samsø leaves at noon.')).toBe(fileId);
+      const listed = await runCli(['documents', 'versions', fileId, '--json', ...remote()], local, tmp.dir);
+      expect(listed.code, listed.stderr).toBe(0);
+      const body = JSON.parse(listed.stdout) as Versions;
+      expect(body.collection_name).toBe('guides');
+      expect(body.versions.map((v) => v.live)).toEqual([true, false]);
+      old = body.versions[1]!;
     });
-    const search = await runCli(
-      ['search', 'ferry Samsø', '-c', 'guides', '--json', ...remote],
-      local,
-      tmp.dir,
-    );
-    const documents = (JSON.parse(search.stdout) as { documents: string[][] }).documents[0]!;
-    expect(documents.some((d) => d.includes('nine'))).toBe(true);
-    expect(documents.some((d) => d.includes('noon'))).toBe(false);
 
-    const missing = await runCli(['documents', 'restore', fileId, 'nope', ...remote], local, tmp.dir);
-    expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^kilde: restore: No kept version nope of file_id /);
+    it('restores it: search answers from the restored text', { timeout: 120_000 }, async () => {
+      const restored = await runCli(
+        ['documents', 'restore', fileId, old.version, ...remote()],
+        local,
+        tmp.dir,
+      );
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(JSON.parse(restored.stdout)).toEqual({
+        status: true,
+        file_id: fileId,
+        collection_name: 'guides',
+        version: old.version,
+        chunks_count: old.chunks,
+      });
+      const search = await runCli(
+        ['search', 'ferry Samsø', '-c', 'guides', '--json', ...remote()],
+        local,
+        tmp.dir,
+      );
+      const documents = (JSON.parse(search.stdout) as { documents: string[][] }).documents[0]!;
+      expect(documents.some((d) => d.includes('nine'))).toBe(true);
+      expect(documents.some((d) => d.includes('noon'))).toBe(false);
+    });
+
+    it('prints the versions for people, and refuses an unknown version', { timeout: 120_000 }, async () => {
+      const human = await runCli(
+        ['documents', 'versions', fileId, '-c', 'guides', ...remote()],
+        local,
+        tmp.dir,
+      );
+      expect(human.stdout).toContain(`* ${old.version}`);
+      expect(human.stdout).toContain('2 version(s)');
+      const missing = await runCli(['documents', 'restore', fileId, 'nope', ...remote()], local, tmp.dir);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toMatch(/^kilde: restore: No kept version nope of file_id /);
+    });
   });
 });

@@ -40,11 +40,22 @@ const ENV = {
 
 let qdrant: QdrantFake;
 /** Faults at the network boundary to Qdrant: the next N moves (set_payload) or `committed` records fail. */
-const faults = { setPayload: 0, committed: 0 };
+const faults: { setPayload: number; committed: number; dieAfter: string | undefined; dead: boolean } = {
+  setPayload: 0,
+  committed: 0,
+  dieAfter: undefined,
+  dead: false,
+};
 const faultyFetch: typeof fetch = async (input, init) => {
   const url = String(input instanceof Request ? input.url : input);
   const fail = () =>
     new Response(JSON.stringify({ status: { error: 'Service unavailable' }, time: 0 }), { status: 503 });
+  // "The process dies" after the first request whose body holds the marker: nothing after it lands.
+  if (faults.dead) throw new TypeError('fetch failed: the process is gone');
+  if (faults.dieAfter !== undefined && String(init?.body ?? '').includes(faults.dieAfter)) {
+    faults.dead = true;
+    return fetch(input, init);
+  }
   if (url.includes('/points/payload') && faults.setPayload > 0) {
     faults.setPayload--;
     return fail();
@@ -310,6 +321,30 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
       expect(live).toEqual(new Set([v1.version]));
     },
   );
+
+  it.runIf(engine === 'qdrant').each([
+    ['after recording the kept version, before moving it', 'kilde:retired'],
+    ['after moving the kept version, before clearing the writing entry', 'kilde:kept'],
+  ])('a retirement interrupted %s is finished by the sweep', async (_when, marker) => {
+    const fileId = `doc-c-${marker.slice(6)}`;
+    await put(fileId, 'v1');
+    faults.dieAfter = marker;
+    await put(fileId, 'v2');
+    expect(faults.dead).toBe(true);
+    // A new process: the network works again, nothing is in flight.
+    faults.dead = false;
+    faults.dieAfter = undefined;
+    expect(await ingest.part.pipeline().service.sweepVersions(0)).toMatchObject({ finished: 1, removed: 0 });
+    const versions = (await get(`/api/v1/documents/${fileId}/versions`)).json.versions;
+    expect(versions.map((v: { source: string; live: boolean }) => [v.source, v.live])).toEqual([
+      ['v2.txt', true],
+      ['v1.txt', false],
+    ]);
+    const live = (await referenceView('handbooks')).filter((p) => p.meta.file_id === fileId);
+    expect(new Set(live.map((p) => p.meta.ingest_version))).toEqual(new Set([versions[0].version]));
+    expect(await index.count({ fileId, reserved: 'writing' })).toBe(0);
+    expect(await index.count({ fileId, reserved: 'retired' })).toBe(1);
+  });
 
   it('delete removes every version, the kept ones and their ledger too', async () => {
     await put('doc-d', 'v1');
