@@ -95,7 +95,7 @@ export const SERVICES: readonly Service[] = [
   defineService({
     name: 'ingest',
     summary:
-      'ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}',
+      'ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}, the knowledge API (collections, documents, versions)',
     schema: ingestSchema,
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
