@@ -236,8 +236,9 @@ async function retire(index: VectorIndex, scope: VersionScope, o?: RetireOptions
       RESERVED_TENANTS.kept,
     );
   }
-  // Unfenced, what is left beside this version has no version id (written before versioning).
-  const leftovers = fence === 0 && o.all !== true ? [others(scope)] : [];
+  // What is left beside this version has no version id (written before versioning). Fenced, a
+  // version with a higher fence may be there too, so only a restore (which retires all) deletes them.
+  const leftovers = fence === 0 || o.all === true ? [others(scope)] : [];
   const deleted = await index.deleteWhere([...leftovers, writingEntryOf(scope)]);
   const pruned = await pruneKept(index, scope, o.keep);
   if (pruned > 0) o.log.debug({ ...scope, pruned }, 'deleted kept versions beyond KEEP_VERSIONS');
@@ -606,7 +607,9 @@ export async function restoreVersion(
   }
   const points = await index.count({ fileId: scope.fileId, reserved: 'kept', ingestVersion: scope.version });
   if (points === 0) throw versionNotFound(scope);
-  await index.upsert([ledgerEntry('writing', scope, points, o.now(), { restore: true })]);
+  await index.upsert([
+    ledgerEntry('writing', scope, points, o.now(), { restore: true, written_at: entry.written_at ?? null }),
+  ]);
   try {
     const fence = o.lease?.fence;
     if (o.lease !== undefined && fence !== undefined) {

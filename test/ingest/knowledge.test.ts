@@ -312,6 +312,8 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
         [v2.version, false],
       ]);
       expect(await index.count({ fileId: 'doc-s', reserved: 'writing' })).toBe(0);
+      // The restored version keeps the time it was first written, also when the sweep finished it.
+      expect(after[0].written_at).toBe(v1.written_at);
       expect(await search('walrus')).not.toEqual([]);
       const live = new Set(
         (await referenceView('handbooks'))
