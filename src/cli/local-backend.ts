@@ -38,8 +38,9 @@ interface Runtime {
  */
 export function createLocalBackend(env: Env, log: Logger, engine?: string): Backend {
   const parsed = parseConfig(localSchema(), { ...env, ...(engine ? { EXTRACTION_ENGINE: engine } : {}) });
-  // The in-process app still checks a bearer on its routes; this key never leaves the process.
-  const config = { ...parsed, API_KEY: generateKey(), ENABLE_INSPECTION_API: true };
+  // The in-process app still checks a bearer on its routes; this key never leaves the process. It
+  // never listens, so it needs no OpenAPI document either.
+  const config = { ...parsed, API_KEY: generateKey(), ENABLE_INSPECTION_API: true, OPENAPI_ENABLED: false };
   let runtime: Promise<Runtime> | undefined;
 
   /**
