@@ -153,6 +153,29 @@ export const ERRORS = {
     meaning:
       'With `REDIS_URL` set: Redis, which holds the per-`file_id` lease, was unreachable, or the lease expired before the new version was written; nothing was written, retry.',
   },
+  JOB_NOT_FOUND: {
+    status: 404,
+    statuses: [404],
+    retryable: false,
+    publicMessage: 'No such job',
+    meaning:
+      'No ingestion job has this id: never submitted, or dropped from the bounded history (`JOBS_HISTORY`), or lost with an in-process queue when its process restarted.',
+  },
+  JOB_NOT_CANCELLABLE: {
+    status: 409,
+    statuses: [409],
+    retryable: false,
+    publicMessage: 'The job can no longer be cancelled',
+    meaning: 'Only a queued job can be cancelled; this one is running or has ended.',
+  },
+  JOBS_UNAVAILABLE: {
+    status: 503,
+    statuses: [503],
+    retryable: true,
+    publicMessage: 'The job queue is unavailable',
+    meaning:
+      'With `REDIS_URL` set: Redis, which holds the job queue, did not answer; nothing was queued (or read), retry. Jobs already acknowledged (202) stay queued in Redis.',
+  },
   INTERNAL: {
     status: 500,
     statuses: [500],

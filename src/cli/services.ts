@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { agentSchema } from '../config/agent.js';
 import { extractorServiceSchema } from '../config/extraction.js';
 
-import { ingestSchema } from '../config/ingest.js';
+import { ingestSchema, workerSchema } from '../config/ingest.js';
 import type { KernelConfig } from '../config/kernel.js';
 import { type Env, parseConfig } from '../config/parse.js';
 import { retrieveSchema } from '../config/retrieve.js';
@@ -100,6 +100,16 @@ export const SERVICES: readonly Service[] = [
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
       return [createIngestPart(config, { log })];
+    },
+  }),
+  defineService({
+    name: 'worker',
+    summary:
+      'ingestion job worker: runs the jobs of POST /api/v1/jobs from Redis (needs REDIS_URL); health and metrics only',
+    schema: workerSchema,
+    async create(config, log) {
+      const { createIngestPart } = await import('../ingest/part.js');
+      return [createIngestPart(config, { log, workerOnly: true })];
     },
   }),
   defineService({

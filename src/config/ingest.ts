@@ -94,6 +94,36 @@ export const coordinationPiece = {
   ),
 };
 
+/** Durable ingestion jobs (`POST /api/v1/jobs`; docs/scaling.md, "Ingestion jobs"). */
+export const jobsPiece = {
+  JOBS_WORKER_ENABLED: bool(
+    true,
+    'Runs job workers inside `serve ingest` and `serve all`. False: this process only accepts jobs (`kilde serve worker` processes run them; needs `REDIS_URL`).',
+  ),
+  JOBS_CONCURRENCY: int(2, 'Jobs one worker process runs at the same time.', { min: 1, max: 64 }),
+  JOBS_MAX_ATTEMPTS: int(
+    3,
+    'Runs of a job before it fails. Only retryable failures (embedding 429/5xx, index or Redis unreachable) are retried; a corrupt file fails at once.',
+    { min: 1, max: 20 },
+  ),
+  JOBS_BACKOFF_MS: int(2000, 'Wait before the first retry of a job (ms); it doubles on each further retry.', {
+    min: 0,
+  }),
+  JOBS_HISTORY: int(
+    1000,
+    'Finished jobs kept for `GET /api/v1/jobs` (done and failed, each); older ones are dropped.',
+    { min: 1 },
+  ),
+  JOBS_STALLED_MS: int(
+    30_000,
+    "With `REDIS_URL`: a worker's lock on a running job lasts this long (ms) and is renewed at half of it; a job whose worker died (kill -9, node lost) is re-queued by another worker's stalled check within about twice this.",
+    { min: 1000 },
+  ),
+  JOBS_SPOOL_DIR: optionalString(
+    'Where multipart uploads of jobs wait for their worker (the file is removed when the job ends). Default: `kilde-jobs` in the temp dir. Workers in other processes or machines must see the same folder (a shared volume), or submit jobs as S3 references.',
+  ),
+};
+
 export const ingestSchema = z
   .object({
     ...kernelPieces,
@@ -107,11 +137,23 @@ export const ingestSchema = z
     ...ingestPiece,
     ...objectStorePiece,
     ...coordinationPiece,
+    ...jobsPiece,
   })
   .superRefine(requireEmbeddingProvider('ingest'))
   .superRefine(embeddingRules)
   .superRefine(requireVisionEndpoint);
 export type IngestConfig = z.output<typeof ingestSchema>;
+
+/** `kilde serve worker`: the ingest variables; jobs are shared through Redis, so `REDIS_URL` is required. */
+export const workerSchema = ingestSchema.superRefine((c, ctx) => {
+  if (c.REDIS_URL !== undefined) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['REDIS_URL'],
+    message:
+      'is required by `kilde serve worker`: workers take their jobs from Redis (without it, `serve ingest` and `serve all` run jobs in process)',
+  });
+});
 
 /** Resolved object-storage settings (OBJECTSTORE_* with the standard AWS variables as fallback). */
 export interface ObjectStoreSettings {

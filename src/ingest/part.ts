@@ -6,6 +6,10 @@ import type { ServicePart } from '../http/app.js';
 import { checkDenseUsable } from '../index/dense-check.js';
 import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
+import { createJobQueue } from './jobs/create-queue.js';
+import type { JobQueue } from './jobs/job.js';
+import { registerJobRoutes } from './jobs/routes.js';
+import { createJobRunner, spoolRoot } from './jobs/runner.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
 import type { Stage } from './pipeline.js';
@@ -19,6 +23,11 @@ export interface IngestPartDeps {
   index?: VectorIndex;
   /** Times the worker pool's task limits and the version ledger and its sweep (tests pass a manual clock). */
   clock?: Clock;
+  /**
+   * `kilde serve worker`: no routes (health and metrics only), job workers always on. Default: the
+   * ingest routes and the jobs API, workers as `JOBS_WORKER_ENABLED` says.
+   */
+  workerOnly?: boolean;
 }
 
 /** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
@@ -56,6 +65,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   let retrying: Promise<void> | undefined;
   let sweepTimer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
+  let queue: JobQueue | undefined;
+  const runWorkers = deps.workerOnly === true || config.JOBS_WORKER_ENABLED;
+  const clock = deps.clock ?? systemClock;
 
   /** One version sweep at a time; a failure is logged and the next sweep tries again. */
   function sweep(made: BuiltPipeline): Promise<void> {
@@ -78,6 +90,17 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
     if (stopping.signal.aborted) return;
     built = made;
     pending = undefined;
+    // Jobs run only on a warm pipeline; until then they wait in the queue.
+    if (runWorkers && queue) {
+      await queue.startWorker(
+        createJobRunner({
+          pipeline,
+          objectStore,
+          maxBytes: config.MAX_UPLOAD_BYTES,
+          observer: stageObserver,
+        }),
+      );
+    }
     if (config.INGEST_SWEEP_INTERVAL > 0) {
       sweepTimer = setInterval(() => void sweep(made), config.INGEST_SWEEP_INTERVAL * 1000);
       sweepTimer.unref();
@@ -86,6 +109,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   const pipeline = (): BuiltPipeline => {
     if (!built) throw new KildeError('NOT_READY', 503, 'The ingestion pipeline is still starting');
     return built;
+  };
+  const stageObserver = {
+    stage: (stage: Stage, seconds: number) => metrics?.stage(stage, seconds),
   };
   const build = () =>
     buildIngestPipeline(config, {
@@ -105,7 +131,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   async function retryEnsure(made: BuiltPipeline): Promise<void> {
     for (let delay = RETRY_FIRST_MS; ; delay = Math.min(delay * 2, RETRY_MAX_MS)) {
       try {
-        await (deps.clock ?? systemClock).sleep(delay, stopping.signal);
+        await clock.sleep(delay, stopping.signal);
         await made.index.ensureCollection();
       } catch (err) {
         if (stopping.signal.aborted) return;
@@ -147,10 +173,19 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           await checkDenseUsable(built.index, config, 'ingest');
         },
       },
+      {
+        name: 'jobs',
+        timeoutMs: 5000,
+        check: async (signal) => {
+          if (!queue) throw new Error('job queue not started');
+          await queue.probe(signal);
+        },
+      },
     ],
     async register(app, ctx) {
       const m = createIngestMetrics(ctx.metrics);
       metrics = m;
+      if (deps.workerOnly) return;
       await registerIngestRoutes(app, ctx, {
         pipeline,
         objectStore,
@@ -158,6 +193,15 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         maxBytes: config.MAX_UPLOAD_BYTES,
         inspection: config.ENABLE_INSPECTION_API,
         debug: config.DEBUG,
+      });
+      registerJobRoutes(app, ctx, {
+        queue: () => {
+          if (!queue) throw new KildeError('NOT_READY', 503, 'The job queue is still starting');
+          return queue;
+        },
+        objectStore,
+        maxBytes: config.MAX_UPLOAD_BYTES,
+        spool: spoolRoot(config.JOBS_SPOOL_DIR),
       });
     },
     /**
@@ -171,6 +215,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         return [];
       });
       if (stale.length > 0) deps.log.info({ folders: stale.length }, 'removed stale upload folders');
+      // Redis unreachable at start-up refuses to start, as the per-file lease does.
+      queue ??= await createJobQueue(config, { log: deps.log, clock });
+      deps.log.info({ queue: queue.kind, workers: runWorkers }, 'ingestion jobs ready');
       const made = await build();
       try {
         await made.index.ensureCollection();
@@ -192,6 +239,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       clearInterval(sweepTimer);
       await retrying;
       await sweeping;
+      // Workers first: running jobs finish on the pipeline before it closes.
+      await queue?.close();
+      queue = undefined;
       objectStore.close();
       await (built ?? pending)?.close();
       built = undefined;

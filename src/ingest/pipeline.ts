@@ -45,6 +45,21 @@ export interface PipelineParts {
   keepVersions?: number;
 }
 
+/**
+ * What a running ingest reports to its caller (a job's progress): the stage it enters and, once the
+ * file is chunked, how many chunks there are and how many have passed the embedding stages.
+ */
+export interface PipelineProgress {
+  stage: Stage;
+  chunksTotal?: number;
+  chunksDone?: number;
+}
+
+export interface PipelineOptions {
+  /** Called when a stage starts and when chunk counts change; it must not throw. */
+  onProgress?: (progress: PipelineProgress) => void;
+}
+
 export interface IngestResult {
   collectionName: string;
   chunksCount: number;
@@ -108,8 +123,11 @@ export async function runPipeline(
   version: string,
   signal?: AbortSignal,
   lease?: Lease,
+  options: PipelineOptions = {},
 ): Promise<IngestResult> {
   const { observer, log } = parts;
+  const report = options.onProgress ?? (() => undefined);
+  report({ stage: 'convert' });
   const docs = await timed(
     observer,
     'convert',
@@ -121,6 +139,7 @@ export async function runPipeline(
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
   const routing = docs.find((d) => d.routing)?.routing;
 
+  report({ stage: 'chunk' });
   const points = await timed(
     observer,
     'chunk',
@@ -139,6 +158,7 @@ export async function runPipeline(
 
   const { dense } = parts;
   if (dense) {
+    report({ stage: 'dense', chunksTotal: points.length, chunksDone: 0 });
     const vectors = await timed(
       observer,
       'dense',
@@ -160,6 +180,8 @@ export async function runPipeline(
     text: contextualText(p.content, p.meta),
     language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage, p.content),
   }));
+  // Embedded chunks count as done; in lexical-only mode they are done once analysed.
+  report({ stage: 'sparse', chunksTotal: points.length, chunksDone: dense ? points.length : 0 });
   const lexical = await timed(
     observer,
     'sparse',
@@ -173,6 +195,7 @@ export async function runPipeline(
   });
 
   cancelledIf(signal);
+  report({ stage: 'write', chunksTotal: points.length, chunksDone: points.length });
   const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
   await timed(
     observer,

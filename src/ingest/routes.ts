@@ -23,6 +23,7 @@ import {
   unknownFields,
 } from './request.js';
 import type { IngestOutcome } from './service.js';
+import { successBody } from './success-body.js';
 import { sourcePath, withTempDir } from './temp-dir.js';
 
 export interface RouteDeps {
@@ -79,12 +80,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
         ? await ingestUpload(request, signal)
         : await ingestObject(request, signal);
       deps.metrics.document(outcome.bytes, outcome.chunksCount);
-      return {
-        status: true,
-        collection_name: outcome.collectionName,
-        chunks_count: outcome.chunksCount,
-        extraction: outcome.extraction,
-      };
+      return successBody(outcome);
     },
   );
 

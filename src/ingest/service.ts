@@ -12,7 +12,14 @@ import {
   type VersionSummary,
 } from './knowledge.js';
 import { DELETED_SCOPE, type FileLock, InProcessFileLock } from './lock.js';
-import { cancelledIf, type IngestResult, type PipelineParts, runPipeline, timed } from './pipeline.js';
+import {
+  cancelledIf,
+  type IngestResult,
+  type PipelineOptions,
+  type PipelineParts,
+  runPipeline,
+  timed,
+} from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
 import {
   fencedVersion,
@@ -77,7 +84,12 @@ export class IngestService {
    * other; `overwrite=false` is checked under the lock so two such requests cannot both pass. An
    * aborted `signal` (the client went away) ends the run before its version becomes visible.
    */
-  async ingest(target: IngestTarget, load: SourceLoader, signal?: AbortSignal): Promise<IngestOutcome> {
+  async ingest(
+    target: IngestTarget,
+    load: SourceLoader,
+    signal?: AbortSignal,
+    options: PipelineOptions = {},
+  ): Promise<IngestOutcome> {
     checkCollection(target);
     return this.#lock.run(target.fileId, async (lease) => {
       cancelledIf(signal);
@@ -102,7 +114,7 @@ export class IngestService {
       this.#writing.add(version);
       let result: IngestResult;
       try {
-        result = await runPipeline(this.parts, target, file, version, signal, lease);
+        result = await runPipeline(this.parts, target, file, version, signal, lease, options);
       } catch (err) {
         if (signal?.aborted) {
           this.parts.log.info(

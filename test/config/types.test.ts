@@ -51,7 +51,14 @@ describe('configuration types', () => {
   });
 
   it('registers every service, `all` included, with a schema that documents its variables', () => {
-    expect(SERVICES.map((s) => s.name)).toEqual(['agent', 'tools', 'ingest', 'retrieve', 'extractor']);
+    expect(SERVICES.map((s) => s.name)).toEqual([
+      'agent',
+      'tools',
+      'ingest',
+      'worker',
+      'retrieve',
+      'extractor',
+    ]);
     for (const s of [...SERVICES, allService]) expect(s.schema.shape).toHaveProperty('API_KEY');
   });
 });

@@ -1,0 +1,381 @@
+import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { type Job as BullJob, type JobType, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../../clock.js';
+import { isRetryable, KildeError } from '../../errors.js';
+import {
+  describeJobFailure,
+  type IngestSuccessBody,
+  type Job,
+  type JobCleanup,
+  type JobError,
+  type JobHandler,
+  type JobPayload,
+  type JobQueue,
+  type JobRecord,
+  type JobStage,
+  type JobState,
+  jobErrorOf,
+  jobNotFound,
+  notCancellable,
+  toWire,
+} from './job.js';
+
+export interface BullQueueSettings {
+  url: string;
+  concurrency: number;
+  maxAttempts: number;
+  backoffMs: number;
+  history: number;
+  /** A worker's lock on its running job (ms); a dead worker's job is re-queued after it lapses. */
+  stalledMs: number;
+  clock: Clock;
+  log: Logger;
+  cleanup: JobCleanup;
+  /** Redis key prefix (tests isolate themselves with their own). */
+  prefix?: string;
+}
+
+const QUEUE = 'ingest';
+/** A Redis call the API waits for at most this long before answering JOBS_UNAVAILABLE. */
+const CALL_TIMEOUT_MS = 5000;
+/** Claims (run or cancel) outlive the bounded history. */
+const CLAIM_TTL_S = 7 * 24 * 3600;
+
+/** What a job keeps in BullMQ's `progress` field: where it is, and its failure code. */
+interface StoredProgress {
+  stage: JobStage | null;
+  chunks_total: number | null;
+  chunks_done: number;
+  /** The failure of the last run (retried) or the final one (failed). */
+  error?: JobError;
+}
+
+type Data = JobPayload;
+type Bull = BullJob<Data, IngestSuccessBody, string>;
+
+const STATE_TYPES: Record<JobState, JobType[]> = {
+  queued: ['waiting', 'prioritized', 'delayed'],
+  running: ['active'],
+  done: ['completed'],
+  failed: ['failed'],
+  cancelled: ['failed', 'waiting', 'prioritized', 'delayed'],
+};
+
+/**
+ * Jobs on BullMQ (`REDIS_URL`): durable, shared by every process that points at the same Redis.
+ *
+ * - Retries: BullMQ's attempts with exponential back-off, but only for retryable failures; any other
+ *   failure is an `UnrecoverableError`, so a corrupt file fails at once.
+ * - A dead worker: its lock (`JOBS_STALLED_MS`) lapses and another worker's stalled check puts the job
+ *   back in the wait list (BullMQ's watchdog); the file's Redis lease keeps the two runs apart.
+ * - Cancel: one key per job (`<prefix>:job-claim:<id>`) taken with SET NX by the first of a worker
+ *   starting it (`run`) and a cancel (`cancel`), so a job is never both cancelled and run.
+ */
+export class BullJobQueue implements JobQueue {
+  readonly kind = 'redis';
+  readonly #queue: Queue<Data, IngestSuccessBody, string>;
+  readonly #redis: Redis;
+  readonly #events = new EventEmitter();
+  readonly #prefix: string;
+  #queueEvents: QueueEvents | undefined;
+  #worker: Worker<Data, IngestSuccessBody, string> | undefined;
+  readonly #stopping = new AbortController();
+
+  private constructor(
+    private readonly s: BullQueueSettings,
+    redis: Redis,
+  ) {
+    this.#prefix = s.prefix ?? 'kilde';
+    this.#redis = redis;
+    this.#queue = new Queue<Data, IngestSuccessBody, string>(QUEUE, {
+      connection: redis,
+      prefix: this.#prefix,
+      defaultJobOptions: {
+        attempts: s.maxAttempts,
+        backoff: { type: 'exponential', delay: s.backoffMs },
+        removeOnComplete: { count: s.history },
+        removeOnFail: { count: s.history },
+      },
+    });
+    this.#queue.on('error', (err) => s.log.warn({ err: err.message }, 'job queue: redis error'));
+    this.#events.setMaxListeners(0);
+  }
+
+  /** Connects (start-up fails when Redis does not answer, like the per-file lease) and listens for job events. */
+  static async open(s: BullQueueSettings): Promise<BullJobQueue> {
+    const redis = new Redis(s.url, { ...apiOptions(), lazyConnect: true });
+    redis.on('error', (err: Error) => s.log.warn({ err: err.message }, 'job queue: redis connection error'));
+    try {
+      await redis.connect();
+      await redis.ping();
+    } catch (err) {
+      redis.disconnect();
+      throw new KildeError(
+        'JOBS_UNAVAILABLE',
+        'Redis (REDIS_URL) is unreachable: the job queue cannot start',
+        {
+          cause: err,
+        },
+      );
+    }
+    const q = new BullJobQueue(s, redis);
+    q.#queueEvents = new QueueEvents(QUEUE, {
+      connection: new Redis(s.url, blockingOptions()),
+      prefix: q.#prefix,
+    });
+    q.#queueEvents.on('error', (err) => s.log.warn({ err: err.message }, 'job events: redis error'));
+    for (const name of [
+      'waiting',
+      'active',
+      'progress',
+      'completed',
+      'failed',
+      'delayed',
+      'stalled',
+    ] as const) {
+      q.#queueEvents.on(name, (args: { jobId: string }) => q.#events.emit('change', args.jobId));
+    }
+    return q;
+  }
+
+  async submit(payload: JobPayload): Promise<Job> {
+    const id = randomUUID();
+    const job = (await this.#call('queueing the job', () =>
+      this.#queue.add('ingest', payload, { jobId: id }),
+    )) as Bull;
+    return toWire(this.#record(job, 'queued', null));
+  }
+
+  async get(id: string): Promise<Job | undefined> {
+    return this.#call('reading the job', async () => {
+      const job = (await this.#queue.getJob(id)) as Bull | undefined;
+      if (!job) return undefined;
+      const [state, claim] = await Promise.all([job.getState(), this.#redis.get(this.#claimKey(id))]);
+      if (state === 'unknown') return undefined;
+      return toWire(this.#record(job, this.#stateOf(state, claim), claim));
+    });
+  }
+
+  async list(limit: number, state?: JobState): Promise<Job[]> {
+    return this.#call('listing jobs', async () => {
+      const types = state
+        ? STATE_TYPES[state]
+        : (['waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'] as JobType[]);
+      const found = await Promise.all(
+        types.map(async (t) =>
+          ((await this.#queue.getJobs([t], 0, limit - 1, false)) as Bull[]).map((j) => ({ t, j })),
+        ),
+      );
+      const all = found.flat().filter(({ j }) => j?.id !== undefined);
+      const claims =
+        all.length === 0 ? [] : await this.#redis.mget(all.map(({ j }) => this.#claimKey(j.id as string)));
+      const jobs = all
+        .map(({ t, j }, i) => toWire(this.#record(j, this.#stateOf(t, claims[i] ?? null), claims[i] ?? null)))
+        .filter((j) => state === undefined || j.state === state);
+      jobs.sort((a, b) => b.created_at.localeCompare(a.created_at));
+      return jobs.slice(0, limit);
+    });
+  }
+
+  async cancel(id: string): Promise<Job> {
+    const job = await this.get(id);
+    if (!job) throw jobNotFound(id);
+    if (job.state === 'cancelled') return job;
+    if (job.state !== 'queued') throw notCancellable(job);
+    const won = await this.#call('cancelling the job', () =>
+      this.#redis.set(this.#claimKey(id), 'cancel', 'EX', CLAIM_TTL_S, 'NX'),
+    );
+    const after = await this.get(id);
+    if (!after) throw jobNotFound(id);
+    if (won !== 'OK' && after.state !== 'cancelled') throw notCancellable(after);
+    // Its upload goes now; the job itself stays listed as cancelled, and the worker that picks it
+    // up ends it at once.
+    const raw = (await this.#queue.getJob(id).catch(() => undefined)) as Bull | undefined;
+    if (raw) await this.s.cleanup(raw.data).catch(() => undefined);
+    this.#events.emit('change', id);
+    return after;
+  }
+
+  subscribe(fn: (jobId: string) => void): () => void {
+    this.#events.on('change', fn);
+    return () => this.#events.off('change', fn);
+  }
+
+  async startWorker(handler: JobHandler): Promise<void> {
+    const s = this.s;
+    this.#worker = new Worker<Data, IngestSuccessBody, string>(
+      QUEUE,
+      (job, token) => this.#process(job, handler, token),
+      {
+        connection: new Redis(s.url, blockingOptions()),
+        prefix: this.#prefix,
+        concurrency: s.concurrency,
+        lockDuration: s.stalledMs,
+        stalledInterval: s.stalledMs,
+        // A job a dead worker left is re-run this many times before it fails.
+        maxStalledCount: s.maxAttempts,
+      },
+    );
+    this.#worker.on('error', (err) => s.log.warn({ err: err.message }, 'job worker: redis error'));
+    this.#worker.on('stalled', (jobId) =>
+      s.log.warn({ jobId }, 'job stalled (its worker died?): queued again'),
+    );
+    s.log.info({ concurrency: s.concurrency, stalledMs: s.stalledMs }, 'job worker started (BullMQ)');
+  }
+
+  async #process(job: Bull, handler: JobHandler, _token?: string): Promise<IngestSuccessBody> {
+    const id = job.id as string;
+    const key = this.#claimKey(id);
+    const claimed = await this.#redis.set(key, 'run', 'EX', CLAIM_TTL_S, 'NX');
+    if (claimed !== 'OK' && (await this.#redis.get(key)) === 'cancel') {
+      await this.s.cleanup(job.data).catch(() => undefined);
+      throw new UnrecoverableError('cancelled before it started');
+    }
+    let progress: StoredProgress = { stage: null, chunks_total: null, chunks_done: 0 };
+    let writes = Promise.resolve();
+    const save = (p: StoredProgress) => {
+      progress = p;
+      writes = writes.then(
+        () => job.updateProgress({ ...p }),
+        () => undefined,
+      );
+      return writes;
+    };
+    await save(progress);
+    try {
+      const result = await handler(job.data, {
+        jobId: id,
+        attempt: job.attemptsStarted,
+        signal: this.#stopping.signal,
+        progress: (p) =>
+          void save({
+            stage: p.stage,
+            chunks_total: p.chunksTotal ?? progress.chunks_total,
+            chunks_done: p.chunksDone ?? progress.chunks_done,
+          }).catch(() => undefined),
+      });
+      await writes.catch(() => undefined);
+      await this.s.cleanup(job.data).catch(() => undefined);
+      return result;
+    } catch (err) {
+      const error = jobErrorOf(err);
+      const retry = isRetryable(err) && job.attemptsMade + 1 < this.s.maxAttempts;
+      this.s.log.warn(
+        {
+          jobId: id,
+          fileId: job.data.target.fileId,
+          attempt: job.attemptsMade + 1,
+          code: error.code,
+          retry,
+          err: describeJobFailure(err),
+        },
+        retry ? 'ingestion job failed; retrying' : 'ingestion job failed',
+      );
+      await save({ ...progress, stage: null, error }).catch(() => undefined);
+      if (!retry) await this.s.cleanup(job.data).catch(() => undefined);
+      if (!isRetryable(err)) throw new UnrecoverableError(error.message);
+      throw new Error(error.message);
+    }
+  }
+
+  async probe(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw signal.reason;
+    await this.#call('ping', () => this.#redis.ping());
+  }
+
+  async close(): Promise<void> {
+    this.#stopping.abort();
+    await this.#worker?.close().catch(() => undefined);
+    await this.#queueEvents?.close().catch(() => undefined);
+    await this.#queue.close().catch(() => undefined);
+    this.#redis.disconnect();
+  }
+
+  #claimKey(id: string): string {
+    return `${this.#prefix}:job-claim:${id}`;
+  }
+
+  #stateOf(bull: string, claim: string | null): JobState {
+    if (claim === 'cancel') return 'cancelled';
+    if (bull === 'active') return 'running';
+    if (bull === 'completed') return 'done';
+    if (bull === 'failed') return 'failed';
+    return 'queued';
+  }
+
+  #record(job: Bull, state: JobState, _claim: string | null): JobRecord {
+    const p = storedProgress(job.progress);
+    const result = state === 'done' ? (job.returnvalue ?? null) : null;
+    const failedError: JobError | null =
+      state === 'failed'
+        ? (p.error ?? { code: 'PIPELINE_FAILED', message: job.failedReason || 'The job failed' })
+        : null;
+    return {
+      id: job.id as string,
+      payload: job.data,
+      state,
+      stage: p.stage,
+      createdAt: job.timestamp,
+      startedAt: job.processedOn ?? null,
+      finishedAt:
+        state === 'done' || state === 'failed' || (state === 'cancelled' && job.finishedOn)
+          ? (job.finishedOn ?? null)
+          : null,
+      chunksTotal: result ? result.chunks_count : p.chunks_total,
+      chunksDone: result ? result.chunks_count : p.chunks_done,
+      attempts: job.attemptsStarted ?? job.attemptsMade,
+      result,
+      error: failedError,
+      lastError: state === 'queued' ? (p.error ?? null) : null,
+    };
+  }
+
+  /** Redis down: fail fast with a clear code rather than hang the request. */
+  async #call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    let timer: { cancel(): void } | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = this.s.clock.schedule(
+        () => reject(new KildeError('JOBS_UNAVAILABLE', `Redis did not answer while ${what}`)),
+        CALL_TIMEOUT_MS,
+      );
+    });
+    try {
+      return await Promise.race([fn(), timeout]);
+    } catch (err) {
+      if (err instanceof KildeError) throw err;
+      throw new KildeError('JOBS_UNAVAILABLE', `The job queue (Redis) is unavailable while ${what}`, {
+        cause: err,
+      });
+    } finally {
+      timer?.cancel();
+    }
+  }
+}
+
+function storedProgress(raw: unknown): StoredProgress {
+  const p = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<StoredProgress>;
+  return {
+    stage: p.stage ?? null,
+    chunks_total: typeof p.chunks_total === 'number' ? p.chunks_total : null,
+    chunks_done: typeof p.chunks_done === 'number' ? p.chunks_done : 0,
+    ...(p.error ? { error: p.error } : {}),
+  };
+}
+
+/** The API's connection: a command fails at once while Redis is down (no offline queue). */
+function apiOptions(): RedisOptions {
+  return {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout: 10_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  };
+}
+
+/** Workers and event readers block on Redis; BullMQ requires them to retry for ever. */
+function blockingOptions(): RedisOptions {
+  return { maxRetriesPerRequest: null, retryStrategy: (attempt) => Math.min(attempt * 200, 2000) };
+}
