@@ -156,14 +156,7 @@ describe('POST /api/v1/jobs on the in-process queue', () => {
     const stream = await watching;
     expect(stream.jobs[0]).toMatchObject({ state: 'queued', stage: null });
     const running = stream.jobs.filter((j) => j.state === 'running');
-    expect(running.map((j) => j.stage)).toEqual([
-      'upload',
-      'convert',
-      'chunk',
-      'embed',
-      'sparse',
-      'write',
-    ]);
+    expect(running.map((j) => j.stage)).toEqual(['upload', 'convert', 'chunk', 'embed', 'sparse', 'write']);
     const total = stream.jobs.at(-1)!.result!.chunks_count;
     expect(running.find((j) => j.stage === 'embed')!.progress).toEqual({
       chunks_total: total,

@@ -214,9 +214,11 @@ export class MemoryJobQueue implements JobQueue {
   /** A job ended: release its upload, announce it, and keep the history bounded. */
   async #finished(r: JobRecord): Promise<void> {
     // The upload goes before the end is announced: a client that saw the end sees no upload left.
-    await this.s.cleanup(r.payload).catch((err: unknown) =>
-      this.s.log.warn({ jobId: r.id, err }, 'could not remove the spooled upload of a job'),
-    );
+    await this.s
+      .cleanup(r.payload)
+      .catch((err: unknown) =>
+        this.s.log.warn({ jobId: r.id, err }, 'could not remove the spooled upload of a job'),
+      );
     this.#changed(r);
     // Oldest first: drop finished jobs of this kind beyond the bound.
     const kind = (x: JobRecord) => (x.state === 'done' ? 'done' : 'other');
