@@ -83,6 +83,8 @@ export class BullJobQueue implements JobQueue {
   #queueEvents: QueueEvents | undefined;
   #worker: Worker<Data, IngestSuccessBody, string> | undefined;
   readonly #stopping = new AbortController();
+  /** Blocking connections of the worker and the event reader: passed in, so closed here. */
+  readonly #owned: Redis[] = [];
 
   private constructor(
     private readonly s: BullQueueSettings,
@@ -123,7 +125,7 @@ export class BullJobQueue implements JobQueue {
     }
     const q = new BullJobQueue(s, redis);
     q.#queueEvents = new QueueEvents(QUEUE, {
-      connection: new Redis(s.url, blockingOptions()),
+      connection: q.#blocking(),
       prefix: q.#prefix,
     });
     q.#queueEvents.on('error', (err) => s.log.warn({ err: err.message }, 'job events: redis error'));
@@ -186,7 +188,7 @@ export class BullJobQueue implements JobQueue {
     if (job.state === 'cancelled') return job;
     if (job.state !== 'queued') throw notCancellable(job);
     const won = await this.#call('cancelling the job', () =>
-      this.#redis.set(this.#claimKey(id), 'cancel', 'EX', CLAIM_TTL_S, 'NX'),
+      this.#redis.set(this.#claimKey(id), `cancel:${this.s.clock.now()}`, 'EX', CLAIM_TTL_S, 'NX'),
     );
     const after = await this.get(id);
     if (!after) throw jobNotFound(id);
@@ -210,7 +212,7 @@ export class BullJobQueue implements JobQueue {
       QUEUE,
       (job, token) => this.#process(job, handler, token),
       {
-        connection: new Redis(s.url, blockingOptions()),
+        connection: this.#blocking(),
         prefix: this.#prefix,
         concurrency: s.concurrency,
         lockDuration: s.stalledMs,
@@ -230,7 +232,7 @@ export class BullJobQueue implements JobQueue {
     const id = job.id as string;
     const key = this.#claimKey(id);
     const claimed = await this.#redis.set(key, 'run', 'EX', CLAIM_TTL_S, 'NX');
-    if (claimed !== 'OK' && (await this.#redis.get(key)) === 'cancel') {
+    if (claimed !== 'OK' && isCancel(await this.#redis.get(key))) {
       await this.s.cleanup(job.data).catch(() => undefined);
       throw new UnrecoverableError('cancelled before it started');
     }
@@ -292,6 +294,14 @@ export class BullJobQueue implements JobQueue {
     await this.#queueEvents?.close().catch(() => undefined);
     await this.#queue.close().catch(() => undefined);
     this.#redis.disconnect();
+    for (const r of this.#owned) r.disconnect();
+  }
+
+  #blocking(): Redis {
+    const redis = new Redis(this.s.url, blockingOptions());
+    redis.on('error', () => undefined);
+    this.#owned.push(redis);
+    return redis;
   }
 
   #claimKey(id: string): string {
@@ -299,14 +309,14 @@ export class BullJobQueue implements JobQueue {
   }
 
   #stateOf(bull: string, claim: string | null): JobState {
-    if (claim === 'cancel') return 'cancelled';
+    if (isCancel(claim)) return 'cancelled';
     if (bull === 'active') return 'running';
     if (bull === 'completed') return 'done';
     if (bull === 'failed') return 'failed';
     return 'queued';
   }
 
-  #record(job: Bull, state: JobState, _claim: string | null): JobRecord {
+  #record(job: Bull, state: JobState, claim: string | null): JobRecord {
     const p = storedProgress(job.progress);
     const result = state === 'done' ? (job.returnvalue ?? null) : null;
     const failedError: JobError | null =
@@ -321,9 +331,11 @@ export class BullJobQueue implements JobQueue {
       createdAt: job.timestamp,
       startedAt: job.processedOn ?? null,
       finishedAt:
-        state === 'done' || state === 'failed' || (state === 'cancelled' && job.finishedOn)
-          ? (job.finishedOn ?? null)
-          : null,
+        state === 'cancelled'
+          ? Number(claim?.slice('cancel:'.length)) || null
+          : state === 'done' || state === 'failed'
+            ? (job.finishedOn ?? null)
+            : null,
       chunksTotal: result ? result.chunks_count : p.chunks_total,
       chunksDone: result ? result.chunks_count : p.chunks_done,
       attempts: job.attemptsStarted ?? job.attemptsMade,
@@ -353,6 +365,11 @@ export class BullJobQueue implements JobQueue {
       timer?.cancel();
     }
   }
+}
+
+/** The claim a cancel took: `cancel:<ms since the epoch>`. */
+function isCancel(claim: string | null): boolean {
+  return claim?.startsWith('cancel') === true;
 }
 
 function storedProgress(raw: unknown): StoredProgress {
