@@ -83,8 +83,6 @@ export class BullJobQueue implements JobQueue {
   #queueEvents: QueueEvents | undefined;
   #worker: Worker<Data, IngestSuccessBody, string> | undefined;
   readonly #stopping = new AbortController();
-  /** Blocking connections of the worker and the event reader: passed in, so closed here. */
-  readonly #owned: Redis[] = [];
 
   private constructor(
     private readonly s: BullQueueSettings,
@@ -125,7 +123,7 @@ export class BullJobQueue implements JobQueue {
     }
     const q = new BullJobQueue(s, redis);
     q.#queueEvents = new QueueEvents(QUEUE, {
-      connection: q.#blocking(),
+      connection: blockingOptions(s.url),
       prefix: q.#prefix,
     });
     q.#queueEvents.on('error', (err) => s.log.warn({ err: err.message }, 'job events: redis error'));
@@ -140,6 +138,9 @@ export class BullJobQueue implements JobQueue {
     ] as const) {
       q.#queueEvents.on(name, (args: { jobId: string }) => q.#events.emit('change', args.jobId));
     }
+    // Each connection finishes its set-up (BullMQ reads the server's version) before it can be
+    // closed: closing one mid-way leaves a rejected promise inside BullMQ.
+    await Promise.all([q.#queue.waitUntilReady(), q.#queueEvents.waitUntilReady()]);
     return q;
   }
 
@@ -212,7 +213,7 @@ export class BullJobQueue implements JobQueue {
       QUEUE,
       (job, token) => this.#process(job, handler, token),
       {
-        connection: this.#blocking(),
+        connection: blockingOptions(s.url),
         prefix: this.#prefix,
         concurrency: s.concurrency,
         lockDuration: s.stalledMs,
@@ -225,6 +226,7 @@ export class BullJobQueue implements JobQueue {
     this.#worker.on('stalled', (jobId) =>
       s.log.warn({ jobId }, 'job stalled (its worker died?): queued again'),
     );
+    await this.#worker.waitUntilReady();
     s.log.info({ concurrency: s.concurrency, stalledMs: s.stalledMs }, 'job worker started (BullMQ)');
   }
 
@@ -293,15 +295,8 @@ export class BullJobQueue implements JobQueue {
     await this.#worker?.close().catch(() => undefined);
     await this.#queueEvents?.close().catch(() => undefined);
     await this.#queue.close().catch(() => undefined);
-    this.#redis.disconnect();
-    for (const r of this.#owned) r.disconnect();
-  }
-
-  #blocking(): Redis {
-    const redis = new Redis(this.s.url, blockingOptions());
-    redis.on('error', () => undefined);
-    this.#owned.push(redis);
-    return redis;
+    // QUIT waits for the replies of commands still in flight (a disconnect would reject them).
+    await this.#redis.quit().catch(() => this.#redis.disconnect());
   }
 
   #claimKey(id: string): string {
@@ -392,7 +387,21 @@ function apiOptions(): RedisOptions {
   };
 }
 
-/** Workers and event readers block on Redis; BullMQ requires them to retry for ever. */
-function blockingOptions(): RedisOptions {
-  return { maxRetriesPerRequest: null, retryStrategy: (attempt) => Math.min(attempt * 200, 2000) };
+/**
+ * Workers and event readers block on Redis; BullMQ requires them to retry for ever. Given as options
+ * (not a client), so BullMQ opens and closes these connections itself.
+ */
+function blockingOptions(url: string): RedisOptions {
+  const u = new URL(url);
+  const db = Number(u.pathname.replace(/^\//, '') || '0');
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(Number.isInteger(db) && db > 0 ? { db } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+    maxRetriesPerRequest: null,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+  };
 }
