@@ -45,12 +45,19 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** `port`: a restart on the port of a stopped one (its data is gone: no persistence). */
-export async function startRedis(port?: number): Promise<RedisServer> {
+/**
+ * `port`: a restart on the port of a stopped one (its data is gone: no persistence). `dir`: with
+ * persistence instead, an append-only file there written on every command (`appendfsync always`),
+ * so a restart on the same port and folder keeps every acknowledged write even after SIGKILL.
+ */
+export async function startRedis(port?: number, options: { dir?: string } = {}): Promise<RedisServer> {
   port ??= await freePort();
+  const persistence = options.dir
+    ? ['--dir', options.dir, '--appendonly', 'yes', '--appendfsync', 'always']
+    : ['--appendonly', 'no'];
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

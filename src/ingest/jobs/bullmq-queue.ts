@@ -238,6 +238,10 @@ export class BullJobQueue implements JobQueue {
       await this.s.cleanup(job.data).catch(() => undefined);
       throw new UnrecoverableError('cancelled before it started');
     }
+    this.s.log.info(
+      { jobId: id, fileId: job.data.target.fileId, attempt: job.attemptsStarted },
+      'job started',
+    );
     let progress: StoredProgress = { stage: null, chunks_total: null, chunks_done: 0 };
     let writes = Promise.resolve();
     const save = (p: StoredProgress) => {

@@ -151,6 +151,7 @@ export class MemoryJobQueue implements JobQueue {
     r.stage = null;
     r.attempts += 1;
     r.startedAt ??= this.s.clock.now();
+    this.s.log.info({ jobId: r.id, fileId: r.payload.target.fileId, attempt: r.attempts }, 'job started');
     this.#changed(r);
     try {
       const result = await handler(r.payload, {
