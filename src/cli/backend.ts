@@ -1,6 +1,7 @@
 import type { EvalRun, RunSummary } from '../eval/run.js';
 import type { ChunkMeta } from '../index/contract.js';
 import { CliError } from './fail.js';
+import type { JobClient } from './job-client.js';
 
 /** `POST /search` response, the chat platform's shape. */
 export interface SearchResult {
@@ -80,6 +81,10 @@ export interface Backend {
   missingCollections(names: readonly string[]): Promise<string[]>;
   /** Where the index is, for messages (local: its directory or URI). */
   readonly where?: string;
+  /** The server's jobs API (`--url`): `kilde ingest` submits jobs and follows their events. */
+  readonly jobs?: JobClient;
+  /** The server's base URL (`--url`). */
+  readonly url?: string;
   close(): Promise<void>;
 }
 

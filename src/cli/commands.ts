@@ -11,10 +11,12 @@ import { collectionNameProblem, fileIdFor, normaliseCollectionName } from '../in
 import type { Backend } from './backend.js';
 import { CliError, debugOn } from './fail.js';
 import { createHttpBackend } from './http-backend.js';
+import type { JobClient } from './job-client.js';
+import { failuresByCode, ingestWithJobs, manifestPath } from './job-ingest.js';
 import { createLocalBackend } from './local-backend.js';
 import { createProgress, type FileOutcome } from './progress.js';
 import { renderHits } from './render.js';
-import { findFiles } from './walk.js';
+import { type FoundFile, findFiles } from './walk.js';
 
 export interface CliIo {
   env: Env;
@@ -157,6 +159,63 @@ export function errorMessage(err: unknown): { error: string; code?: string } {
   return code ? { error, code } : { error };
 }
 
+/**
+ * `kilde ingest … --url`: one job per file on the server, followed through its events; Ctrl-C stops
+ * following (the server keeps running what was submitted) and the same command resumes.
+ */
+async function ingestJobs(
+  io: CliIo,
+  jobs: JobClient,
+  url: string,
+  files: FoundFile[],
+  o: { collection: string; concurrency: number; user: string; force?: boolean },
+  progress: ReturnType<typeof createProgress>,
+): Promise<void> {
+  const stop = new AbortController();
+  const onSigint = () => stop.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const dataDir = resolve(dataPiece.KILDE_DATA_DIR.parse(io.env.KILDE_DATA_DIR));
+    await ingestWithJobs({
+      client: jobs,
+      files,
+      collection: o.collection,
+      userId: o.user,
+      url,
+      manifest: manifestPath(dataDir, url, o.collection),
+      force: o.force === true,
+      concurrency: o.concurrency,
+      record: (outcome) => progress.record(outcome),
+      stage: (file, job) =>
+        progress.status(file, job.state === 'running' ? (job.stage ?? 'running') : job.state),
+      signal: stop.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  const summary = progress.finish();
+  if (io.out.isTTY !== true) io.out.write(`${JSON.stringify({ summary })}\n`);
+  const done = summary.ok + summary.failed;
+  io.err.write(
+    `ingested ${summary.ok} of ${done} file(s) into "${o.collection}": ${summary.chunks} chunks in ${summary.seconds} s` +
+      (summary.skipped > 0 ? ` (${summary.skipped} unchanged, skipped)` : '') +
+      (summary.failed > 0 ? `; ${summary.failed} failed:\n` : '\n'),
+  );
+  if (summary.failed > 0) {
+    const byCode = failuresByCode(summary.failures);
+    io.err.write(`  by code: ${byCode.map(([code, n]) => `${code} ×${n}`).join(', ')}\n`);
+    for (const f of summary.failures)
+      io.err.write(`  ${f.file}: ${f.error}${f.code ? ` (${f.code})` : ''}\n`);
+    process.exitCode = 1;
+  }
+  if (stop.signal.aborted) {
+    io.err.write(
+      `interrupted after ${done} of ${files.length} file(s); jobs already submitted keep running on the server. Run the same command again to resume.\n`,
+    );
+    process.exitCode = 130;
+  }
+}
+
 export function registerCommands(program: Command, io: CliIo): void {
   remoteOptions(
     program
@@ -167,16 +226,21 @@ export function registerCommands(program: Command, io: CliIo): void {
       .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
       // 8: enough for the embedded index to group-commit the writes of small files (~7x 2's files/s)
       .option('--concurrency <n>', 'files in flight', positiveInt('--concurrency', 64), 8)
-      .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli'),
+      .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli')
+      .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged'),
   ).action(
     async (
       paths: string[],
-      o: Remote & { collection: string; engine?: string; concurrency: number; user: string },
+      o: Remote & { collection: string; engine?: string; concurrency: number; user: string; force?: boolean },
     ) => {
       const files = await findFiles(paths);
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
       await withBackend(io, o, o.engine, async (backend) => {
         const progress = createProgress(files.length, io.out.isTTY === true, io.out);
+        if (backend.jobs && backend.url) {
+          await ingestJobs(io, backend.jobs, backend.url, files, o, progress);
+          return;
+        }
         let next = 0;
         const worker = async () => {
           for (let i = next++; i < files.length; i = next++) {

@@ -8,6 +8,7 @@ import {
   type SearchResult,
 } from './backend.js';
 import { CliError } from './fail.js';
+import { createJobClient } from './job-client.js';
 
 export interface HttpBackendOptions {
   url: string;
@@ -50,6 +51,8 @@ export function createHttpBackend(o: HttpBackendOptions): Backend {
 
   return {
     mode: 'http',
+    url: base,
+    jobs: createJobClient({ base, apiKey: o.apiKey, ...(o.fetch ? { fetch: o.fetch } : {}) }),
     // POST /search answers an unknown collection with empty lists, as the contract wants.
     missingCollections: async () => [],
     async prepare() {

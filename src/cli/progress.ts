@@ -8,11 +8,16 @@ export interface FileOutcome {
   ms: number;
   error?: string;
   code?: string;
+  /** Unchanged since a run that ingested it (`--url`: the content hash in the job manifest). */
+  skipped?: boolean;
+  job_id?: string;
 }
 
 export interface Summary {
   ok: number;
   failed: number;
+  /** Of `ok`, the files skipped as unchanged. */
+  skipped: number;
   chunks: number;
   seconds: number;
   failures: FileOutcome[];
@@ -52,12 +57,17 @@ export function createProgress(total: number, tty: boolean, out: NodeJS.Writable
         });
       else out.write(`${JSON.stringify(o)}\n`);
     },
+    /** A file still in flight: what it is doing (a job's state and stage). TTY only. */
+    status(file: string, text: string) {
+      bar?.update({ file: `${file.slice(-30)} ${text}` });
+    },
     finish(): Summary {
       bar?.stop();
       const failures = outcomes.filter((o) => !o.ok);
       return {
         ok: outcomes.length - failures.length,
         failed: failures.length,
+        skipped: outcomes.filter((o) => o.skipped).length,
         chunks,
         seconds: Math.round((Date.now() - started) / 100) / 10,
         failures,

@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { z } from 'zod';
+import { contentHash } from '../embedded/file-ingest.js';
+import { fileIdFor } from '../index/identifiers.js';
+import type { Job } from '../ingest/jobs/job.js';
+import type { JobClient } from './job-client.js';
+import type { FileOutcome } from './progress.js';
+import type { FoundFile } from './walk.js';
+
+/**
+ * `kilde ingest <paths> --url …`: one job per file, followed through its events. A manifest in the
+ * data directory remembers each file's content hash and job, per server and collection, so a run
+ * stopped half-way (Ctrl-C) resumes: files done with the same content are skipped, jobs still
+ * queued or running on the server are followed again instead of being submitted twice.
+ */
+const manifestSchema = z.object({
+  url: z.string(),
+  collection: z.string(),
+  files: z.record(z.string(), z.object({ sha256: z.string(), job_id: z.string(), done: z.boolean() })),
+});
+type Manifest = z.infer<typeof manifestSchema>;
+
+export function manifestPath(dataDir: string, url: string, collection: string): string {
+  const key = createHash('sha256').update(`${url}\n${collection}`).digest('hex').slice(0, 16);
+  return join(dataDir, 'cli-jobs', `${key}.json`);
+}
+
+async function readManifest(path: string, url: string, collection: string): Promise<Manifest> {
+  const empty: Manifest = { url, collection, files: {} };
+  const text = await readFile(path, 'utf8').catch(() => undefined);
+  if (text === undefined) return empty;
+  try {
+    const m = manifestSchema.parse(JSON.parse(text));
+    return m.url === url && m.collection === collection ? m : empty;
+  } catch {
+    return empty;
+  }
+}
+
+export interface JobIngestOptions {
+  client: JobClient;
+  files: readonly FoundFile[];
+  collection: string;
+  userId: string;
+  url: string;
+  manifest: string;
+  /** Re-ingest files the manifest says are done. */
+  force: boolean;
+  concurrency: number;
+  record: (o: FileOutcome & { skipped?: boolean; job_id?: string }) => void;
+  /** A running job's stage, for the progress bar. */
+  stage: (file: string, job: Job) => void;
+  signal: AbortSignal;
+}
+
+export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: number }> {
+  const manifest = await readManifest(o.manifest, o.url, o.collection);
+  let skipped = 0;
+  // Writes are chained and atomic (rename), so an interrupted run leaves a whole manifest.
+  let saving = Promise.resolve();
+  const save = () => {
+    saving = saving.then(async () => {
+      await mkdir(dirname(o.manifest), { recursive: true });
+      const tmp = `${o.manifest}.${process.pid}.tmp`;
+      await writeFile(tmp, `${JSON.stringify(manifest)}\n`);
+      await rename(tmp, o.manifest);
+    });
+    return saving;
+  };
+
+  async function one(file: FoundFile): Promise<void> {
+    const fileId = fileIdFor(o.collection, file.relative);
+    const started = performance.now();
+    const base = { file: file.relative, file_id: fileId };
+    const ms = () => Math.round(performance.now() - started);
+    try {
+      const sha256 = await contentHash(file.path);
+      const known = manifest.files[fileId];
+      if (!o.force && known?.sha256 === sha256 && known.done) {
+        skipped += 1;
+        o.record({ ...base, ok: true, chunks: 0, ms: ms(), skipped: true, job_id: known.job_id });
+        return;
+      }
+      // A job of this content submitted by an interrupted run: follow it rather than submit again.
+      let job = !o.force && known?.sha256 === sha256 ? await o.client.get(known.job_id) : undefined;
+      if (!job || job.state === 'failed' || job.state === 'cancelled') {
+        job = await o.client.submit({
+          path: file.path,
+          fileId,
+          filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+          collection: o.collection,
+          userId: o.userId,
+          source: file.relative,
+        });
+        manifest.files[fileId] = { sha256, job_id: job.job_id, done: false };
+        await save();
+      }
+      const end = await o.client.watch(job.job_id, (j) => o.stage(file.relative, j), o.signal);
+      if (end.state === 'done') {
+        manifest.files[fileId] = { sha256, job_id: end.job_id, done: true };
+        await save();
+        o.record({ ...base, ok: true, chunks: end.result?.chunks_count ?? 0, ms: ms(), job_id: end.job_id });
+        return;
+      }
+      o.record({
+        ...base,
+        ok: false,
+        chunks: 0,
+        ms: ms(),
+        job_id: end.job_id,
+        error: end.error?.message ?? `job ${end.state}`,
+        code: end.error?.code ?? (end.state === 'cancelled' ? 'CANCELLED' : 'FAILED'),
+      });
+    } catch (err) {
+      if (o.signal.aborted) return;
+      const e = err as { message?: unknown; code?: unknown };
+      o.record({
+        ...base,
+        ok: false,
+        chunks: 0,
+        ms: ms(),
+        error: String(e.message ?? err),
+        ...(typeof e.code === 'string' ? { code: e.code } : {}),
+      });
+    }
+  }
+
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < o.files.length && !o.signal.aborted; i = next++) await one(o.files[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(o.concurrency, o.files.length) }, worker));
+  await saving;
+  return { skipped };
+}
+
+/** `EXTRACTION_FAILED ×3, EMBEDDING_FAILED ×1`: the failures of a run by code, most frequent first. */
+export function failuresByCode(failures: readonly { code?: string }[]): [string, number][] {
+  const counts = new Map<string, number>();
+  for (const f of failures) counts.set(f.code ?? 'ERROR', (counts.get(f.code ?? 'ERROR') ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+}

@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Job } from '../../src/ingest/jobs/job.js';
+import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
+import { AUTH } from '../helpers/app.js';
+import { type Harness, startIngest } from '../ingest/helpers/harness.js';
+import { BIN, cleanEnv, jsonLines, runCli, tempDir } from './helpers.js';
+
+/**
+ * `kilde ingest <folder> --url …` on the jobs API: one job per file, failures summarised by code,
+ * unchanged files skipped on the next run, and a run stopped with Ctrl-C resumed without submitting
+ * twice. The server is the ingest service in this process (in-process queue), listening on a port.
+ */
+let embed: FakeEmbeddingsServer;
+let h: Harness;
+let url: string;
+let work: Awaited<ReturnType<typeof tempDir>>;
+let env: NodeJS.ProcessEnv;
+
+async function jobs(): Promise<Job[]> {
+  return (await h.app.inject({ method: 'GET', url: '/api/v1/jobs?limit=500', headers: AUTH })).json().jobs;
+}
+
+beforeAll(async () => {
+  embed = await startFakeOpenAIEmbeddings({ dim: 16 });
+  h = await startIngest({
+    EMBEDDING_PROVIDER: 'http-compat',
+    EMBEDDING_API_BASE_URL: embed.baseUrl,
+    EMBEDDING_MODEL: 'fake-embed',
+    EMBEDDING_DIM: '16',
+    EMBEDDING_MAX_RETRIES: '0',
+    JOBS_CONCURRENCY: '2',
+  });
+  url = await h.app.listen({ host: '127.0.0.1', port: 0 });
+  work = await tempDir('kilde-cli-jobs-');
+  await mkdir(join(work.dir, 'notes'));
+  await writeFile(join(work.dir, 'notes', 'heron.md'), '# Heron\n\nThe grey heron waits in the marsh.\n');
+  await writeFile(join(work.dir, 'notes', 'wren.txt'), 'The wren sings in the hedge at dawn.\n');
+  await writeFile(join(work.dir, 'notes', 'broken.pdf'), '%PDF-1.7 this is not a PDF');
+  env = cleanEnv({ KILDE_DATA_DIR: join(work.dir, 'data'), KILDE_API_KEY: 'test-key' });
+});
+afterAll(async () => {
+  await h?.close();
+  await embed?.close();
+  await work?.remove();
+});
+
+describe('kilde ingest --url on ingestion jobs', () => {
+  it('submits one job per file, follows them to the end and sums up failures by code', async () => {
+    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--url', url], env, work.dir);
+    expect(run.code, run.stderr).toBe(1);
+    const lines = jsonLines(run.stdout);
+    const files = lines.filter((l) => 'file' in l);
+    expect(files.map((l) => l.file).sort()).toEqual(['notes/broken.pdf', 'notes/heron.md', 'notes/wren.txt']);
+    expect(files.every((l) => typeof l.job_id === 'string')).toBe(true);
+    expect(files.find((l) => l.file === 'notes/broken.pdf')).toMatchObject({
+      ok: false,
+      code: 'EXTRACTION_FAILED',
+    });
+    expect(run.stderr).toContain('ingested 2 of 3 file(s) into "notes"');
+    expect(run.stderr).toContain('by code: EXTRACTION_FAILED ×1');
+    const server = await jobs();
+    expect(server).toHaveLength(3);
+    expect(server.map((j) => j.state).sort()).toEqual(['done', 'done', 'failed']);
+  });
+
+  it('skips unchanged files on the next run and submits only the changed and the failed ones', async () => {
+    await writeFile(join(work.dir, 'notes', 'wren.txt'), 'The wren sings in the hedge at dusk now.\n');
+    const before = (await jobs()).length;
+    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--url', url], env, work.dir);
+    expect(run.stderr).toContain('(1 unchanged, skipped)');
+    const lines = jsonLines(run.stdout).filter((l) => 'file' in l);
+    expect(lines.find((l) => l.file === 'notes/heron.md')).toMatchObject({ ok: true, skipped: true });
+    expect(lines.find((l) => l.file === 'notes/wren.txt')).toMatchObject({ ok: true });
+    expect((await jobs()).length - before).toBe(2);
+  });
+
+  it('Ctrl-C stops following; the same command resumes and follows the job already submitted', async () => {
+    await writeFile(join(work.dir, 'notes', 'otter.txt'), 'The otter dives for crayfish among the reeds.\n');
+    let release!: () => void;
+    embed.faults.push({ kind: 'held', until: new Promise<void>((r) => (release = r)) });
+    const before = (await jobs()).length;
+    const child = spawn(process.execPath, [BIN, 'ingest', 'notes/otter.txt', '-c', 'notes', '--url', url], {
+      env,
+      cwd: work.dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString('utf8');
+    });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    // Bounded polling (attempts, not a clock) until the job runs, held in its embedding stage.
+    for (
+      let i = 0;
+      i < 600 && !(await jobs()).some((j) => j.name === 'otter.txt' && j.stage === 'embed');
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toContain('interrupted after 0 of 1 file(s)');
+    release();
+
+    const run = await runCli(['ingest', 'notes/otter.txt', '-c', 'notes', '--url', url], env, work.dir);
+    expect(run.code, run.stderr).toBe(0);
+    expect(jsonLines(run.stdout).find((l) => 'file' in l)).toMatchObject({
+      ok: true,
+      file: 'notes/otter.txt',
+    });
+    // One job for the file: the resumed run followed it instead of submitting it again.
+    expect((await jobs()).length - before).toBe(1);
+  });
+});
