@@ -93,7 +93,12 @@ async function job(id: string): Promise<Job> {
 /** Bounded polling (attempts, not a clock). */
 async function until(check: () => boolean | Promise<boolean>, what: string, attempts = 1200) {
   for (let i = 0; i < attempts; i++) {
-    if (await check().catch(() => false)) return;
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return;
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`never happened: ${what}`);
