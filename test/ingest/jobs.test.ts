@@ -162,7 +162,7 @@ for (const queue of QUEUES) {
 
         // The same job by id; its upload is gone from the spool folder.
         expect((await getJob(job.job_id)).json()).toEqual(last);
-        expect(await readdir(spool)).toEqual([]);
+        await spoolEmptied();
         // A finished job's stream: one event (the current state), then the end.
         const again = await events(job.job_id);
         expect(again.jobs).toEqual([last]);
@@ -267,7 +267,7 @@ for (const queue of QUEUES) {
         expect((await events(running.job_id)).jobs.at(-1)!.state).toBe('done');
         expect((await events(queued.job_id)).jobs).toMatchObject([{ state: 'cancelled' }]);
         expect(await pointsOf(h.index, 'waits')).toEqual([]);
-        expect(await readdir(spool)).toEqual([]);
+        await spoolEmptied();
         const done = await h.app.inject({
           method: 'DELETE',
           url: `/api/v1/jobs/${running.job_id}`,
@@ -311,7 +311,7 @@ for (const queue of QUEUES) {
         });
         expect(json.statusCode).toBe(400);
         expect(json.json()).toMatchObject({ status: false, code: 'INVALID_REQUEST' });
-        expect(await readdir(spool)).toEqual([]);
+        await spoolEmptied();
         expect(
           (await h.app.inject({ method: 'GET', url: '/api/v1/jobs', headers: AUTH })).json().jobs,
         ).toEqual([]);
@@ -350,7 +350,7 @@ for (const queue of QUEUES) {
           error: { code: 'EMBEDDING_FAILED', message: 'Embedding failed' },
         });
         expect(embed.embeddingRequests().length).toBe(3);
-        expect(await readdir(spool)).toEqual([]);
+        await spoolEmptied();
       });
 
       it('never retries a corrupt file', async () => {
@@ -361,6 +361,20 @@ for (const queue of QUEUES) {
       });
     });
   });
+}
+
+/**
+ * The spool folder empties once each job's end is recorded (BullMQ: after its completed or failed
+ * event, so a moment after the stream ended). Bounded polling (attempts, not a clock).
+ */
+async function spoolEmptied() {
+  let left: string[] = [];
+  for (let i = 0; i < 200; i++) {
+    left = await readdir(spool);
+    if (left.length === 0) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  expect(left).toEqual([]);
 }
 
 /** Bounded polling (attempts, not a clock). */

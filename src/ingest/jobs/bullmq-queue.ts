@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { type Job as BullJob, type JobType, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, type RedisOptions, type Result } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import { isRetryable, KildeError } from '../../errors.js';
@@ -34,6 +34,8 @@ export interface BullQueueSettings {
   clock: Clock;
   log: Logger;
   cleanup: JobCleanup;
+  /** How long a closing worker lets its running jobs finish before it stops them (ms). */
+  shutdownGraceMs: number;
   /** Redis key prefix (tests isolate themselves with their own). */
   prefix?: string;
 }
@@ -41,6 +43,32 @@ export interface BullQueueSettings {
 const QUEUE = 'ingest';
 /** A Redis call the API waits for at most this long before answering JOBS_UNAVAILABLE. */
 const CALL_TIMEOUT_MS = 5000;
+/**
+ * A worker starting run `n` of a job claims it (`run:<n>`) unless it was cancelled; a cancel wins
+ * only while the claim is still the one it saw (no run yet, or the run that failed and waits for
+ * its retry). Both in one script each, so a job is never both cancelled and running.
+ */
+const CLAIM_RUN = `
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 6) == 'cancel' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1`;
+const CLAIM_CANCEL = `
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, 6) == 'cancel' then return 1 end
+if (v == false and ARGV[2] == '') or v == ARGV[2] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+  return 1
+end
+return 0`;
+
+declare module 'ioredis' {
+  interface RedisCommander<Context> {
+    kildeJobRun(key: string, value: string, ttl: number): Result<number, Context>;
+    kildeJobCancel(key: string, value: string, expected: string, ttl: number): Result<number, Context>;
+  }
+}
+
 /** Claims (run or cancel) outlive the bounded history. */
 const CLAIM_TTL_S = 7 * 24 * 3600;
 
@@ -90,6 +118,8 @@ export class BullJobQueue implements JobQueue {
   ) {
     this.#prefix = s.prefix ?? 'kilde';
     this.#redis = redis;
+    redis.defineCommand('kildeJobRun', { numberOfKeys: 1, lua: CLAIM_RUN });
+    redis.defineCommand('kildeJobCancel', { numberOfKeys: 1, lua: CLAIM_CANCEL });
     this.#queue = new Queue<Data, IngestSuccessBody, string>(QUEUE, {
       connection: redis,
       prefix: this.#prefix,
@@ -188,12 +218,14 @@ export class BullJobQueue implements JobQueue {
     if (!job) throw jobNotFound(id);
     if (job.state === 'cancelled') return job;
     if (job.state !== 'queued') throw notCancellable(job);
+    // The claim as this read left it: none before the first run, else the run now waiting for its retry.
+    const expected = job.attempts === 0 ? '' : `run:${job.attempts}`;
     const won = await this.#call('cancelling the job', () =>
-      this.#redis.set(this.#claimKey(id), `cancel:${this.s.clock.now()}`, 'EX', CLAIM_TTL_S, 'NX'),
+      this.#redis.kildeJobCancel(this.#claimKey(id), `cancel:${this.s.clock.now()}`, expected, CLAIM_TTL_S),
     );
     const after = await this.get(id);
     if (!after) throw jobNotFound(id);
-    if (won !== 'OK' && after.state !== 'cancelled') throw notCancellable(after);
+    if (won !== 1 || after.state !== 'cancelled') throw notCancellable(after);
     // Its upload goes now; the job itself stays listed as cancelled, and the worker that picks it
     // up ends it at once.
     const raw = (await this.#queue.getJob(id).catch(() => undefined)) as Bull | undefined;
@@ -226,16 +258,24 @@ export class BullJobQueue implements JobQueue {
     this.#worker.on('stalled', (jobId) =>
       s.log.warn({ jobId }, 'job stalled (its worker died?): queued again'),
     );
+    // The upload goes once BullMQ has recorded the end: a run that lost its lock (a long pause) and
+    // finished late must not remove the file a second run of the job is reading.
+    this.#worker.on('completed', (job) => void this.#release(job));
+    this.#worker.on('failed', (job) => {
+      if (job) void this.#release(job);
+    });
     await this.#worker.waitUntilReady();
     s.log.info({ concurrency: s.concurrency, stalledMs: s.stalledMs }, 'job worker started (BullMQ)');
   }
 
   async #process(job: Bull, handler: JobHandler, _token?: string): Promise<IngestSuccessBody> {
     const id = job.id as string;
-    const key = this.#claimKey(id);
-    const claimed = await this.#redis.set(key, 'run', 'EX', CLAIM_TTL_S, 'NX');
-    if (claimed !== 'OK' && isCancel(await this.#redis.get(key))) {
-      await this.s.cleanup(job.data).catch(() => undefined);
+    const claimed = await this.#redis.kildeJobRun(
+      this.#claimKey(id),
+      `run:${job.attemptsStarted}`,
+      CLAIM_TTL_S,
+    );
+    if (claimed !== 1) {
       throw new UnrecoverableError('cancelled before it started');
     }
     this.s.log.info(
@@ -266,11 +306,11 @@ export class BullJobQueue implements JobQueue {
           }).catch(() => undefined),
       });
       await writes.catch(() => undefined);
-      await this.s.cleanup(job.data).catch(() => undefined);
       return result;
     } catch (err) {
       const error = jobErrorOf(err);
-      const retry = isRetryable(err) && job.attemptsMade + 1 < this.s.maxAttempts;
+      const retry =
+        (isRetryable(err) || this.#stopping.signal.aborted) && job.attemptsMade + 1 < this.s.maxAttempts;
       this.s.log.warn(
         {
           jobId: id,
@@ -283,9 +323,19 @@ export class BullJobQueue implements JobQueue {
         retry ? 'ingestion job failed; retrying' : 'ingestion job failed',
       );
       await save({ ...progress, stage: null, error }).catch(() => undefined);
-      if (!retry) await this.s.cleanup(job.data).catch(() => undefined);
+      // Stopped by a shutdown that outlasted its grace: run it again (another worker, or this one restarted).
+      if (this.#stopping.signal.aborted) throw new Error('the worker shut down during the job');
       if (!isRetryable(err)) throw new UnrecoverableError(error.message);
       throw new Error(error.message);
+    }
+  }
+
+  async #release(job: Bull): Promise<void> {
+    try {
+      const state = await job.getState();
+      if (state === 'completed' || state === 'failed') await this.s.cleanup(job.data);
+    } catch (err) {
+      this.s.log.warn({ jobId: job.id, err }, 'could not remove the spooled upload of a job');
     }
   }
 
@@ -294,9 +344,15 @@ export class BullJobQueue implements JobQueue {
     await this.#call('ping', () => this.#redis.ping());
   }
 
+  /**
+   * Takes no new jobs and lets running ones finish for `shutdownGraceMs`; those still running then
+   * are stopped and queued again (the signal aborts, the run fails retryably).
+   */
   async close(): Promise<void> {
-    this.#stopping.abort();
+    const timer = this.s.clock.schedule(() => this.#stopping.abort(), this.s.shutdownGraceMs);
     await this.#worker?.close().catch(() => undefined);
+    timer.cancel();
+    this.#stopping.abort();
     await this.#queueEvents?.close().catch(() => undefined);
     await this.#queue.close().catch(() => undefined);
     // QUIT waits for the replies of commands still in flight (a disconnect would reject them).

@@ -25,6 +25,7 @@ export async function createJobQueue(
     ...common,
     url: config.REDIS_URL,
     stalledMs: config.JOBS_STALLED_MS,
+    shutdownGraceMs: config.SHUTDOWN_GRACE * 1000,
     ...(deps.prefix ? { prefix: deps.prefix } : {}),
   });
 }

@@ -1,6 +1,7 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { access, mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { KildeError } from '../../errors.js';
 import type { BuiltPipeline } from '../build.js';
 import { tooLarge } from '../byte-limit.js';
 import type { ObjectStore } from '../object-store.js';
@@ -59,6 +60,13 @@ export function createJobRunner(deps: RunnerDeps): JobHandler {
       });
     if (source.kind === 'spool') {
       ctx.progress({ stage: 'upload' });
+      await access(source.path).catch(() => {
+        throw new KildeError(
+          'PIPELINE_FAILED',
+          'The uploaded file of this job is not in JOBS_SPOOL_DIR on this worker: workers on other machines need the same folder (a shared volume), or submit jobs as S3 references',
+          { expose: true },
+        );
+      });
       const outcome = await service.ingest(
         target,
         async () => ({
