@@ -111,6 +111,8 @@ export class BullJobQueue implements JobQueue {
   #queueEvents: QueueEvents | undefined;
   #worker: Worker<Data, IngestSuccessBody, string> | undefined;
   readonly #stopping = new AbortController();
+  /** Jobs whose current run is their last (a failure not retried): their `failed` event releases the upload. */
+  readonly #final = new Set<string>();
 
   private constructor(
     private readonly s: BullQueueSettings,
@@ -262,7 +264,7 @@ export class BullJobQueue implements JobQueue {
     // finished late must not remove the file a second run of the job is reading.
     this.#worker.on('completed', (job) => void this.#release(job));
     this.#worker.on('failed', (job) => {
-      if (job) void this.#release(job);
+      if (job?.id !== undefined && this.#final.delete(job.id)) void this.#release(job);
     });
     await this.#worker.waitUntilReady();
     s.log.info({ concurrency: s.concurrency, stalledMs: s.stalledMs }, 'job worker started (BullMQ)');
@@ -276,6 +278,7 @@ export class BullJobQueue implements JobQueue {
       CLAIM_TTL_S,
     );
     if (claimed !== 1) {
+      this.#final.add(id);
       throw new UnrecoverableError('cancelled before it started');
     }
     this.s.log.info(
@@ -323,6 +326,7 @@ export class BullJobQueue implements JobQueue {
         retry ? 'ingestion job failed; retrying' : 'ingestion job failed',
       );
       await save({ ...progress, stage: null, error }).catch(() => undefined);
+      if (!retry) this.#final.add(id);
       // Stopped by a shutdown that outlasted its grace: run it again (another worker, or this one restarted).
       if (this.#stopping.signal.aborted) throw new Error('the worker shut down during the job');
       if (!isRetryable(err)) throw new UnrecoverableError(error.message);
@@ -330,10 +334,10 @@ export class BullJobQueue implements JobQueue {
     }
   }
 
+  /** These events fire once BullMQ has recorded the end, so no Redis read is needed (it may be down). */
   async #release(job: Bull): Promise<void> {
     try {
-      const state = await job.getState();
-      if (state === 'completed' || state === 'failed') await this.s.cleanup(job.data);
+      await this.s.cleanup(job.data);
     } catch (err) {
       this.s.log.warn({ jobId: job.id, err }, 'could not remove the spooled upload of a job');
     }
