@@ -55,7 +55,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     const services = [...new Set([...(current?.services ?? []), ...need])];
     if (current) await current.app.close();
     runtime = (async () => {
-      const all = await composeServices(config, log, {}, services);
+      const all = await composeServices(config, log, { jobs: false }, services);
       const app = await buildApp(config, { logger: log, parts: all.parts });
       try {
         await startParts(all.parts);

@@ -52,7 +52,12 @@ export async function composeAll(
 export async function composeServices(
   parsed: Readonly<AllConfig>,
   log: Logger,
-  deps: { fetch?: typeof fetch; clock?: Clock } = {},
+  deps: {
+    fetch?: typeof fetch;
+    clock?: Clock;
+    /** false: no job queue and no job workers (the CLI's in-process ingest calls the service directly). */
+    jobs?: boolean;
+  } = {},
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
   const wants = (s: EmbeddedService) => only === undefined || only.includes(s);
@@ -81,6 +86,7 @@ export async function composeServices(
         index,
         ...net,
         ...(deps.clock ? { clock: deps.clock } : {}),
+        ...(deps.jobs === false ? { jobs: false } : {}),
       });
       parts.push(ingest);
     }

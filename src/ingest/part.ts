@@ -28,6 +28,11 @@ export interface IngestPartDeps {
    * ingest routes and the jobs API, workers as `JOBS_WORKER_ENABLED` says.
    */
   workerOnly?: boolean;
+  /**
+   * false: no job queue at all (the CLI's local ingest: it must never become a worker of a shared
+   * Redis queue because REDIS_URL is in its environment). The job routes then answer 503.
+   */
+  jobs?: boolean;
 }
 
 /** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
@@ -177,6 +182,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         name: 'jobs',
         timeoutMs: 5000,
         check: async (signal) => {
+          if (deps.jobs === false) return;
           if (!queue) throw new Error('job queue not started');
           await queue.probe(signal);
         },
@@ -216,8 +222,10 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       });
       if (stale.length > 0) deps.log.info({ folders: stale.length }, 'removed stale upload folders');
       // Redis unreachable at start-up refuses to start, as the per-file lease does.
-      queue ??= await createJobQueue(config, { log: deps.log, clock });
-      deps.log.info({ queue: queue.kind, workers: runWorkers }, 'ingestion jobs ready');
+      if (deps.jobs !== false) {
+        queue ??= await createJobQueue(config, { log: deps.log, clock });
+        deps.log.info({ queue: queue.kind, workers: runWorkers }, 'ingestion jobs ready');
+      }
       const made = await build();
       try {
         await made.index.ensureCollection();
