@@ -4,7 +4,7 @@ import { type Job as BullJob, type JobType, Queue, QueueEvents, UnrecoverableErr
 import { Redis, type RedisOptions, type Result } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
-import { isRetryable, KildeError } from '../../errors.js';
+import { KildeError } from '../../errors.js';
 import {
   describeJobFailure,
   type IngestSuccessBody,
@@ -20,6 +20,7 @@ import {
   jobErrorOf,
   jobNotFound,
   notCancellable,
+  retryableJobFailure,
   toWire,
 } from './job.js';
 
@@ -313,7 +314,8 @@ export class BullJobQueue implements JobQueue {
     } catch (err) {
       const error = jobErrorOf(err);
       const retry =
-        (isRetryable(err) || this.#stopping.signal.aborted) && job.attemptsMade + 1 < this.s.maxAttempts;
+        (retryableJobFailure(err) || this.#stopping.signal.aborted) &&
+        job.attemptsMade + 1 < this.s.maxAttempts;
       this.s.log.warn(
         {
           jobId: id,
@@ -329,7 +331,7 @@ export class BullJobQueue implements JobQueue {
       if (!retry) this.#final.add(id);
       // Stopped by a shutdown that outlasted its grace: run it again (another worker, or this one restarted).
       if (this.#stopping.signal.aborted) throw new Error('the worker shut down during the job');
-      if (!isRetryable(err)) throw new UnrecoverableError(error.message);
+      if (!retryableJobFailure(err)) throw new UnrecoverableError(error.message);
       throw new Error(error.message);
     }
   }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { describeCause, KildeError } from '../../errors.js';
+import { describeCause, isRetryable, KildeError } from '../../errors.js';
 import type { IngestTarget } from '../request.js';
 
 /** A job's life: queued (also while it waits to be retried) → running → done | failed; or cancelled while queued. */
@@ -124,6 +124,16 @@ export const isTerminal = (s: JobState) => s === 'done' || s === 'failed' || s =
 export function jobErrorOf(err: unknown): JobError {
   if (err instanceof KildeError) return { code: err.code, message: err.publicMessage };
   return { code: 'INTERNAL', message: 'Internal server error' };
+}
+
+/**
+ * Whether a failed run is worth another: the failure says it may pass later (`isRetryable`:
+ * embedding 429/5xx, index or Redis unreachable), and it is not about the request or the file
+ * (a 4xx such as a missing object or a corrupt file never passes on a retry).
+ */
+export function retryableJobFailure(err: unknown): boolean {
+  if (err instanceof KildeError && err.statusCode < 500) return false;
+  return isRetryable(err);
 }
 
 /** For the log: the whole cause chain. */

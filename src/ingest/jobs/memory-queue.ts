@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Clock, Timer } from '../../clock.js';
-import { isRetryable } from '../../errors.js';
 import {
   backoffMs,
   describeJobFailure,
@@ -17,6 +16,7 @@ import {
   jobErrorOf,
   jobNotFound,
   notCancellable,
+  retryableJobFailure,
   toWire,
 } from './job.js';
 
@@ -175,7 +175,8 @@ export class MemoryJobQueue implements JobQueue {
       await this.#finished(r);
     } catch (err) {
       const error = jobErrorOf(err);
-      const retry = isRetryable(err) && r.attempts < this.s.maxAttempts && !this.#stopping.signal.aborted;
+      const retry =
+        retryableJobFailure(err) && r.attempts < this.s.maxAttempts && !this.#stopping.signal.aborted;
       this.s.log.warn(
         {
           jobId: r.id,
