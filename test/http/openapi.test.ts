@@ -45,6 +45,8 @@ async function build(service: Service) {
     MCP_SEARCH_COLLECTIONS: 'docs',
     WEATHER_API_BASE_URL: 'http://127.0.0.1:9',
     WEATHER_API_KEY: 'weather-key',
+    // `serve worker` requires Redis; nothing connects here (the parts are not started).
+    ...(service.name === 'worker' ? { REDIS_URL: 'redis://127.0.0.1:9' } : {}),
   });
   const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
   const parts = await configured.create(log);
