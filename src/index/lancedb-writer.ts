@@ -41,6 +41,8 @@ export interface TableWriter {
   lastOptimizeEnd: number;
   /** A deferred optimize, waiting for the spacing to pass. */
   deferred: Timer | undefined;
+  /** The dense vector index build in progress (outside the queue), if any. */
+  vectorBuild: Promise<void> | undefined;
 }
 
 interface Entry {
@@ -72,6 +74,7 @@ export function acquireWriter(directory: string, table: string, batchRows: numbe
     lastOptimizeMs: 0,
     lastOptimizeEnd: 0,
     deferred: undefined,
+    vectorBuild: undefined,
   };
   writers.set(key, { writer, refs: 1 });
   return writer;

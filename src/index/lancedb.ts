@@ -25,6 +25,12 @@ import {
   lexicalColumnOf,
   openOrCreateTable,
 } from './lancedb-schema-check.js';
+import {
+  buildVectorIndexIfDue,
+  DEFAULT_VECTOR_INDEX,
+  tuneVectorQuery,
+  type VectorIndexSettings,
+} from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { RESERVED_TENANT_VALUES } from './reserved.js';
@@ -64,12 +70,12 @@ export interface LanceIndexOptions {
   optimizeSpacing?: number;
   /** Time source for optimize spacing (tests pass a manual clock). Default the system clock. */
   clock?: Clock;
+  /**
+   * Called when a background build of the dense vector index starts, before LanceDB trains it; the
+   * build waits for a returned promise (tests hold a build there to show that writes go on).
+   */
+  onVectorIndexBuild?: () => Promise<void> | void;
 }
-
-/** Bound on the extra rows one lexical query fetches while the full-text index lags behind writes. */
-const MAX_UNINDEXED_FETCH = 20_000;
-
-const DENSE_NOT_NULL = `\`${DENSE_VECTOR}\` IS NOT NULL`;
 
 /** Candidates each side of a hybrid query contributes before fusion. */
 function hybridCandidates(limit: number): number {
@@ -108,6 +114,7 @@ class LanceIndex implements VectorIndex {
   private readonly denseDim: number | undefined;
   private readonly language: FtsLanguage;
   private readonly exec: { timeoutMs: number };
+  private readonly vectorIndex: VectorIndexSettings;
   private closed = false;
 
   constructor(
@@ -121,6 +128,7 @@ class LanceIndex implements VectorIndex {
     this.denseDim = settings.denseDim;
     this.language = settings.language ?? 'english';
     this.exec = { timeoutMs: settings.timeoutMs };
+    this.vectorIndex = { ...DEFAULT_VECTOR_INDEX, ...settings.vectorIndex };
     this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
   }
 
@@ -271,14 +279,16 @@ class LanceIndex implements VectorIndex {
     const filterSql = filterToSql(filter);
     if (filterSql === 'false' || limit <= 0) return [];
     const table = await this.requireTable();
-    const rows: unknown[] = await table
-      .vectorSearch(vector)
+    // No `text-dense IS NOT NULL` clause: LanceDB skips rows without a vector itself, and the extra
+    // predicate cost a scan of the vector column on every query. The filter is a prefilter (LanceDB's
+    // default): with a vector index too, only the tenant's rows are ever candidates.
+    let query = tuneVectorQuery(table.vectorSearch(vector), this.vectorIndex)
       .column(DENSE_VECTOR)
       .distanceType('cosine')
-      .where(andSql(filterSql, DENSE_NOT_NULL) ?? DENSE_NOT_NULL)
       .select([...POINT_COLUMNS, '_distance'])
-      .limit(limit)
-      .toArray(this.exec);
+      .limit(limit);
+    if (filterSql !== undefined) query = query.where(filterSql);
+    const rows: unknown[] = await query.toArray(this.exec);
     return rows.map(rowToDenseHit);
   }
 
@@ -293,29 +303,17 @@ class LanceIndex implements VectorIndex {
         ? [...new Set(query.terms ?? plainTerms(query.text))].join(' ')
         : query.text.trim();
     if (text === '') return [];
-    // LanceDB (0.37) returns matches among rows not yet in the full-text index in table order, not
-    // by score, and cuts them at the limit: fetch them all, then rank and cut here.
-    const pending = await this.unindexedFtsRows(table);
+    // One query, no look-up of the index's state: LanceDB (0.37.1) scores the rows not yet in the
+    // full-text index (written since the last optimize) by brute force and ranks them with the
+    // indexed ones by score ("ranks rows not yet in the full-text index" in test/index/lancedb.test.ts).
     let q = table
       .query()
       .fullTextSearch(text, { columns: lexicalColumnOf(this.layout) })
       .select([...POINT_COLUMNS, '_score'])
-      .limit(limit + pending);
+      .limit(limit);
     if (where !== undefined) q = q.where(where);
     const rows: unknown[] = await q.toArray(this.exec);
-    return rows
-      .map(rowToLexicalHit)
-      .sort((a, b) => b.score - a.score)
-      .slice(0, limit);
-  }
-
-  /** Rows written since the full-text index was last updated (optimize folds them in). */
-  private async unindexedFtsRows(table: Table): Promise<number> {
-    const column = lexicalColumnOf(this.layout);
-    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === column);
-    if (!fts) return 0;
-    const stats = await table.indexStats(fts.name);
-    return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
+    return rows.map(rowToLexicalHit);
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
@@ -340,6 +338,7 @@ class LanceIndex implements VectorIndex {
     if (this.closed) return;
     this.closed = true;
     await this.writer.queue.idle();
+    await this.writer.vectorBuild;
     releaseWriter(this.directory, this.name);
     this.table?.close();
     this.db.close();
@@ -372,7 +371,9 @@ class LanceIndex implements VectorIndex {
     const due =
       w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
       w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);
-    if (w.optimizeQueued || w.deferred || !due) return;
+    // Compaction rewrites the fragments a vector index build reads: it waits for the build to end
+    // (which calls this again), while writes go on meanwhile.
+    if (w.optimizeQueued || w.deferred || w.vectorBuild || !due) return;
     const clock = this.options.clock ?? systemClock;
     const wait = w.lastOptimizeEnd + (this.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - clock.now();
     if (wait > 0) {
@@ -399,7 +400,33 @@ class LanceIndex implements VectorIndex {
           w.lastOptimizeEnd = clock.now();
           w.lastOptimizeMs = w.lastOptimizeEnd - started;
         }
+        // Outside the queue: training takes minutes at a million rows, and writes must not wait.
+        this.indexVectors(table);
       })
       .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb optimize failed'));
+  }
+
+  /**
+   * Starts a background build of the dense vector index when one is due (see
+   * lancedb-vector-index.ts); one at a time per table in this process. Writes keep flowing through
+   * the queue meanwhile; the rows they add are searched exactly until the next optimize folds them
+   * into the index.
+   */
+  private indexVectors(table: Table): void {
+    const w = this.writer;
+    if (this.denseDim === undefined || w.vectorBuild) return;
+    const clock = this.options.clock ?? systemClock;
+    w.vectorBuild = buildVectorIndexIfDue(table, this.vectorIndex, {
+      log: this.log,
+      now: () => clock.now(),
+      onStart: this.options.onVectorIndexBuild,
+    })
+      .then(() => undefined)
+      .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb vector index build failed'))
+      .finally(() => {
+        w.vectorBuild = undefined;
+        // An optimize that came due during the build runs now.
+        if (!this.closed) this.wrote(table, { commits: 0, rows: 0 });
+      });
   }
 }

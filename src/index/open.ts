@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import type { VectorIndexSettings } from './lancedb-vector-index.js';
 import type { VectorIndex } from './store.js';
 
 /** How to reach the index; both services derive it from the same variables (docs/architecture.md, "The shared index contract"). */
@@ -17,6 +18,8 @@ export interface IndexSettings {
   language?: 'english' | 'danish';
   /** Qdrant's distributed mode (docs/scaling.md); unset fields are not sent (Qdrant's defaults). */
   cluster?: QdrantCluster;
+  /** LanceDB: when to build the dense vector index and how queries search it (lancedb-vector-index.ts). */
+  vectorIndex?: Partial<VectorIndexSettings>;
 }
 
 export interface QdrantCluster {

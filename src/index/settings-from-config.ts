@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import type { VectorIndexSettings } from './lancedb-vector-index.js';
 import type { IndexSettings, QdrantCluster } from './open.js';
 
 export interface IndexConfigFields {
@@ -14,6 +15,17 @@ export interface IndexConfigFields {
   QDRANT_WRITE_CONSISTENCY_FACTOR?: number | undefined;
   QDRANT_WRITE_ORDERING?: 'weak' | 'medium' | 'strong' | undefined;
   QDRANT_READ_CONSISTENCY?: string | undefined;
+  LANCEDB_VECTOR_INDEX_MIN_ROWS?: number | undefined;
+  LANCEDB_VECTOR_INDEX_NPROBES?: number | undefined;
+  LANCEDB_VECTOR_INDEX_EF?: number | undefined;
+}
+
+function vectorIndexFrom(c: IndexConfigFields): Partial<VectorIndexSettings> {
+  const v: Partial<VectorIndexSettings> = {};
+  if (c.LANCEDB_VECTOR_INDEX_MIN_ROWS !== undefined) v.minRows = c.LANCEDB_VECTOR_INDEX_MIN_ROWS;
+  if (c.LANCEDB_VECTOR_INDEX_NPROBES !== undefined) v.nprobes = c.LANCEDB_VECTOR_INDEX_NPROBES;
+  if (c.LANCEDB_VECTOR_INDEX_EF !== undefined) v.ef = c.LANCEDB_VECTOR_INDEX_EF;
+  return v;
 }
 
 function clusterFrom(c: IndexConfigFields): QdrantCluster {
@@ -43,5 +55,6 @@ export function indexSettingsFrom(c: IndexConfigFields, sparse: boolean): IndexS
     sparse,
     timeoutMs: c.VECTORDB_TIMEOUT * 1000,
     cluster: clusterFrom(c),
+    vectorIndex: vectorIndexFrom(c),
   };
 }

@@ -208,6 +208,38 @@ describe('LanceDB adapter', () => {
     expect(await unindexed(dir)).toBe(0);
   });
 
+  it('ranks rows not yet in the full-text index by score with the indexed ones, in one query', async () => {
+    const dir = await tempDir();
+    // Indexed: one weak match among fillers (folded in by the optimize after the first commit).
+    const first = await index(dir, {}, { optimizeEvery: 1 });
+    await first.upsert([
+      chunk('old', 0, `gamma ${'pad '.repeat(30)}`),
+      ...Array.from({ length: 20 }, (_, n) => chunk('old', n + 1, `filler ${n}`)),
+    ]);
+    await first.close();
+    // Not yet indexed: many weak matches written first, then the strong ones, then weak ones again.
+    const later = await index(dir, {}, { optimizeEvery: 1000, optimizeRows: 1_000_000 });
+    const weak = (file: string) =>
+      Array.from({ length: 40 }, (_, n) => chunk(file, n, `gamma ${'pad '.repeat(30)} ${n}`));
+    await later.upsert(weak('weak1'));
+    await later.upsert([0, 1, 2].map((n) => chunk('strong', n, `gamma gamma gamma ${n}`)));
+    await later.upsert(weak('weak2'));
+    const table = await (await connect(dir)).openTable('ingestion_files');
+    const fts = (await table.listIndices()).find((x) => x.columns.join() === 'lexical');
+    expect(await table.indexStats(fts!.name)).toMatchObject({ numIndexedRows: 21, numUnindexedRows: 83 });
+    table.close();
+    // Every match, ranked: what fetching all of them and sorting here (as Kilde once did) gives.
+    const all = await later.searchLexical({ text: 'gamma' }, {}, 200);
+    expect(all).toHaveLength(84);
+    expect(all.map((h) => h.score)).toEqual(all.map((h) => h.score).sort((a, b) => b - a));
+    const ids = (hits: { id: string }[]) => hits.map((h) => h.id).sort();
+    // The strong matches, written after 40 weaker ones, are in the top 4 (with the indexed one).
+    const top = await later.searchLexical({ text: 'gamma' }, {}, 4);
+    expect(ids(top)).toEqual(ids(all.slice(0, 4)));
+    expect(top.filter((h) => h.meta.file_id === 'strong')).toHaveLength(3);
+    expect(top.map((h) => h.score)).toEqual(all.slice(0, 4).map((h) => h.score));
+  });
+
   it('skips points without a dense vector in dense search', async () => {
     const i = await index(await tempDir(), { denseDim: 2 });
     await i.upsert([chunk('f', 0, 'with vector', [1, 0]), chunk('f', 1, 'without vector')]);

@@ -1,0 +1,107 @@
+import { Index, type IndexConfig, type Table, type VectorQuery } from '@lancedb/lancedb';
+import type { Logger } from 'pino';
+import { DENSE_VECTOR } from './contract.js';
+
+/**
+ * The dense vector index of a LanceDB table. Without one every dense search is an exact scan of the
+ * tenant's rows, which grows linearly with the table (113 ms at 100k chunks, 664 ms at 500k on the
+ * 2-core reference machine); past `minRows` rows the writer builds an approximate index in the
+ * background: IVF-HNSW-SQ (IVF partitions, an HNSW graph in each over 8-bit scalar-quantized
+ * vectors). IVF-PQ and IVF-Flat are not offered: with LanceDB 0.37.1 an `optimize()` fails on a
+ * table carrying either over a column whose name needs quoting, as `text-dense` does ("vector
+ * column `text-dense` not found in batch"), which would stop compaction and full-text index
+ * updates; IVF-HNSW-SQ updates cleanly (test/index/lancedb-vector-index.test.ts). Measured
+ * choices: docs/performance.md, "Search".
+ */
+export interface VectorIndexSettings {
+  /** Rows (the table's, ledger entries included) from which the index is built; 0 never builds one. */
+  minRows: number;
+  /** IVF partitions searched at least (more are searched when a narrow tenant filter leaves fewer than k hits). */
+  nprobes: number;
+  /** HNSW candidates kept while searching one partition's graph (Qdrant's `hnsw_ef`). */
+  ef: number;
+}
+
+export const DEFAULT_VECTOR_INDEX: VectorIndexSettings = {
+  minRows: 50_000,
+  nprobes: 20,
+  ef: 100,
+};
+
+/** The index is trained again (replacing the old one) once the table has grown this many times over. */
+export const RETRAIN_GROWTH = 4;
+
+const NAME_PREFIX = 'text_dense_idx_';
+
+/**
+ * The index's name records the rows it was trained on (`text_dense_idx_<rows>`), so any process
+ * can tell when the table has outgrown the partitioning without an extra commit for bookkeeping.
+ */
+export function vectorIndexName(rows: number): string {
+  return `${NAME_PREFIX}${rows}`;
+}
+
+/** Whether an index covers `text-dense` (LanceDB lists that column quoted: `` `text-dense` ``). */
+export function isDenseIndex(index: IndexConfig): boolean {
+  return index.columns.length === 1 && index.columns[0]!.replaceAll('`', '') === DENSE_VECTOR;
+}
+
+/** Rows the table's dense index was trained on, or undefined when it has none. */
+export function trainedRowsOf(indices: readonly IndexConfig[]): number | undefined {
+  const found = indices.find(isDenseIndex);
+  if (!found) return undefined;
+  const n = Number(found.name.startsWith(NAME_PREFIX) ? found.name.slice(NAME_PREFIX.length) : Number.NaN);
+  // An index made by hand (another name) counts as trained on nothing recorded: never retrained.
+  return Number.isFinite(n) ? n : Number.POSITIVE_INFINITY;
+}
+
+/** Rows per IVF partition: each holds one HNSW graph. */
+const ROWS_PER_PARTITION = 100_000;
+
+/**
+ * Index parameters for `rows` rows: IVF partitions of about 100k rows each (one graph below that),
+ * HNSW `m` 20 and `ef_construction` 300 (LanceDB's defaults; Qdrant's `m` 16 / `ef_construct` 100
+ * are the same kind of setting), cosine distance as every query uses.
+ */
+export function vectorIndexConfig(rows: number): Index {
+  return Index.hnswSq({
+    distanceType: 'cosine',
+    numPartitions: Math.max(1, Math.round(rows / ROWS_PER_PARTITION)),
+  });
+}
+
+/** Applies the query-time settings; LanceDB ignores them while the table has no index. */
+export function tuneVectorQuery(query: VectorQuery, s: VectorIndexSettings): VectorQuery {
+  // minimumNprobes, not nprobes: nprobes would also cap the partitions searched, and a small tenant
+  // whose rows lie outside the nearest partitions would then get fewer than k hits.
+  return query.minimumNprobes(s.nprobes).ef(s.ef);
+}
+
+/**
+ * Builds (or retrains) the dense index when the table calls for it: none yet and at least
+ * `minRows` rows, or one trained on a quarter of today's rows or fewer. Returns whether it built.
+ */
+export async function buildVectorIndexIfDue(
+  table: Table,
+  s: VectorIndexSettings,
+  deps: { log: Logger; now: () => number; onStart?: (() => Promise<void> | void) | undefined },
+): Promise<boolean> {
+  const { log } = deps;
+  if (s.minRows <= 0) return false;
+  const indices = await table.listIndices();
+  const trained = trainedRowsOf(indices);
+  const rows = await table.countRows();
+  const due = trained === undefined ? rows >= s.minRows : rows >= trained * RETRAIN_GROWTH;
+  if (!due) return false;
+  await deps.onStart?.();
+  const started = deps.now();
+  log.info({ table: table.name, rows, trainedOn: trained }, 'building the dense vector index');
+  const name = vectorIndexName(rows);
+  await table.createIndex(DENSE_VECTOR, { config: vectorIndexConfig(rows), name, replace: true });
+  // The new index answers queries from its commit on; the old one (another name) is dropped after.
+  for (const old of indices) {
+    if (isDenseIndex(old) && old.name !== name) await table.dropIndex(old.name);
+  }
+  log.info({ table: table.name, rows, ms: deps.now() - started }, 'dense vector index built');
+  return true;
+}

@@ -1,0 +1,188 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@lancedb/lancedb';
+import pino from 'pino';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../src/eval/significance.js';
+import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
+import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
+import { isDenseIndex, type VectorIndexSettings } from '../../src/index/lancedb-vector-index.js';
+import type { VectorIndex } from '../../src/index/store.js';
+import { logSink } from '../helpers/app.js';
+import { ManualClock } from '../helpers/clock.js';
+
+/** The dense vector index of the LanceDB adapter: built past a threshold, in the background, tenants exact. */
+const DIM = 16;
+const dirs: string[] = [];
+const open: VectorIndex[] = [];
+
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((i) => i.close()));
+});
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+const rand = mulberry32(11);
+/** Unit vectors around one of a few directions, as embeddings of related texts are. */
+function vector(centre: number): number[] {
+  const v = Array.from({ length: DIM }, (_, d) => (d === centre ? 1 : 0) + (rand() - 0.5) * 0.6);
+  const n = Math.hypot(...v);
+  return v.map((x) => x / n);
+}
+
+function point(tenant: string, n: number, dense: number[]): IndexPoint {
+  const meta: ChunkMeta = {
+    collection_name: tenant,
+    collection_type: 'knowledge',
+    file_id: `${tenant}-${Math.floor(n / 50)}`,
+    ingest_version: 'v1',
+    split_id: n % 50,
+  };
+  return { id: pointId(meta.file_id, 'v1', meta.split_id), content: `${tenant} chunk ${n}`, meta, dense };
+}
+
+async function lance(
+  vectorIndex: Partial<VectorIndexSettings>,
+  options: LanceIndexOptions = {},
+  existing?: string,
+) {
+  const dir = existing ?? (await mkdtemp(join(tmpdir(), 'kilde-lance-vidx-')));
+  if (!existing) dirs.push(dir);
+  const logs = logSink();
+  const index = await createLanceIndex(
+    { uri: dir, collection: 'ingestion_files', denseDim: DIM, sparse: true, timeoutMs: 30_000, vectorIndex },
+    { log: pino({ level: 'debug' }, logs.stream) },
+    // Optimize after every commit, unspaced (a manual clock that never moves): each write can start a build.
+    { optimizeEvery: 1, optimizeSpacing: 0, clock: new ManualClock(), ...options },
+  );
+  open.push(index);
+  await index.ensureCollection();
+  return { index, dir, logs };
+}
+
+async function denseIndices(dir: string) {
+  const db = await connect(dir);
+  const table = await db.openTable('ingestion_files');
+  const found = (await table.listIndices()).filter(isDenseIndex);
+  table.close();
+  db.close();
+  return found.map((i) => i.name);
+}
+
+const big = (from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => point('big', from + i, vector(i % 4)));
+
+describe('LanceDB dense vector index', () => {
+  it('is built in the background once the table passes the threshold, and not before', async () => {
+    const first = await lance({ minRows: 600 });
+    await first.index.upsert(big(0, 500));
+    await first.index.close(); // waits for the optimize and any build it started
+    expect(await denseIndices(first.dir)).toEqual([]);
+    expect(first.logs.lines.filter((l) => l.msg === 'building the dense vector index')).toEqual([]);
+
+    const second = await lance({ minRows: 600 }, {}, first.dir);
+    await second.index.upsert(big(500, 200));
+    await second.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_700']);
+    expect(second.logs.lines.find((l) => l.msg === 'dense vector index built')).toMatchObject({
+      rows: 700,
+    });
+  });
+
+  it('keeps tenant filtering exact: no other tenant, and a small tenant still gets k hits', async () => {
+    const writer = await lance({ minRows: 600 });
+    // The small tenant's vectors all point away from the query: searched in the query's nearest
+    // partition only, with the filter applied after the search, it would get nothing.
+    const small = Array.from({ length: 6 }, (_, i) => point('small', i, vector(8)));
+    await writer.index.upsert([...big(0, 700), ...small]);
+    await writer.index.close();
+    expect(await denseIndices(writer.dir)).toEqual(['text_dense_idx_706']);
+
+    const { index } = await lance({ minRows: 600, nprobes: 1 }, {}, writer.dir);
+    const query = vector(0);
+    const smallHits = await index.searchDense(query, { collectionNames: ['small'] }, 5);
+    expect(smallHits).toHaveLength(5);
+    expect(smallHits.every((h) => h.meta.collection_name === 'small')).toBe(true);
+    const bigHits = await index.searchDense(query, { collectionNames: ['big'] }, 10);
+    expect(bigHits).toHaveLength(10);
+    expect(bigHits.every((h) => h.meta.collection_name === 'big')).toBe(true);
+    // Both tenants: the nearest rows are the big tenant's.
+    const both = await index.searchDense(query, { collectionNames: ['big', 'small'] }, 10);
+    expect(both.every((h) => h.meta.collection_name === 'big')).toBe(true);
+    expect(await index.searchDense(query, { collectionNames: ['nobody'] }, 5)).toEqual([]);
+  });
+
+  it('never holds up writes: rows written while the build runs are stored and searched', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let started!: () => void;
+    const buildStarted = new Promise<void>((r) => {
+      started = r;
+    });
+    const events: string[] = [];
+    const { index, dir } = await lance(
+      { minRows: 600 },
+      {
+        onVectorIndexBuild: () => {
+          events.push('build started');
+          started();
+          return held;
+        },
+      },
+    );
+    await index.upsert(big(0, 700));
+    await buildStarted;
+    // The build is held before training; writes and searches go on regardless.
+    for (let n = 0; n < 3; n++) {
+      await index.upsert([point('late', n, vector(2))]);
+      events.push(`write ${n} done`);
+    }
+    const late = await index.searchDense(vector(2), { collectionNames: ['late'] }, 5);
+    expect(late.map((h) => h.content).sort()).toEqual(['late chunk 0', 'late chunk 1', 'late chunk 2']);
+    events.push('build released');
+    release();
+    await index.close();
+    expect(events).toEqual([
+      'build started',
+      'write 0 done',
+      'write 1 done',
+      'write 2 done',
+      'build released',
+    ]);
+    // The build counted the rows there when it started; the writes that went past it are kept.
+    expect(await denseIndices(dir)).toEqual(['text_dense_idx_700']);
+    const db = await connect(dir);
+    const table = await db.openTable('ingestion_files');
+    expect(await table.countRows("collection_name = 'late'")).toBe(3);
+    table.close();
+    db.close();
+  });
+
+  it('trains again, replacing the index, once the table has grown fourfold', async () => {
+    const first = await lance({ minRows: 100 });
+    await first.index.upsert(big(0, 100));
+    await first.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_100']);
+    // Below 4× the rows trained on: optimize folds the new rows into the index as they are.
+    const grown = await lance({ minRows: 100 }, {}, first.dir);
+    await grown.index.upsert(big(100, 200));
+    await grown.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_100']);
+    expect(grown.logs.lines.filter((l) => l.level === 40)).toEqual([]);
+    const db = await connect(first.dir);
+    const table = await db.openTable('ingestion_files');
+    const stats = await table.indexStats('text_dense_idx_100');
+    expect(stats).toMatchObject({ numIndexedRows: 300, numUnindexedRows: 0 });
+    table.close();
+    db.close();
+    const more = await lance({ minRows: 100 }, {}, first.dir);
+    await more.index.upsert(big(300, 100));
+    await more.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_400']);
+    expect(more.logs.lines.filter((l) => l.level === 40)).toEqual([]);
+  });
+});
