@@ -41,6 +41,8 @@ export interface TableWriter {
   lastOptimizeEnd: number;
   /** A deferred optimize, waiting for the spacing to pass. */
   deferred: Timer | undefined;
+  /** Writes (and table or index creations) that have landed; see `VectorIndex.writeEpoch`. */
+  epoch: number;
   /** The dense vector index build in progress (outside the queue), if any. */
   vectorBuild: Promise<void> | undefined;
 }
@@ -74,6 +76,7 @@ export function acquireWriter(directory: string, table: string, batchRows: numbe
     lastOptimizeMs: 0,
     lastOptimizeEnd: 0,
     deferred: undefined,
+    epoch: 0,
     vectorBuild: undefined,
   };
   writers.set(key, { writer, refs: 1 });

@@ -141,6 +141,7 @@ class LanceIndex implements VectorIndex {
       this.table = table;
     });
     this.fts = true;
+    this.writer.epoch += 1;
     this.log.debug({ table: this.name, directory: this.directory }, 'lancedb table ready');
   }
 
@@ -172,6 +173,7 @@ class LanceIndex implements VectorIndex {
     const rows = lastById(points).map((p) => pointToRow(p, this.denseDim, this.layout));
     const schema = lanceSchema(this.denseDim, this.layout);
     const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
+    this.writer.epoch += 1;
     this.wrote(table, outcome);
   }
 
@@ -197,6 +199,7 @@ class LanceIndex implements VectorIndex {
     const fileId = fileIds.size === 1 ? [...fileIds][0] : undefined;
     const table = await this.requireTable();
     const outcome = await this.writer.batcher.delete(table, where, fileId);
+    this.writer.epoch += 1;
     this.wrote(table, { commits: outcome.commits, rows: 0 });
     return outcome.rows;
   }
@@ -323,6 +326,10 @@ class LanceIndex implements VectorIndex {
     if (query.dense === undefined || this.denseDim === undefined) return fuseRrf([await lexical], limit);
     const [denseHits, lexicalHits] = await Promise.all([this.searchDense(query.dense, filter, n), lexical]);
     return fuseRrf([denseHits, lexicalHits], limit);
+  }
+
+  writeEpoch(): number {
+    return this.writer.epoch;
   }
 
   async ping(signal?: AbortSignal): Promise<void> {

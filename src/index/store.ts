@@ -104,6 +104,12 @@ export interface VectorIndex {
   /** Dense + lexical fused server-side (Qdrant Query API RRF) or in the adapter (LanceDB RRF); RRF scores divided by their maximum, in [0, 1]. */
   searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]>;
   /** Readiness: the engine answers and the collection exists. */
+  /**
+   * A number that moves whenever a write to the collection from this process lands (through any
+   * handle on it), so caches of what the collection holds can refresh at once after an in-process
+   * ingest instead of waiting out their time-to-live. Absent where the engine keeps no such count.
+   */
+  writeEpoch?(): number;
   ping(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }

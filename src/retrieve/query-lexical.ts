@@ -14,6 +14,12 @@ export interface QueryLexicalOptions {
   collection: { current(): Promise<CollectionInfo> };
   /** How long the languages of a set of collections are trusted. */
   refreshMs: number;
+  /**
+   * After a write from this process (`VectorIndex.writeEpoch` moved), languages counted at least
+   * this long ago are counted again, so a language this process just ingested is seen by the next
+   * search. Default 1000.
+   */
+  writeRefreshMs?: number;
   /** Most collections remembered. */
   maxEntries?: number;
   now?: () => number;
@@ -36,12 +42,14 @@ export const LANGUAGE_SHARE = 0.1;
  * in, and the fallback (`SPARSE_LANGUAGE`, with any earlier one the table recorded) when that share
  * was detected in none of them; the union over the collections. A Danish and an English collection
  * in one index each get their own language; searching both, a query is analysed both ways.
- * Counting uses the `languages` payload index; a collection's languages are kept for `refreshMs`,
- * so new documents in a new language are picked up without a restart.
+ * Counting uses the `languages` payload index; a collection's languages are kept for `refreshMs`
+ * (sooner after a write from this process: `writeRefreshMs`), so new documents in a new language
+ * are picked up without a restart, and a search in between makes no call to the index for them.
  */
 export function createQueryLexical(o: QueryLexicalOptions) {
   const now = o.now ?? Date.now;
-  const known = new Map<string, { at: number; languages: Promise<Bm25Language[]> }>();
+  const epoch = () => o.index.writeEpoch?.() ?? 0;
+  const known = new Map<string, { at: number; epoch: number; languages: Promise<Bm25Language[]> }>();
   const codes = BM25_LANGUAGES.map((l) => BM25_LANGUAGE_CODES[l]);
 
   async function resolve(collection: string): Promise<Bm25Language[]> {
@@ -65,10 +73,15 @@ export function createQueryLexical(o: QueryLexicalOptions) {
 
   function languagesOfOne(collection: string): Promise<Bm25Language[]> {
     const hit = known.get(collection);
-    if (hit && now() - hit.at < o.refreshMs) return hit.languages;
+    if (hit) {
+      const age = now() - hit.at;
+      const written = hit.epoch !== epoch() && age >= (o.writeRefreshMs ?? 1000);
+      if (age < o.refreshMs && !written) return hit.languages;
+    }
+    const at = epoch();
     const languages = resolve(collection);
     known.delete(collection);
-    known.set(collection, { at: now(), languages });
+    known.set(collection, { at: now(), epoch: at, languages });
     languages.catch(() => known.delete(collection));
     for (const k of known.keys()) {
       if (known.size <= (o.maxEntries ?? 1024)) break;

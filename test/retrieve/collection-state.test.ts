@@ -66,4 +66,46 @@ describe('collection state', () => {
     await state.current();
     expect(describes).toBe(4);
   });
+
+  it('reads the collection again soon after a write from this process, never per search otherwise', async () => {
+    let t = 0;
+    const state = createCollectionState({
+      index: counted(index),
+      refreshMs: 10_000,
+      partialRefreshMs: 1000,
+      writeRefreshMs: 500,
+      now: () => t,
+    });
+    await index.ensureCollection();
+    const before = describes;
+    await state.current();
+    for (let n = 0; n < 5; n++) await state.current();
+    expect(describes).toBe(before + 1);
+    // A write through another handle on the same table in this process (as `serve all` ingests).
+    const writer = await openIndex(
+      { uri: dir, collection: 'docs', sparse: true, timeoutMs: 5000 },
+      { log: pino({ level: 'silent' }) },
+    );
+    await writer.upsert([
+      {
+        id: '00000000-0000-4000-8000-000000000001',
+        content: 'x',
+        meta: {
+          collection_name: 'c',
+          collection_type: 'knowledge',
+          file_id: 'f',
+          ingest_version: 'v',
+          split_id: 0,
+        },
+      },
+    ]);
+    await writer.close();
+    t += 499;
+    await state.current();
+    expect(describes).toBe(before + 1);
+    t += 1;
+    await state.current();
+    await state.current();
+    expect(describes).toBe(before + 2);
+  });
 });

@@ -110,6 +110,23 @@ describe('language per document, per collection on the query side', () => {
     t += 1000;
     expect(await lexical.languagesOf(['fr'])).toEqual(['danish', 'english']);
   });
+
+  it('counts a collection’s languages again right after this process writes it, not on every search', async () => {
+    const lexical = createQueryLexical({
+      index: ingest.index,
+      analyzer: new LexicalAnalyzer('english'),
+      collection: { current: () => ingest.index.describe() },
+      refreshMs: 60_000,
+      writeRefreshMs: 0,
+      now: () => 0,
+    });
+    await put('nl-1', 'nl', 'nl.md', '# Fiets\n\nDe fietsers rijden de hele winter door de stad.');
+    expect(await lexical.languagesOf(['nl'])).toEqual(['english']);
+    expect(await lexical.languagesOf(['nl'])).toEqual(['english']);
+    // The ingest harness writes through this process's writer: no time passes, and it is seen.
+    await put('nl-2', 'nl', 'da.md', await readFile(join(DANISH_CORPUS, '1.2.md'), 'utf8'));
+    expect(await lexical.languagesOf(['nl'])).toEqual(['danish', 'english']);
+  });
 });
 
 describe('a language few of a collection’s chunks were detected in', () => {
