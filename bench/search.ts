@@ -11,6 +11,7 @@ import { DENSE_VECTOR, type IndexPoint, pointId } from '../src/index/contract.js
 import { createLanceIndex } from '../src/index/lancedb.js';
 import { LEXICAL_COLUMN } from '../src/index/lancedb-rows.js';
 import {
+  buildVectorIndexIfDue,
   DEFAULT_VECTOR_INDEX,
   isDenseIndex,
   type VectorIndexSettings,
@@ -251,7 +252,8 @@ async function latencies(queries: Query[], concurrency: number, run: (q: Query) 
 const ROUNDS = 3;
 
 /**
- * The floor and the service, each over every query, in `ROUNDS` alternating rounds (floor, service,
+ * The floor and the service over every query, `ROUNDS` times: at concurrency 1 query by query
+ * (floor then service, then the other way round), above it in alternating rounds (floor, service,
  * floor, …), so that load from other processes on a shared machine falls on both alike.
  */
 async function measurePair(
@@ -265,11 +267,28 @@ async function measurePair(
     { lat: [] as number[], wall: 0 },
     { lat: [] as number[], wall: 0 },
   ];
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [i, run] of [floor, service].entries()) {
-      const r = await latencies(queries, concurrency, run);
-      acc[i]!.lat.push(...r.out);
-      acc[i]!.wall += r.wall;
+  if (concurrency === 1) {
+    // One at a time: each query goes to both, in alternating order, so that even a burst of load
+    // from elsewhere falls on both sides alike.
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [n, q] of queries.entries()) {
+        const order = (n + round) % 2 === 0 ? [0, 1] : [1, 0];
+        for (const i of order) {
+          const start = performance.now();
+          await [floor, service][i]!(q);
+          const ms = performance.now() - start;
+          acc[i]!.lat.push(ms);
+          acc[i]!.wall += ms;
+        }
+      }
+    }
+  } else {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, run] of [floor, service].entries()) {
+        const r = await latencies(queries, concurrency, run);
+        acc[i]!.lat.push(...r.out);
+        acc[i]!.wall += r.wall;
+      }
     }
   }
   const figures = ({ lat, wall }: { lat: number[]; wall: number }): Figures => {
@@ -299,6 +318,8 @@ async function grow(dir: string, from: number, upTo: number): Promise<void> {
   const db = await connect(dir);
   const table = await db.openTable(COLLECTION);
   await table.optimize();
+  // And the dense index the writer's next optimize would build or retrain, had more writes come.
+  await buildVectorIndexIfDue(table, VECTOR_INDEX, { log, now: () => performance.now() });
   const indices = (await table.listIndices()).filter(isDenseIndex).map((i) => i.name);
   console.log(
     `grew to ${await table.countRows()} chunks (${TENANTS} tenants, dim ${DIM}): writes ${((written - t0) / 1000).toFixed(1)} s, ` +

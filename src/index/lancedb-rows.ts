@@ -132,10 +132,26 @@ const metaSchema = z.looseObject({
 
 const rowSchema = z.object({ id: z.string(), content: z.string(), meta: z.string() });
 
+/**
+ * The columns of a row, each read once: LanceDB hands back Arrow row proxies whose every property
+ * read decodes the value again, so a schema reading them (and copying the rest) costs a search
+ * about twice what parsing a plain object does.
+ */
+function columns(raw: unknown, extra?: '_distance' | '_score'): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null) return {};
+  const r = raw as Record<string, unknown>;
+  const out: Record<string, unknown> = { id: r.id, content: r.content, meta: r.meta };
+  if (extra) out[extra] = r[extra];
+  return out;
+}
+
+function pointOf(row: Record<string, unknown>): StoredPoint {
+  const { id, content, meta } = rowSchema.parse(row);
+  return { id, content, meta: withPageFields(metaSchema.parse(JSON.parse(meta))) };
+}
+
 export function rowToPoint(raw: unknown): StoredPoint {
-  const row = rowSchema.parse(raw);
-  const meta: ChunkMeta = withPageFields(metaSchema.parse(JSON.parse(row.meta)));
-  return { id: row.id, content: row.content, meta };
+  return pointOf(columns(raw));
 }
 
 const distanceSchema = z.object({ _distance: z.number() });
@@ -143,12 +159,13 @@ const scoreSchema = z.object({ _score: z.number() });
 
 /** cos = 1 − cosine distance; dense scores are (cos + 1) / 2, clamped to [0, 1] (`normaliseCosine`). */
 export function rowToDenseHit(raw: unknown): SearchHit {
-  const d = distanceSchema.parse(raw)._distance;
-  return { ...rowToPoint(raw), score: normaliseCosine(1 - d) };
+  const row = columns(raw, '_distance');
+  return { ...pointOf(row), score: normaliseCosine(1 - distanceSchema.parse(row)._distance) };
 }
 
 export function rowToLexicalHit(raw: unknown): SearchHit {
-  return { ...rowToPoint(raw), score: scoreSchema.parse(raw)._score };
+  const row = columns(raw, '_score');
+  return { ...pointOf(row), score: scoreSchema.parse(row)._score };
 }
 
 /** Arrow values (vectors, lists) as plain arrays; everything else as it is. */

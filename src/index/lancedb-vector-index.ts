@@ -60,13 +60,15 @@ const ROWS_PER_PARTITION = 100_000;
 
 /**
  * Index parameters for `rows` rows: IVF partitions of about 100k rows each (one graph below that),
- * HNSW `m` 20 and `ef_construction` 300 (LanceDB's defaults; Qdrant's `m` 16 / `ef_construct` 100
- * are the same kind of setting), cosine distance as every query uses.
+ * HNSW `m` 16 and `ef_construction` 100 (Qdrant's defaults, cheaper to build than LanceDB's 20 / 300;
+ * recall and build times of both in docs/performance.md), cosine distance as every query uses.
  */
 export function vectorIndexConfig(rows: number): Index {
   return Index.hnswSq({
     distanceType: 'cosine',
     numPartitions: Math.max(1, Math.round(rows / ROWS_PER_PARTITION)),
+    m: 16,
+    efConstruction: 100,
   });
 }
 

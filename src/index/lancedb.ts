@@ -77,6 +77,9 @@ export interface LanceIndexOptions {
   onVectorIndexBuild?: () => Promise<void> | void;
 }
 
+/** Bound on the extra rows one lexical query fetches while the full-text index is still empty. */
+const MAX_UNINDEXED_FETCH = 20_000;
+
 /** Candidates each side of a hybrid query contributes before fusion. */
 function hybridCandidates(limit: number): number {
   return Math.max(limit * 2, 20);
@@ -109,6 +112,8 @@ class LanceIndex implements VectorIndex {
   /** The open table's lexical layout (read with its schema when the table is opened). */
   private layout: LexicalLayout = 'terms';
   private fts = false;
+  /** Whether the open table's full-text index holds rows (see `searchLexical`). */
+  private ftsPopulated = false;
   private readonly writer: TableWriter;
   private readonly name: string;
   private readonly denseDim: number | undefined;
@@ -306,17 +311,34 @@ class LanceIndex implements VectorIndex {
         ? [...new Set(query.terms ?? plainTerms(query.text))].join(' ')
         : query.text.trim();
     if (text === '') return [];
-    // One query, no look-up of the index's state: LanceDB (0.37.1) scores the rows not yet in the
-    // full-text index (written since the last optimize) by brute force and ranks them with the
-    // indexed ones by score ("ranks rows not yet in the full-text index" in test/index/lancedb.test.ts).
+    // LanceDB (0.37.1) scores the rows not yet in the full-text index (written since the last
+    // optimize) by brute force and ranks them with the indexed ones, except while the index holds no
+    // row at all (a new table before its first optimize): then it returns matches in table order,
+    // cut at the limit, so only then are they all fetched and ranked here. Once the index holds rows
+    // (optimize only ever adds them) this takes no look-up: one query per search.
+    const pending = this.ftsPopulated ? 0 : await this.unindexedWhileEmpty(table);
     let q = table
       .query()
       .fullTextSearch(text, { columns: lexicalColumnOf(this.layout) })
       .select([...POINT_COLUMNS, '_score'])
-      .limit(limit);
+      .limit(limit + pending);
     if (where !== undefined) q = q.where(where);
     const rows: unknown[] = await q.toArray(this.exec);
-    return rows.map(rowToLexicalHit);
+    const hits = rows.map(rowToLexicalHit);
+    return pending === 0 ? hits : hits.sort((a, b) => b.score - a.score).slice(0, limit);
+  }
+
+  /** Rows outside the full-text index while it holds none (0 once it holds some, from then on). */
+  private async unindexedWhileEmpty(table: Table): Promise<number> {
+    const column = lexicalColumnOf(this.layout);
+    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === column);
+    if (!fts) return 0;
+    const stats = await table.indexStats(fts.name);
+    if ((stats?.numIndexedRows ?? 0) > 0) {
+      this.ftsPopulated = true;
+      return 0;
+    }
+    return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {

@@ -240,6 +240,17 @@ describe('LanceDB adapter', () => {
     expect(top.map((h) => h.score)).toEqual(all.slice(0, 4).map((h) => h.score));
   });
 
+  it('ranks matches by score while the full-text index is still empty (a new table, never optimized)', async () => {
+    const i = await index(await tempDir(), {}, { optimizeEvery: 1000, optimizeRows: 1_000_000 });
+    const weak = (file: string) =>
+      Array.from({ length: 30 }, (_, n) => chunk(file, n, `crane number ${'pad '.repeat(20)} ${n}`));
+    await i.upsert(weak('weak1'));
+    await i.upsert([0, 1, 2].map((n) => chunk('strong', n, `crane number five ${n}`)));
+    await i.upsert(weak('weak2'));
+    const hits = await i.searchLexical({ text: 'crane number five' }, {}, 3);
+    expect(hits.map((h) => h.meta.file_id)).toEqual(['strong', 'strong', 'strong']);
+  });
+
   it('skips points without a dense vector in dense search', async () => {
     const i = await index(await tempDir(), { denseDim: 2 });
     await i.upsert([chunk('f', 0, 'with vector', [1, 0]), chunk('f', 1, 'without vector')]);
