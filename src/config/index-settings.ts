@@ -101,17 +101,12 @@ export const indexPiece = {
   ),
   LANCEDB_VECTOR_INDEX_MIN_ROWS: int(
     50_000,
-    'LanceDB only: rows from which the writer builds the dense vector index (IVF-HNSW-SQ) in the background (and trains it again each time the table has grown 4×); below it dense search is an exact scan. 0 never builds one (docs/performance.md, "Search").',
+    'LanceDB only: rows from which the writer builds the dense vector index (an HNSW graph over 8-bit quantized vectors) in the background (and trains it again each time the table has grown 4×); below it dense search is an exact scan. 0 never builds one (docs/performance.md, "Search").',
     { min: 0 },
-  ),
-  LANCEDB_VECTOR_INDEX_NPROBES: int(
-    20,
-    'LanceDB only: IVF partitions a dense query searches at least; more are searched when a tenant filter leaves fewer than k hits in them, so a small tenant still gets its k. Higher: better recall, slower.',
-    { min: 1 },
   ),
   LANCEDB_VECTOR_INDEX_EF: int(
     100,
-    'LanceDB only: candidates kept while searching an HNSW graph of the dense vector index (Qdrant: `hnsw_ef`). Higher: better recall, slower.',
+    'LanceDB only: candidates kept while searching the HNSW graph of the dense vector index (Qdrant: `hnsw_ef`). Higher: better recall, slower.',
     { min: 1 },
   ),
 };

@@ -6,25 +6,22 @@ import { DENSE_VECTOR } from './contract.js';
  * The dense vector index of a LanceDB table. Without one every dense search is an exact scan of the
  * tenant's rows, which grows linearly with the table (113 ms at 100k chunks, 664 ms at 500k on the
  * 2-core reference machine); past `minRows` rows the writer builds an approximate index in the
- * background: IVF-HNSW-SQ (IVF partitions, an HNSW graph in each over 8-bit scalar-quantized
- * vectors). IVF-PQ and IVF-Flat are not offered: with LanceDB 0.37.1 an `optimize()` fails on a
- * table carrying either over a column whose name needs quoting, as `text-dense` does ("vector
- * column `text-dense` not found in batch"), which would stop compaction and full-text index
- * updates; IVF-HNSW-SQ updates cleanly (test/index/lancedb-vector-index.test.ts). Measured
- * choices: docs/performance.md, "Search".
+ * background: one HNSW graph over 8-bit scalar-quantized vectors (LanceDB's IVF-HNSW-SQ with a
+ * single IVF partition). With LanceDB 0.37.1 an `optimize()` fails on a table whose vector index
+ * over a column that needs quoting, as `text-dense` does, has more than one IVF partition ("vector
+ * column `text-dense` not found in batch": seen with IVF-PQ, IVF-Flat and IVF-HNSW-SQ alike), which
+ * would stop compaction and full-text index updates for good; with one partition it updates
+ * cleanly (test/index/lancedb-vector-index.test.ts). Measured choices: docs/performance.md, "Search".
  */
 export interface VectorIndexSettings {
   /** Rows (the table's, ledger entries included) from which the index is built; 0 never builds one. */
   minRows: number;
-  /** IVF partitions searched at least (more are searched when a narrow tenant filter leaves fewer than k hits). */
-  nprobes: number;
-  /** HNSW candidates kept while searching one partition's graph (Qdrant's `hnsw_ef`). */
+  /** HNSW candidates kept while searching the graph (Qdrant's `hnsw_ef`). */
   ef: number;
 }
 
 export const DEFAULT_VECTOR_INDEX: VectorIndexSettings = {
   minRows: 50_000,
-  nprobes: 20,
   ef: 100,
 };
 
@@ -55,28 +52,22 @@ export function trainedRowsOf(indices: readonly IndexConfig[]): number | undefin
   return Number.isFinite(n) ? n : Number.POSITIVE_INFINITY;
 }
 
-/** Rows per IVF partition: each holds one HNSW graph. */
-const ROWS_PER_PARTITION = 100_000;
-
 /**
- * Index parameters for `rows` rows: IVF partitions of about 100k rows each (one graph below that),
- * HNSW `m` 16 and `ef_construction` 100 (Qdrant's defaults, cheaper to build than LanceDB's 20 / 300;
- * recall and build times of both in docs/performance.md), cosine distance as every query uses.
+ * Index parameters: one partition (see above), HNSW `m` 16 and `ef_construction` 100 (Qdrant's
+ * defaults, cheaper to build than LanceDB's 20 / 300; recall and build times of both in
+ * docs/performance.md), cosine distance as every query uses.
  */
-export function vectorIndexConfig(rows: number): Index {
-  return Index.hnswSq({
-    distanceType: 'cosine',
-    numPartitions: Math.max(1, Math.round(rows / ROWS_PER_PARTITION)),
-    m: 16,
-    efConstruction: 100,
-  });
+export function vectorIndexConfig(): Index {
+  return Index.hnswSq({ distanceType: 'cosine', numPartitions: 1, m: 16, efConstruction: 100 });
 }
 
-/** Applies the query-time settings; LanceDB ignores them while the table has no index. */
+/**
+ * Applies the query-time settings; LanceDB ignores them while the table has no index. The tenant
+ * filter stays a prefilter (LanceDB's default): the graph search only ever yields the tenant's rows,
+ * and a tenant with few rows still gets k of them.
+ */
 export function tuneVectorQuery(query: VectorQuery, s: VectorIndexSettings): VectorQuery {
-  // minimumNprobes, not nprobes: nprobes would also cap the partitions searched, and a small tenant
-  // whose rows lie outside the nearest partitions would then get fewer than k hits.
-  return query.minimumNprobes(s.nprobes).ef(s.ef);
+  return query.ef(s.ef);
 }
 
 /**
@@ -99,7 +90,7 @@ export async function buildVectorIndexIfDue(
   const started = deps.now();
   log.info({ table: table.name, rows, trainedOn: trained }, 'building the dense vector index');
   const name = vectorIndexName(rows);
-  await table.createIndex(DENSE_VECTOR, { config: vectorIndexConfig(rows), name, replace: true });
+  await table.createIndex(DENSE_VECTOR, { config: vectorIndexConfig(), name, replace: true });
   // The new index answers queries from its commit on; the old one (another name) is dropped after.
   for (const old of indices) {
     if (isDenseIndex(old) && old.name !== name) await table.dropIndex(old.name);

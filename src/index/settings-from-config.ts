@@ -16,14 +16,12 @@ export interface IndexConfigFields {
   QDRANT_WRITE_ORDERING?: 'weak' | 'medium' | 'strong' | undefined;
   QDRANT_READ_CONSISTENCY?: string | undefined;
   LANCEDB_VECTOR_INDEX_MIN_ROWS?: number | undefined;
-  LANCEDB_VECTOR_INDEX_NPROBES?: number | undefined;
   LANCEDB_VECTOR_INDEX_EF?: number | undefined;
 }
 
 function vectorIndexFrom(c: IndexConfigFields): Partial<VectorIndexSettings> {
   const v: Partial<VectorIndexSettings> = {};
   if (c.LANCEDB_VECTOR_INDEX_MIN_ROWS !== undefined) v.minRows = c.LANCEDB_VECTOR_INDEX_MIN_ROWS;
-  if (c.LANCEDB_VECTOR_INDEX_NPROBES !== undefined) v.nprobes = c.LANCEDB_VECTOR_INDEX_NPROBES;
   if (c.LANCEDB_VECTOR_INDEX_EF !== undefined) v.ef = c.LANCEDB_VECTOR_INDEX_EF;
   return v;
 }

@@ -93,14 +93,14 @@ describe('LanceDB dense vector index', () => {
 
   it('keeps tenant filtering exact: no other tenant, and a small tenant still gets k hits', async () => {
     const writer = await lance({ minRows: 600 });
-    // The small tenant's vectors all point away from the query: searched in the query's nearest
-    // partition only, with the filter applied after the search, it would get nothing.
+    // The small tenant's vectors all point away from the query: with the filter applied after the
+    // graph search, it would get nothing.
     const small = Array.from({ length: 6 }, (_, i) => point('small', i, vector(8)));
     await writer.index.upsert([...big(0, 700), ...small]);
     await writer.index.close();
     expect(await denseIndices(writer.dir)).toEqual(['text_dense_idx_706']);
 
-    const { index } = await lance({ minRows: 600, nprobes: 1 }, {}, writer.dir);
+    const { index } = await lance({ minRows: 600 }, {}, writer.dir);
     const query = vector(0);
     const smallHits = await index.searchDense(query, { collectionNames: ['small'] }, 5);
     expect(smallHits).toHaveLength(5);
