@@ -271,7 +271,10 @@ function project(payload: Record<string, unknown>, selector: unknown): Record<st
       from = from && typeof from === 'object' ? (from as Record<string, unknown>)[part] : undefined;
     if (from === undefined) continue;
     let to = out;
-    for (const part of parts.slice(0, -1)) to = (to[part] ??= {}) as Record<string, unknown>;
+    for (const part of parts.slice(0, -1)) {
+      to[part] ??= {};
+      to = to[part] as Record<string, unknown>;
+    }
     to[parts.at(-1)!] = from;
   }
   return out;
