@@ -33,6 +33,7 @@ import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
+  hybridBranchLimit,
   type ScrollPage,
   type TenantCount,
   type VectorIndex,
@@ -70,11 +71,6 @@ export interface LanceIndexOptions {
 const MAX_UNINDEXED_FETCH = 20_000;
 
 const DENSE_NOT_NULL = `\`${DENSE_VECTOR}\` IS NOT NULL`;
-
-/** Candidates each side of a hybrid query contributes before fusion. */
-function hybridCandidates(limit: number): number {
-  return Math.max(limit * 2, 20);
-}
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
 function lastById(points: readonly IndexPoint[]): IndexPoint[] {
@@ -319,7 +315,7 @@ class LanceIndex implements VectorIndex {
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
-    const n = hybridCandidates(limit);
+    const n = hybridBranchLimit(limit);
     const lexical = this.searchLexical(query, filter, n);
     // Without a dense side only the lexical list is fused (and normalised as one list).
     if (query.dense === undefined || this.denseDim === undefined) return fuseRrf([await lexical], limit);

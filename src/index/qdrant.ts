@@ -37,6 +37,7 @@ import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
+  hybridBranchLimit,
   type ScrollPage,
   type VectorIndex,
 } from './store.js';
@@ -46,11 +47,6 @@ export interface QdrantDeps {
   fetch?: typeof fetch;
   /** Points per upsert request (default 128: ~1.3 MB at 1024 dims, far under Qdrant's 32 MB cap). */
   upsertBatchSize?: number;
-}
-
-/** Candidates each hybrid prefetch hands to RRF: more than `limit` so fusion can reorder. */
-function prefetchLimit(limit: number): number {
-  return Math.max(2 * limit, 20);
 }
 
 const anyResult = z.unknown();
@@ -399,8 +395,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       const f = toQdrantFilter(filter);
       const prefetch = (input: Schemas['VectorInput'], using: string): Schemas['Prefetch'] =>
         f
-          ? { query: input, using, filter: f, limit: prefetchLimit(limit) }
-          : { query: input, using, limit: prefetchLimit(limit) };
+          ? { query: input, using, filter: f, limit: hybridBranchLimit(limit) }
+          : { query: input, using, limit: hybridBranchLimit(limit) };
       const prefetches = [prefetch(q.dense, DENSE_VECTOR)];
       if (q.sparse && q.sparse.indices.length > 0) {
         prefetches.push(prefetch(sparseInput(q.sparse), SPARSE_VECTOR));
