@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
@@ -30,6 +31,9 @@ export const SEARCH_LIMITS = {
   /** Hits per query. */
   k: 100,
 } as const;
+
+/** `k` when a request gives none. */
+export const SEARCH_DEFAULT_K = 5;
 
 const clip = (max: number) => (s: string) => (s.length > max ? s.slice(0, max) : s);
 
@@ -141,7 +145,7 @@ export const searchBody = z
       .int()
       .min(1)
       .transform((k) => Math.min(k, SEARCH_LIMITS.k))
-      .default(5),
+      .default(SEARCH_DEFAULT_K),
     filter: searchFilter.optional(),
     pipeline: pipelineToggles.optional(),
     explain: z.boolean().optional(),
@@ -203,11 +207,13 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
   app.post(
     '/search',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.search,
       schema: { body: searchBody, response: { 200: searchResponse } },
     },
     async (request, reply) => {
+      // A per-tenant key searches only its collections (403 FORBIDDEN otherwise).
+      assertCollectionsAllowed(request, request.body.collection_names);
       const { queries, pipeline, agent, ...lists } = await service
         .search(request.body)
         .catch((err: unknown) => {
