@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { KildeError } from '../errors.js';
 import { collectionNameSchema } from '../index/identifiers.js';
-import { bearerMatches } from './auth.js';
+import { bearerMatches, markBearerHook } from './auth.js';
 import { noteOnRequestLine } from './request-line.js';
 
 /**
@@ -141,7 +141,7 @@ export function accessHooks(mainKey: string, tenants: readonly TenantKey[]) {
       }
       return undefined;
     };
-  return { main: check(false), scoped: check(true) };
+  return { main: markBearerHook(check(false)), scoped: markBearerHook(check(true)) };
 }
 
 /** The collections the request's key may read; undefined: all of them (the main key). */
