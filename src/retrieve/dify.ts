@@ -246,7 +246,10 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
       if (collectionNameProblem(name) || !mayRead(request.kildeAccess, name))
         throw fail(DIFY_ERRORS.noKnowledge);
       const filter = conditionsToFilter(body.metadata_condition);
-      const exists = await deps.index.count({ collectionNames: [name] }).catch(() => 0);
+      // An index that fails is a failed search (502), never a knowledge base that "does not exist".
+      const exists = await deps.index.count({ collectionNames: [name] }).catch((err: unknown) => {
+        throw new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+      });
       if (exists === 0) throw fail(DIFY_ERRORS.noKnowledge);
       const answer = await deps.service
         .search({
