@@ -260,8 +260,12 @@ describe('POST /search with ENABLE_AGENTIC_RAG=true', () => {
     const r = await agentic({}, clock);
     const pending = r.search({ queries: ['Spanish flu Denmark'], collection_names: ['kb'], k: 2 });
     await vi.waitFor(() => expect(bodies()).toHaveLength(1));
-    // The seed was searched while the model stalled.
+    // The seed was searched while the model stalled: embedded, and its index search finished (not
+    // only sent: the deadline below must not overtake a search still running).
     await vi.waitFor(() => expect(embed.inputs()).toContain('query: Spanish flu Denmark'));
+    await vi.waitFor(async () =>
+      expect(metric(await r.metrics(), 'retrieve_stage_duration_seconds_count{stage="search"}')).toBe(1),
+    );
     clock.advance(60_000);
     const { status, json } = await pending;
     expect(status).toBe(200);
