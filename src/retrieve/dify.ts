@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type Access, identify, mayRead } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
+import { markBearerHook } from '../http/auth.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError, toErrorPayload } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
@@ -229,11 +230,11 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
     '/retrieval',
     {
       // Authentication comes first, as on every protected route, but answers in Dify's envelope.
-      onRequest: async (request) => {
+      onRequest: markBearerHook(async (request: FastifyRequest) => {
         const access = authenticate(request, ctx);
         request.kildeAccess = access;
         if (access.kind === 'tenant') noteOnRequestLine(request, { key: access.name });
-      },
+      }),
       bodyLimit: BODY_LIMITS.search,
       schema: { body: difyBody, response: { 200: difyResponse } },
       errorHandler: (error, request, reply) => difyErrorReply(error, request, reply, ctx.config.DEBUG),
