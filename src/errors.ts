@@ -37,6 +37,14 @@ export const ERRORS = {
     publicMessage: 'Invalid API key',
     meaning: 'The bearer token is missing or wrong.',
   },
+  FORBIDDEN: {
+    status: 403,
+    statuses: [403],
+    retryable: false,
+    publicMessage: 'Forbidden',
+    meaning:
+      'A per-tenant key (`API_KEYS_FILE`, `API_KEYS`) named a collection it may not read, or called a route that only the main `API_KEY` may call.',
+  },
   NOT_FOUND: {
     status: 404,
     statuses: [404],

@@ -1,4 +1,13 @@
-import { bool, int, oneOf, optionalCaselessOneOf, requiredString, string, url } from './fields.js';
+import {
+  bool,
+  int,
+  oneOf,
+  optionalCaselessOneOf,
+  optionalString,
+  requiredString,
+  string,
+  url,
+} from './fields.js';
 
 /** Pieces composed into every service's schema. */
 export const serverPiece = {
@@ -19,6 +28,12 @@ export const serverPiece = {
 export const authPiece = {
   API_KEY: requiredString(
     'Inbound bearer key for every protected route (and `/metrics`). Start-up fails without it.',
+  ),
+  API_KEYS_FILE: optionalString(
+    'Per-tenant keys: a JSON file `{"<key>": {"collections": ["a", "b"], "name": "dify"}}` (keys of 16+ printable ASCII characters). Such a key may call only the routes that take collection names (`POST /search`, `POST /retrieval`, `/mcp` search tools, ingest, eval, listings), for its collections only; `API_KEY` keeps full access. Read at start-up (a bad file stops it); see docs/api.md.',
+  ),
+  API_KEYS: optionalString(
+    'Per-tenant keys as inline JSON, the same shape as `API_KEYS_FILE` (both may be set; every key must be distinct).',
   ),
 };
 

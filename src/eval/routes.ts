@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
@@ -71,12 +72,13 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
   app.post(
     '/api/v1/eval',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.eval,
       schema: { body: evalBody, response: { 200: evalRunSchema } },
     },
     async (request) => {
       const body = request.body;
+      assertCollectionsAllowed(request, body.collection_names);
       const missing = await deps.missingCollections(body.collection_names);
       if (missing.length > 0) {
         throw new KildeError(

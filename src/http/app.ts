@@ -14,10 +14,11 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KernelConfig } from '../config/kernel.js';
-import { requireBearer } from './auth.js';
+import { accessHooks, loadTenantKeys, type TenantKey } from './access.js';
 import { BODY_LIMITS } from './body-limits.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
+import { type InfoPiece, registerInfoRoute } from './info.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
 import { registerOpenApi } from './openapi.js';
 import { logRequestLine } from './request-line.js';
@@ -36,14 +37,24 @@ export interface ServicePart {
   /** Registered inside its own encapsulated plugin, after the kernel routes. */
   register: (app: KildeApp, ctx: PartContext) => Promise<void> | void;
   probes?: Probe[];
+  /** Its piece of `GET /api/v1/info` (src/http/info.ts). */
+  info?: () => InfoPiece | Promise<InfoPiece>;
   /** Runs once at start-up (after routes are registered, before listening): warm-ups, collection checks. */
   start?: () => Promise<void>;
   close?: () => Promise<void>;
 }
 
 export interface PartContext {
-  /** The one bearer check, as an onRequest hook. */
+  /** The bearer check of the main `API_KEY`, as an onRequest hook (per-tenant keys get 403). */
   auth: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  /**
+   * The bearer check of a route that takes collection names: the main key and per-tenant keys
+   * (src/http/access.ts); the route checks the names with `assertCollectionsAllowed` or narrows to
+   * `allowedCollections(request)`.
+   */
+  scopedAuth: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  /** The per-tenant keys (empty without API_KEYS_FILE / API_KEYS). */
+  tenantKeys: readonly TenantKey[];
   metrics: Registry;
   config: KernelConfig;
   log: Logger;
@@ -98,7 +109,9 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   }
 
   const metrics = deps.metrics ?? createMetricsRegistry();
-  const auth = requireBearer(config.API_KEY);
+  const tenantKeys = loadTenantKeys(config);
+  const hooks = accessHooks(config.API_KEY, tenantKeys);
+  const auth = hooks.main;
   if (config.METRICS_ENABLED) {
     registerHttpMetrics(app, metrics);
     registerMetricsRoute(app, metrics, auth);
@@ -108,7 +121,8 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     deps.parts.flatMap((p) => p.probes ?? []),
   );
 
-  const ctx: PartContext = { auth, metrics, config, log: deps.logger };
+  const ctx: PartContext = { auth, scopedAuth: hooks.scoped, tenantKeys, metrics, config, log: deps.logger };
+  registerInfoRoute(app, ctx, deps.parts);
   for (const part of deps.parts) {
     await app.register(async (scope) => part.register(scope, ctx), { name: part.name } as never);
   }

@@ -28,6 +28,12 @@ export function isBearerHook(hook: unknown): boolean {
   return typeof hook === 'function' && BEARER_HOOKS.has(hook);
 }
 
+/** Marks a bearer hook made elsewhere (the per-tenant hooks of access.ts, Dify's) for the OpenAPI document. */
+export function markBearerHook<T extends object>(hook: T): T {
+  BEARER_HOOKS.add(hook);
+  return hook;
+}
+
 /** Fastify onRequest hook: 401 `{"detail":"Invalid API key"}` with `WWW-Authenticate: Bearer`. */
 export function requireBearer(apiKey: string) {
   const hook = async function checkBearer(request: FastifyRequest, reply: FastifyReply) {

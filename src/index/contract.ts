@@ -100,8 +100,21 @@ export interface IndexFilter {
   notIngestVersion?: string;
   /** `meta.split_id` equals this (split 0: one point per version of a file, for listings). */
   splitId?: number;
-  /** `meta.languages` contains any of these. */
+  /** `meta.languages` contains any of these. An empty set matches nothing. */
   languages?: readonly string[];
+  /** `meta.file_id` in this set. An empty set matches nothing. */
+  fileIds?: readonly string[];
+  /** `meta.collection_type` in this set. An empty set matches nothing. */
+  collectionTypes?: readonly string[];
+  /** `meta.source` starts with this (case-sensitive, compared as written). */
+  sourcePrefix?: string;
+  /**
+   * `meta.created_at` (the document's creation date, stored as `Date.toISOString()` writes it)
+   * strictly after / before this instant, given in that same form (`toFilterInstant`). A chunk
+   * without `created_at` matches neither.
+   */
+  createdAfter?: string;
+  createdBefore?: string;
   /**
    * Kilde's bookkeeping tenant instead of `collectionNames` (src/index/reserved.ts). Reserved
    * tenants are reachable only this way: adapters drop their values from `collectionNames`.
@@ -109,6 +122,24 @@ export interface IndexFilter {
   reserved?: ReservedTenant;
   /** Leave out the reserved tenants (a read by file_id that should see chunks only). */
   chunksOnly?: boolean;
+}
+
+/** The one form `createdAfter`/`createdBefore` take: `Date.toISOString()`, as ingestion stores `created_at`. */
+const FILTER_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** An instant in the form filters compare (`Date.toISOString()`), or undefined when it is not a date. */
+export function toFilterInstant(value: string): string | undefined {
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) return undefined;
+  const iso = new Date(t).toISOString();
+  // Years outside 0000–9999 are written with a sign and six digits; they do not compare as text.
+  return FILTER_INSTANT.test(iso) ? iso : undefined;
+}
+
+/** Throws unless `value` is a filter instant (adapters check before a value reaches a query). */
+export function checkFilterInstant(value: string): string {
+  if (!FILTER_INSTANT.test(value)) throw new Error(`not a filter instant: ${JSON.stringify(value)}`);
+  return value;
 }
 
 const NAMESPACE = 'kilde/point/v1';

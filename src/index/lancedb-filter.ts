@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { IndexFilter } from './contract.js';
+import { checkFilterInstant, type IndexFilter } from './contract.js';
 import { publicTenants, RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 
 /**
@@ -25,6 +25,26 @@ function sqlList(values: readonly string[]): string {
   return `[${values.map(sqlString).join(', ')}]`;
 }
 
+/**
+ * `source` and `created_at` have no column of their own: they are read from the `meta` JSON text
+ * (`JSON.stringify` of the chunk's meta, written by Kilde only). A string inside a JSON value has its
+ * quotes escaped, so `"source":"` and `"created_at":"` can only occur as keys: the match is exact.
+ * LanceDB (0.37) offers no JSON function over a text column; `strpos` and `regexp_match` are plain
+ * DataFusion functions evaluated in the query's filter, before the limit (never post-filtering).
+ *
+ * A prefix of `meta.source` is a prefix of its JSON form: `JSON.stringify` escapes character by
+ * character (a prefix with a lone surrogate, the one exception, is refused before it gets here).
+ * `strpos` takes its argument literally: no wildcard of LIKE or regex applies.
+ */
+function sourcePrefixSql(prefix: string): string {
+  if (/\p{Cs}/u.test(prefix)) throw new Error('source prefix is not well-formed Unicode');
+  const json = JSON.stringify(prefix).slice(0, -1);
+  return `strpos(meta, ${sqlString(`"source":${json}`)}) > 0`;
+}
+
+/** `meta.created_at` as text (toISOString: compares as it sorts), or null when the chunk has none. */
+const CREATED_AT_SQL = `(regexp_match(meta, '"created_at":"([0-9T:.Z+-]+)"'))[1]`;
+
 /** The predicate of a filter; undefined when it matches everything. */
 export function filterToSql(filter: IndexFilter): string | undefined {
   const parts: string[] = [];
@@ -49,6 +69,21 @@ export function filterToSql(filter: IndexFilter): string | undefined {
   if (filter.languages !== undefined) {
     if (filter.languages.length === 0) return 'false';
     parts.push(`array_has_any(languages, ${sqlList(filter.languages)})`);
+  }
+  if (filter.fileIds !== undefined) {
+    if (filter.fileIds.length === 0) return 'false';
+    parts.push(`file_id IN (${filter.fileIds.map(sqlString).join(', ')})`);
+  }
+  if (filter.collectionTypes !== undefined) {
+    if (filter.collectionTypes.length === 0) return 'false';
+    parts.push(`collection_type IN (${filter.collectionTypes.map(sqlString).join(', ')})`);
+  }
+  if (filter.sourcePrefix !== undefined) parts.push(sourcePrefixSql(filter.sourcePrefix));
+  if (filter.createdAfter !== undefined) {
+    parts.push(`${CREATED_AT_SQL} > ${sqlString(checkFilterInstant(filter.createdAfter))}`);
+  }
+  if (filter.createdBefore !== undefined) {
+    parts.push(`${CREATED_AT_SQL} < ${sqlString(checkFilterInstant(filter.createdBefore))}`);
   }
   return parts.length === 0 ? undefined : parts.join(' AND ');
 }

@@ -1,7 +1,6 @@
 import { DataType, Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from 'apache-arrow';
 import { z } from 'zod';
 import {
-  type ChunkMeta,
   DENSE_VECTOR,
   type IndexPoint,
   normaliseCosine,

@@ -39,6 +39,7 @@ import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
+  hybridBranchLimit,
   type ScrollPage,
   type TenantCount,
   type VectorIndex,
@@ -79,11 +80,6 @@ export interface LanceIndexOptions {
 
 /** Bound on the extra rows one lexical query fetches while the full-text index is still empty. */
 const MAX_UNINDEXED_FETCH = 20_000;
-
-/** Candidates each side of a hybrid query contributes before fusion. */
-function hybridCandidates(limit: number): number {
-  return Math.max(limit * 2, 20);
-}
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
 function lastById(points: readonly IndexPoint[]): IndexPoint[] {
@@ -342,7 +338,7 @@ class LanceIndex implements VectorIndex {
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
-    const n = hybridCandidates(limit);
+    const n = hybridBranchLimit(limit);
     const lexical = this.searchLexical(query, filter, n);
     // Without a dense side only the lexical list is fused (and normalised as one list).
     if (query.dense === undefined || this.denseDim === undefined) return fuseRrf([await lexical], limit);

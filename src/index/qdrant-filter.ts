@@ -1,5 +1,5 @@
 import type { Schemas } from '@qdrant/js-client-rest';
-import type { IndexFilter } from './contract.js';
+import { checkFilterInstant, type IndexFilter } from './contract.js';
 import { publicTenants, RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 
 type Filter = Schemas['Filter'];
@@ -9,7 +9,9 @@ type FieldCondition = Schemas['FieldCondition'];
 export function matchesNothing(f: IndexFilter): boolean {
   return (
     (f.collectionNames !== undefined && publicTenants(f.collectionNames).length === 0) ||
-    f.languages?.length === 0
+    f.languages?.length === 0 ||
+    f.fileIds?.length === 0 ||
+    f.collectionTypes?.length === 0
   );
 }
 
@@ -42,6 +44,20 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
   if (f.languages !== undefined) {
     must.push({ key: 'meta.languages', match: { any: unique(f.languages) } });
   }
+  if (f.fileIds !== undefined) must.push({ key: 'meta.file_id', match: { any: unique(f.fileIds) } });
+  if (f.collectionTypes !== undefined) {
+    must.push({ key: 'meta.collection_type', match: { any: unique(f.collectionTypes) } });
+  }
+  if (f.createdAfter !== undefined || f.createdBefore !== undefined) {
+    // A datetime range: Qdrant parses the stored RFC 3339 strings (a point without one never matches).
+    const range: Schemas['DatetimeRange'] = {};
+    if (f.createdAfter !== undefined) range.gt = checkFilterInstant(f.createdAfter);
+    if (f.createdBefore !== undefined) range.lt = checkFilterInstant(f.createdBefore);
+    must.push({ key: 'meta.created_at', range });
+  }
+  // Qdrant has no prefix condition on a keyword: the adapter resolves a source prefix to the file
+  // ids it names before a filter is built (resolveSourcePrefix in qdrant.ts).
+  if (f.sourcePrefix !== undefined) throw new Error('a source prefix must be resolved to file ids first');
   if (must.length === 0 && mustNot.length === 0) return undefined;
   const filter: Filter = {};
   if (must.length > 0) filter.must = must;

@@ -1,6 +1,7 @@
 import type { Schemas } from '@qdrant/js-client-rest';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import {
   DENSE_VECTOR,
   type IndexFilter,
@@ -36,6 +37,7 @@ import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
+  hybridBranchLimit,
   type ScrollPage,
   type VectorIndex,
 } from './store.js';
@@ -47,14 +49,23 @@ export interface QdrantDeps {
   upsertBatchSize?: number;
 }
 
-/** Candidates each hybrid prefetch hands to RRF: more than `limit` so fusion can reorder. */
-function prefetchLimit(limit: number): number {
-  return Math.max(2 * limit, 20);
-}
-
 const anyResult = z.unknown();
 const facetResult = z.object({
   hits: z.array(z.object({ value: z.union([z.string(), z.number(), z.boolean()]), count: z.number() })),
+});
+
+/** Most first chunks (one per file version) read to resolve a source prefix to file ids. */
+export const SOURCE_PREFIX_SCAN = 10_000;
+
+const sourcePage = z.object({
+  points: z.array(
+    z.object({
+      payload: z
+        .object({ meta: z.object({ file_id: z.unknown(), source: z.unknown() }).partial().nullish() })
+        .nullish(),
+    }),
+  ),
+  next_page_offset: z.union([z.string(), z.number()]).nullish(),
 });
 
 /** Qdrant's RRF constant when the query names none (`{fusion: 'rrf'}`). */
@@ -114,13 +125,60 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     return res.count;
   }
 
-  async function count(filter: IndexFilter): Promise<number> {
+  /**
+   * Qdrant has no prefix condition on a keyword. A source prefix becomes the set of file ids whose
+   * `meta.source` starts with it: the first chunk of every file the rest of the filter admits is
+   * read (`split_id` 0, two payload fields, pages of 1000, at most SOURCE_PREFIX_SCAN), and the
+   * query itself then filters on `meta.file_id`, inside Qdrant like every other condition.
+   */
+  async function resolveSourcePrefix(filter: IndexFilter): Promise<IndexFilter> {
+    if (filter.sourcePrefix === undefined) return filter;
+    const { sourcePrefix, ...rest } = filter;
+    if (matchesNothing(rest)) return rest;
+    const scan = toQdrantFilter({ ...rest, splitId: 0 })!;
+    const found = new Set<string>();
+    let offset: string | number | undefined;
+    let scanned = 0;
+    do {
+      const body: Schemas['ScrollRequest'] = {
+        filter: scan,
+        limit: 1000,
+        with_payload: { include: ['meta.file_id', 'meta.source'] },
+        with_vector: false,
+      };
+      if (offset !== undefined) body.offset = offset;
+      const res = await http.call(read(`${base}/points/scroll`, body), sourcePage);
+      for (const p of res.points) {
+        const meta = p.payload?.meta;
+        if (
+          typeof meta?.source === 'string' &&
+          typeof meta.file_id === 'string' &&
+          meta.source.startsWith(sourcePrefix)
+        )
+          found.add(meta.file_id);
+      }
+      scanned += res.points.length;
+      offset = res.next_page_offset ?? undefined;
+      if (offset !== undefined && scanned >= SOURCE_PREFIX_SCAN) {
+        throw new KildeError(
+          'INVALID_REQUEST',
+          `source_prefix: the collections searched hold more than ${SOURCE_PREFIX_SCAN} files; narrow the search with file_ids or fewer collections`,
+        );
+      }
+    } while (offset !== undefined);
+    const fileIds = rest.fileIds ? rest.fileIds.filter((id) => found.has(id)) : [...found];
+    return { ...rest, fileIds };
+  }
+
+  async function count(given: IndexFilter): Promise<number> {
+    const filter = await resolveSourcePrefix(given);
     if (matchesNothing(filter)) return 0;
     return countMatching(toQdrantFilter(filter));
   }
 
-  async function searchLexical(q: HybridQuery, filter: IndexFilter, limit: number) {
+  async function searchLexical(q: HybridQuery, given: IndexFilter, limit: number) {
     if (!q.sparse) throw new Error('Qdrant lexical search needs a sparse (BM25) query vector');
+    const filter = await resolveSourcePrefix(given);
     // A query of stop words only has no terms; Qdrant would match nothing either.
     if (matchesNothing(filter) || q.sparse.indices.length === 0) return [];
     const body: Schemas['QueryRequest'] = {
@@ -288,7 +346,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
         .slice(0, limit);
     },
 
-    async scroll(filter, options): Promise<ScrollPage> {
+    async scroll(given, options): Promise<ScrollPage> {
+      const filter = await resolveSourcePrefix(given);
       if (matchesNothing(filter)) return { points: [] };
       // Qdrant pages by point id; ordering by payload would disable offset paging.
       const body: Schemas['ScrollRequest'] = {
@@ -311,8 +370,9 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       return page;
     },
 
-    async searchDense(vector, filter, limit) {
+    async searchDense(vector, given, limit) {
       checkDense(vector, settings.denseDim, 'the query vector');
+      const filter = await resolveSourcePrefix(given);
       if (matchesNothing(filter)) return [];
       const body: Schemas['QueryRequest'] = {
         query: vector,
@@ -327,15 +387,16 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
 
     searchLexical,
 
-    async searchHybrid(q, filter, limit) {
-      if (!q.dense) return searchLexical(q, filter, limit);
+    async searchHybrid(q, given, limit) {
+      if (!q.dense) return searchLexical(q, given, limit);
       checkDense(q.dense, settings.denseDim, 'the query vector');
+      const filter = await resolveSourcePrefix(given);
       if (matchesNothing(filter)) return [];
       const f = toQdrantFilter(filter);
       const prefetch = (input: Schemas['VectorInput'], using: string): Schemas['Prefetch'] =>
         f
-          ? { query: input, using, filter: f, limit: prefetchLimit(limit) }
-          : { query: input, using, limit: prefetchLimit(limit) };
+          ? { query: input, using, filter: f, limit: hybridBranchLimit(limit) }
+          : { query: input, using, limit: hybridBranchLimit(limit) };
       const prefetches = [prefetch(q.dense, DENSE_VECTOR)];
       if (q.sparse && q.sparse.indices.length > 0) {
         prefetches.push(prefetch(sparseInput(q.sparse), SPARSE_VECTOR));

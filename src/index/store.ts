@@ -114,6 +114,14 @@ export interface VectorIndex {
   close(): Promise<void>;
 }
 
+/**
+ * Candidates each branch of a hybrid query contributes before fusion (both engines): more than
+ * `limit`, so fusion can reorder. `explain` reads the branches with the same limit.
+ */
+export function hybridBranchLimit(limit: number): number {
+  return Math.max(limit * 2, 20);
+}
+
 /** The filters of a `deleteWhere` call as a list. */
 export function filterList(filter: IndexFilter | readonly IndexFilter[]): readonly IndexFilter[] {
   return isList(filter) ? filter : [filter];

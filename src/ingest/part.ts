@@ -188,6 +188,19 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         },
       },
     ],
+    info: () => ({
+      ingest: {
+        max_upload_bytes: config.MAX_UPLOAD_BYTES,
+        // The engine files go to; with `auto`, the engines it routes between.
+        engines: [
+          ...new Set(
+            config.EXTRACTION_ENGINE === 'auto'
+              ? [config.EXTRACTION_ROUTER_DEFAULT, config.EXTRACTION_ROUTER_DIAGRAM_ENGINE]
+              : [config.EXTRACTION_ENGINE],
+          ),
+        ],
+      },
+    }),
     async register(app, ctx) {
       const m = createIngestMetrics(ctx.metrics);
       metrics = m;

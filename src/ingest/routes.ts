@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONCRETE_ENGINES, VISION_PROFILES } from '../config/extraction.js';
 import { isPublicProfile } from '../extract/vision/prompts.js';
+import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
@@ -73,7 +74,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
 
   app.put(
     '/api/v1/ingest',
-    { onRequest: ctx.auth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
+    { onRequest: ctx.scopedAuth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
     async (request, reply) => {
       const signal = clientGone(reply);
       const outcome = request.isMultipart()
@@ -95,6 +96,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     logIgnored(request, unknownFields(body, JSON_FIELDS));
     deps.objectStore.check(req.bucket, req.key);
     checkCollection(req);
+    assertCollectionsAllowed(request, [req.collectionName]);
     const { service } = deps.pipeline();
     const head = await deps.objectStore.head(req.bucket, req.key);
     if (head.bytes > deps.maxBytes) throw tooLarge(deps.maxBytes);
@@ -132,11 +134,15 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
         // Fields sent before the file are judged before a byte of it is stored.
         early: (fields) => {
           if ('file_id' in fields && 'collection_name' in fields && 'user_id' in fields) {
-            checkCollection(parseFormIngest(fields, 'upload'));
+            const early = parseFormIngest(fields, 'upload');
+            checkCollection(early);
+            // A per-tenant key writes only into its collections: refused before the file is stored.
+            assertCollectionsAllowed(request, [early.collectionName]);
           }
         },
       });
       const target = parseFormIngest(form.fields, form.file.filename);
+      assertCollectionsAllowed(request, [target.collectionName]);
       logIgnored(request, [...unknownFields(form.fields, FORM_FIELDS), ...form.ignoredParts]);
       return service.ingest(
         target,

@@ -1,12 +1,12 @@
 import type { LanguageModel } from 'ai';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { SearchHit } from '../index/contract.js';
 import { type LoopProgress, runAgentLoop } from './agent-loop.js';
 import { QUERIES_PER_CALL, RETRIEVE_TOOL } from './agent-prompt.js';
+import type { TracedHit } from './explain.js';
 import { contentHash } from './fuse.js';
 import type { AgentStop } from './metrics.js';
-import { type PipelineDeps, type SearchMode, searchOne } from './pipeline.js';
+import { type PipelineDeps, type SearchMode, type SearchOptions, searchOne } from './pipeline.js';
 import { type ChatTurn, resolveQueries } from './query-source.js';
 import { parseTextToolCall } from './tool-call-text.js';
 
@@ -29,6 +29,8 @@ export interface AgenticRequest {
   messages?: readonly ChatTurn[] | undefined;
   collection_names: string[];
   k: number;
+  /** The request's filter, explanations and stage timer: every search of the run uses them. */
+  search?: SearchOptions | undefined;
 }
 
 /** Where the agentic run searches: the request's mode, decided once, and whether there is anything to search. */
@@ -41,7 +43,7 @@ export interface AgenticTarget {
 
 export interface AgenticOutcome {
   /** The one merged list: deduplicated by content, best first, at most k. */
-  hits: SearchHit[];
+  hits: TracedHit[];
   /** Every query searched (seed, agent, fallback), in order. */
   queries: string[];
   stop: AgentStop;
@@ -55,7 +57,7 @@ export interface Found {
   /** The agent's tool call it came from (1, 2, ...); the fallback counts as one more call. */
   call: number;
   query: string;
-  hits: SearchHit[];
+  hits: TracedHit[];
 }
 
 const QUERY_CHARS = 2000;
@@ -102,10 +104,13 @@ export async function agenticSearch(
     deadline.signal.addEventListener('abort', () => resolve('timeout'), { once: true }),
   );
 
-  const search = async (query: string, rerank: boolean): Promise<SearchHit[]> => {
+  const search = async (query: string, rerank: boolean, source: Found['source']): Promise<TracedHit[]> => {
     if (!target.exists) return [];
     const deps = rerank ? pipeline : { ...pipeline, reranker: undefined };
-    return (await searchOne(deps, mode, query, req.collection_names, req.k)).hits;
+    const { hits } = await searchOne(deps, mode, query, req.collection_names, req.k, req.search);
+    // Explaining: the path says the agentic run found it (its fallback search, when that one did).
+    const path = source === 'fallback' ? 'fallback' : 'agentic';
+    return hits.map((h) => (h.trace ? { ...h, trace: { ...h.trace, path } } : h));
   };
   // Results that arrive after the deadline are not taken: the answer has been merged already.
   const keep = (f: Found) => {
@@ -116,7 +121,7 @@ export async function agenticSearch(
     if (!s.includeRawQuery) return;
     await Promise.all(
       original.map(async (query) =>
-        keep({ source: 'seed', call: 0, query, hits: await search(query, true) }),
+        keep({ source: 'seed', call: 0, query, hits: await search(query, true, 'seed') }),
       ),
     );
   };
@@ -141,7 +146,7 @@ export async function agenticSearch(
         signal: deadline.signal,
         retrieve: async (queries) => {
           const call = ++calls;
-          const lists = await Promise.all(queries.map((q) => search(q, true)));
+          const lists = await Promise.all(queries.map((q) => search(q, true, 'agent')));
           lists.forEach((hits, i) => {
             keep({ source: 'agent', call, query: queries[i]!, hits });
           });
@@ -167,7 +172,7 @@ export async function agenticSearch(
       await Promise.all(
         queries.map(async (query) => {
           try {
-            keep({ source: 'fallback', call, query, hits: await search(query, false) });
+            keep({ source: 'fallback', call, query, hits: await search(query, false, 'fallback') });
           } catch (err) {
             // The contract: failures inside the fallback yield empty results, not server errors.
             log.warn(
@@ -258,14 +263,14 @@ function fallbackQueries(
  * first occurrence). The list is then ordered best score first: every search of a run is on the same
  * path, so on the same scale.
  */
-export function mergeFound(found: readonly Found[], k: number): SearchHit[] {
+export function mergeFound(found: readonly Found[], k: number): TracedHit[] {
   const last = Math.max(0, ...found.map((f) => f.call));
   const accepted = found.filter((f) => f.source !== 'seed' && f.call === last);
   const seed = found.filter((f) => f.source === 'seed');
   const rejected = found
     .filter((f) => f.source !== 'seed' && f.call !== last)
     .sort((a, b) => b.call - a.call);
-  const picked: SearchHit[] = [];
+  const picked: TracedHit[] = [];
   const seen = new Set<string>();
   for (const tier of [[...accepted, ...seed], rejected]) {
     for (let rank = 0; picked.length < k && tier.some((f) => rank < f.hits.length); rank++) {

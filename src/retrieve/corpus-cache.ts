@@ -3,6 +3,7 @@ import type { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import type { IndexFilter, StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import { Bm25Corpus } from './client-bm25.js';
+import type { ExtraFilter } from './explain.js';
 
 export interface CorpusCacheOptions {
   index: VectorIndex;
@@ -50,8 +51,9 @@ export function createCorpusCache(o: CorpusCacheOptions) {
   }
 
   return {
-    get(collectionNames: readonly string[]) {
-      const key = [...new Set(collectionNames)].sort().join('\u0000');
+    /** The corpus of the collections, narrowed by a request's filter (part of the cache key). */
+    get(collectionNames: readonly string[], extra: ExtraFilter = {}) {
+      const key = `${[...new Set(collectionNames)].sort().join('\u0000')}\u0000${JSON.stringify(extra)}`;
       const hit = entries.get(key);
       if (hit && now() - hit.at < o.ttlMs) {
         // Map order doubles as recency order.
@@ -59,7 +61,7 @@ export function createCorpusCache(o: CorpusCacheOptions) {
         entries.set(key, hit);
         return hit.corpus;
       }
-      const corpus = load({ collectionNames });
+      const corpus = load({ ...extra, collectionNames });
       entries.delete(key);
       entries.set(key, { at: now(), corpus });
       corpus.catch(() => entries.delete(key));

@@ -6,9 +6,9 @@ export function contentHash(content: string): string {
 }
 
 /** Keeps the first (best) hit of each distinct content (MD5), then limits to k. */
-export function dedupByContent(hits: readonly SearchHit[], k: number): SearchHit[] {
+export function dedupByContent<T extends SearchHit>(hits: readonly T[], k: number): T[] {
   const seen = new Set<string>();
-  const out: SearchHit[] = [];
+  const out: T[] = [];
   for (const hit of hits) {
     const h = contentHash(hit.content);
     if (seen.has(h)) continue;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KildeError } from '../errors.js';
+import { type Access, mayRead } from '../http/access.js';
 import type { ChunkMeta } from '../index/contract.js';
 import { normaliseCollectionName } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
@@ -60,13 +61,21 @@ function truncate(text: string, max: number): string {
 /** The collections an MCP caller may name: `MCP_SEARCH_COLLECTIONS`, compared in NFC like every name. */
 export function collectionPolicy(allowed: readonly string[]) {
   const names = [...new Set(allowed.map(normaliseCollectionName))];
+  /** The names offered to a caller: a per-tenant key sees only its own collections among them. */
+  const visible = (access: Access | undefined) => names.filter((n) => mayRead(access, n));
   return {
     names,
+    visible,
     /** The requested names, or every allowed one; a name outside the list is an invalid argument. */
-    resolve(requested: readonly string[] | undefined): string[] {
-      if (requested === undefined || requested.length === 0) return names;
+    resolve(requested: readonly string[] | undefined, access?: Access): string[] {
+      const offered = visible(access);
+      if (requested === undefined || requested.length === 0) {
+        if (offered.length === 0)
+          throw new ToolError(RpcCode.InvalidParams, 'No knowledge base is searchable with this key');
+        return offered;
+      }
       const wanted = [...new Set(requested.map((n) => normaliseCollectionName(n.trim())))];
-      const refused = wanted.filter((n) => !names.includes(n));
+      const refused = wanted.filter((n) => !offered.includes(n));
       if (refused.length > 0) {
         // Says nothing about whether the collection exists: only that it is not offered here.
         throw new ToolError(
@@ -97,7 +106,7 @@ export function searchKnowledgeTool(service: SearchService, policy: CollectionPo
     input: searchKnowledgeArgs,
     annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     async run(args, ctx) {
-      const collections = policy.resolve(args.collection_names);
+      const collections = policy.resolve(args.collection_names, ctx.access);
       await ctx.progress('Searching the knowledge bases', 0, 1);
       const answer = await service
         .search({ queries: [args.query], collection_names: collections, k: args.k })
@@ -135,10 +144,11 @@ export function listCollectionsTool(index: VectorIndex, policy: CollectionPolicy
       a knowledge base that is not offered.`,
     input: z.object({}),
     annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-    async run() {
-      const counts = await Promise.all(policy.names.map((name) => index.count({ collectionNames: [name] })));
+    async run(_args, ctx) {
+      const names = policy.visible(ctx.access);
+      const counts = await Promise.all(names.map((name) => index.count({ collectionNames: [name] })));
       return JSON.stringify({
-        collections: policy.names.map((name, i) => ({ name, passages: counts[i] })),
+        collections: names.map((name, i) => ({ name, passages: counts[i] })),
       });
     },
   });

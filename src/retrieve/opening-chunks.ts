@@ -1,5 +1,6 @@
 import type { SearchHit, StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
+import type { ExtraFilter } from './explain.js';
 
 /**
  * "Summarise the attached file", "tl;dr", "what are the key points?" name nothing a search can
@@ -11,9 +12,13 @@ import type { VectorIndex } from '../index/store.js';
 export function createOpeningChunks(index: VectorIndex, maxChunks: number) {
   return {
     /** The opening chunks for a request, or undefined when the collections are not small. */
-    async load(collectionNames: readonly string[], k: number): Promise<SearchHit[] | undefined> {
+    async load(
+      collectionNames: readonly string[],
+      k: number,
+      extra: ExtraFilter = {},
+    ): Promise<SearchHit[] | undefined> {
       if (maxChunks <= 0) return undefined;
-      const filter = { collectionNames };
+      const filter = { ...extra, collectionNames };
       const total = await index.count(filter);
       if (total === 0 || total > maxChunks) return undefined;
       const points: StoredPoint[] = [];

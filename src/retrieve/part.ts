@@ -8,7 +8,9 @@ import { createRunStore } from '../eval/store.js';
 import type { ServicePart } from '../http/app.js';
 import type { VectorIndex } from '../index/store.js';
 import { kildeVersion } from '../version.js';
-import { registerSearchRoutes } from './routes.js';
+import { registerDifyRoute } from './dify.js';
+import { registerSearchRoutes, SEARCH_DEFAULT_K, SEARCH_LIMITS } from './routes.js';
+import type { SearchService } from './search-service.js';
 import { createSearchStack, type SearchStack } from './search-stack.js';
 
 export interface RetrieveDeps {
@@ -31,17 +33,27 @@ export interface RetrievePart extends ServicePart {
  */
 export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveDeps): Promise<RetrievePart> {
   const stack = await createSearchStack(config, deps);
+  let service: SearchService | undefined;
   return {
     name: 'retrieve',
     stack,
     probes: stack.probes,
+    info: () => ({
+      search: {
+        modes_available: service?.modesAvailable() ?? { hybrid: false, rerank: false, agentic: false },
+        default_k: SEARCH_DEFAULT_K,
+        max_k: SEARCH_LIMITS.k,
+      },
+    }),
     register(app, ctx) {
-      const service = stack.service(ctx.metrics);
-      registerSearchRoutes(app, ctx, service);
+      const search = stack.service(ctx.metrics);
+      service = search;
+      registerSearchRoutes(app, ctx, search);
+      registerDifyRoute(app, ctx, { service: search, index: stack.index });
       const { index } = stack;
       registerEvalRoutes(app, ctx, {
         search: async (query, collections, k) =>
-          (await service.search({ queries: [query], collection_names: [...collections], k })).metadatas[0] ??
+          (await search.search({ queries: [query], collection_names: [...collections], k })).metadatas[0] ??
           [],
         store: createRunStore(evalRunsDir(config)),
         missingCollections: async (names) => {

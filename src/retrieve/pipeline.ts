@@ -2,8 +2,16 @@ import type { Logger } from 'pino';
 import type { DenseEmbedder } from '../embed/dense.js';
 import type { IndexFilter, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
-import type { VectorIndex } from '../index/store.js';
+import { hybridBranchLimit, type VectorIndex } from '../index/store.js';
 import type { createCorpusCache } from './corpus-cache.js';
+import {
+  type ExtraFilter,
+  type StageTimer,
+  type TimedStage,
+  type TracedHit,
+  traceBranch,
+  traceFused,
+} from './explain.js';
 import { dedupByContent } from './fuse.js';
 import type { RetrieveMetrics } from './metrics.js';
 import type { QueryLexicalSide } from './query-lexical.js';
@@ -38,9 +46,18 @@ export function searchMode(d: Pick<PipelineDeps, 'dense' | 'hybrid'>, lexicalInI
   return lexicalInIndex ? 'hybrid' : 'dense+client-bm25';
 }
 
+/** What one search may add: the request's filter, explanations, and a timer for its stages. */
+export interface SearchOptions {
+  /** AND-ed with the tenant filter, inside the index query. */
+  filter?: ExtraFilter | undefined;
+  /** Trace every hit (explain.ts). */
+  explain?: boolean | undefined;
+  timer?: StageTimer | undefined;
+}
+
 /**
- * The linear pipeline for one query: embed → search (filtered to the caller's collections) →
- * optional rerank → dedup by content MD5 → top k. Higher scores are always better.
+ * The linear pipeline for one query: embed → search (filtered to the caller's collections and the
+ * request's filter) → optional rerank → dedup by content MD5 → top k. Higher scores are always better.
  */
 export async function searchOne(
   d: PipelineDeps,
@@ -48,8 +65,12 @@ export async function searchOne(
   query: string,
   collectionNames: string[],
   k: number,
-) {
-  const filter: IndexFilter = { collectionNames };
+  o: SearchOptions = {},
+): Promise<{ mode: SearchMode; hits: TracedHit[] }> {
+  const extra = o.filter ?? {};
+  const filter: IndexFilter = { ...extra, collectionNames };
+  const explain = o.explain === true;
+  const timed = <T>(stage: TimedStage, fn: () => Promise<T>) => (o.timer ? o.timer.time(stage, fn) : fn());
   const pool = d.reranker ? k * d.multiplier : k;
   // Over-fetch a little so dedup by content still leaves k hits.
   const fetchN = Math.min(pool * 2, 1000);
@@ -57,49 +78,73 @@ export async function searchOne(
   let vector: number[] | undefined;
   if (d.dense) {
     const dense = d.dense;
-    vector = await d.metrics.time('embed', () => dense.embedQuery(query));
+    vector = await d.metrics.time('embed', () => timed('embed', () => dense.embedQuery(query)));
   }
   // Dense search alone needs no lexical side (and so no look-up of the collections' languages).
   const { terms, sparse } = mode === 'dense' ? NO_LEXICAL : await d.lexical.analyse(query, collectionNames);
+  const branch = (hits: SearchHit[], path: 'dense' | 'lexical'): TracedHit[] =>
+    explain ? traceBranch(hits, path) : hits;
 
-  const hits: SearchHit[] = await d.metrics.time('search', async () => {
-    switch (mode) {
-      case 'dense':
-        return d.index.searchDense(vector!, filter, fetchN);
-      case 'hybrid':
-        return d.index.searchHybrid({ dense: vector!, sparse, text: query, terms }, filter, fetchN);
-      case 'lexical':
-        return withLexicalScores(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN));
-      case 'client-bm25': {
-        const { corpus } = await d.corpus.get(collectionNames);
-        return withLexicalScores(corpus.search(sparse.indices, fetchN));
+  const hits: TracedHit[] = await d.metrics.time('search', () =>
+    timed('search', async () => {
+      switch (mode) {
+        case 'dense':
+          return branch(await d.index.searchDense(vector!, filter, fetchN), 'dense');
+        case 'hybrid': {
+          const q = { dense: vector!, sparse, text: query, terms };
+          if (!explain) return d.index.searchHybrid(q, filter, fetchN);
+          // The engine answers only the fused list: its branches are read again, with the limit
+          // the engine gives each of them, for their ranks and raw scores.
+          const n = hybridBranchLimit(fetchN);
+          const [fused, denseHits, lexicalHits] = await Promise.all([
+            d.index.searchHybrid(q, filter, fetchN),
+            d.index.searchDense(vector!, filter, n),
+            d.index.searchLexical(q, filter, n),
+          ]);
+          return traceFused(fused, denseHits, lexicalHits);
+        }
+        case 'lexical':
+          return withLexicalScores(
+            branch(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN), 'lexical'),
+          );
+        case 'client-bm25': {
+          const { corpus } = await d.corpus.get(collectionNames, extra);
+          return withLexicalScores(branch(corpus.search(sparse.indices, fetchN), 'lexical'));
+        }
+        case 'dense+client-bm25': {
+          const [denseHits, { corpus }] = await Promise.all([
+            d.index.searchDense(vector!, filter, fetchN),
+            d.corpus.get(collectionNames, extra),
+          ]);
+          const lexicalHits = corpus.search(sparse.indices, fetchN);
+          const fused = await d.metrics.time('fuse', async () => fuseRrf([denseHits, lexicalHits], fetchN));
+          return explain ? traceFused(fused, denseHits, lexicalHits) : fused;
+        }
       }
-      case 'dense+client-bm25': {
-        const [denseHits, { corpus }] = await Promise.all([
-          d.index.searchDense(vector!, filter, fetchN),
-          d.corpus.get(collectionNames),
-        ]);
-        return d.metrics.time('fuse', async () =>
-          fuseRrf([denseHits, corpus.search(sparse.indices, fetchN)], fetchN),
-        );
-      }
-    }
-  });
+    }),
+  );
 
   const candidates = dedupByContent(hits, pool);
   if (!d.reranker || candidates.length === 0) return { mode, hits: candidates.slice(0, k) };
   const reranker = d.reranker;
   try {
     const scores = await d.metrics.time('rerank', () =>
-      reranker.rerank(
-        query,
-        candidates.map((c) => c.content),
-        Math.min(k, candidates.length),
+      timed('rerank', () =>
+        reranker.rerank(
+          query,
+          candidates.map((c) => c.content),
+          Math.min(k, candidates.length),
+        ),
       ),
     );
     const top = scores.slice(0, k);
     const bounded = rerankScores(top.map((s) => s.score));
-    const reranked = top.map((s, i) => ({ ...candidates[s.index]!, score: bounded[i]! }));
+    const reranked = top.map((s, i): TracedHit => {
+      const c = candidates[s.index]!;
+      const hit: TracedHit = { ...c, score: bounded[i]! };
+      if (c.trace) hit.trace = { ...c.trace, path: 'rerank', rerank: s.score };
+      return hit;
+    });
     return { mode, hits: reranked };
   } catch (err) {
     d.metrics.fallback('rerank');

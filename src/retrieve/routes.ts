@@ -1,9 +1,12 @@
 import { z } from 'zod';
+import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
-import { collectionNameSchema } from '../index/identifiers.js';
+import { toFilterInstant } from '../index/contract.js';
+import { collectionNameSchema, identifierRefinement } from '../index/identifiers.js';
+import type { ExtraFilter } from './explain.js';
 
 import type { SearchService } from './search-service.js';
 
@@ -29,6 +32,9 @@ export const SEARCH_LIMITS = {
   k: 100,
 } as const;
 
+/** `k` when a request gives none. */
+export const SEARCH_DEFAULT_K = 5;
+
 const clip = (max: number) => (s: string) => (s.length > max ? s.slice(0, max) : s);
 
 /**
@@ -49,6 +55,77 @@ const content = z
   ])
   .transform(clip(SEARCH_LIMITS.messageChars));
 
+/** A filter value: an identifier (no control characters, well-formed Unicode), matched literally. */
+const filterValue = (name: string, max: number) =>
+  z.string().min(1).max(max).superRefine(identifierRefinement(name));
+
+const filterInstant = (name: string) =>
+  z.string().transform((value, ctx) => {
+    const instant = toFilterInstant(value);
+    if (instant === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${name} must be an ISO 8601 date or date-time (years 0000–9999)`,
+      });
+      return z.NEVER;
+    }
+    return instant;
+  });
+
+/**
+ * `filter` (Kilde extension): AND-ed with the tenant filter inside the index query. Lists match any
+ * of their values; every given field must hold. Unknown fields are refused (a misspelt field would
+ * otherwise widen the search silently).
+ */
+export const searchFilter = z
+  .strictObject({
+    file_ids: z.array(filterValue('file_ids', 512)).min(1).max(1000).optional(),
+    languages: z
+      .array(
+        z
+          .string()
+          .regex(/^[A-Za-z]{2,3}$/, 'languages are ISO 639 codes (two or three letters)')
+          .transform((l) => l.toLowerCase()),
+      )
+      .min(1)
+      .max(50)
+      .optional(),
+    collection_types: z.array(filterValue('collection_types', 256)).min(1).max(100).optional(),
+    source_prefix: filterValue('source_prefix', 2048).optional(),
+    created_after: filterInstant('created_after').optional(),
+    created_before: filterInstant('created_before').optional(),
+  })
+  .superRefine((f, ctx) => {
+    if (
+      f.created_after !== undefined &&
+      f.created_before !== undefined &&
+      f.created_after >= f.created_before
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['created_before'],
+        message: 'created_before must be after created_after',
+      });
+    }
+  })
+  .transform(
+    (f): ExtraFilter => ({
+      ...(f.file_ids ? { fileIds: [...new Set(f.file_ids)] } : {}),
+      ...(f.languages ? { languages: [...new Set(f.languages)] } : {}),
+      ...(f.collection_types ? { collectionTypes: [...new Set(f.collection_types)] } : {}),
+      ...(f.source_prefix !== undefined ? { sourcePrefix: f.source_prefix } : {}),
+      ...(f.created_after !== undefined ? { createdAfter: f.created_after } : {}),
+      ...(f.created_before !== undefined ? { createdBefore: f.created_before } : {}),
+    }),
+  );
+
+/** `pipeline` (Kilde extension): choices among the modes the server has configured. */
+export const pipelineToggles = z.strictObject({
+  hybrid: z.boolean().optional(),
+  rerank: z.boolean().optional(),
+  agentic: z.boolean().optional(),
+});
+
 export const searchBody = z
   .object({
     queries: z
@@ -68,7 +145,10 @@ export const searchBody = z
       .int()
       .min(1)
       .transform((k) => Math.min(k, SEARCH_LIMITS.k))
-      .default(5),
+      .default(SEARCH_DEFAULT_K),
+    filter: searchFilter.optional(),
+    pipeline: pipelineToggles.optional(),
+    explain: z.boolean().optional(),
   })
   .superRefine((b, ctx) => {
     const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);
@@ -84,10 +164,33 @@ export const searchBody = z
     }
   });
 
+const branchRank = z.object({ rank: z.number().int(), score: z.number() }).nullable();
+
+export const explanationSchema = z.object({
+  path: z.enum(['dense', 'lexical', 'hybrid', 'rerank', 'fallback', 'agentic']),
+  dense: branchRank,
+  lexical: branchRank,
+  fused: z.number().nullable(),
+  rerank: z.number().nullable(),
+  score: z.number(),
+});
+
+export const timingsSchema = z.object({
+  total: z.number(),
+  queries: z.number().optional(),
+  embed: z.number().optional(),
+  search: z.number().optional(),
+  rerank: z.number().optional(),
+  agent: z.number().optional(),
+});
+
 const searchResponse = z.object({
   documents: z.array(z.array(z.string())),
   metadatas: z.array(z.array(z.record(z.string(), z.unknown()))),
   distances: z.array(z.array(z.number())),
+  // Only with `explain: true`; absent, the answer is the reference one byte for byte.
+  explanations: z.array(z.array(explanationSchema)).optional(),
+  timings_ms: timingsSchema.optional(),
 });
 
 /** Response header naming the pipeline that answered a search: `linear` or `agentic`. */
@@ -104,11 +207,13 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
   app.post(
     '/search',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.search,
       schema: { body: searchBody, response: { 200: searchResponse } },
     },
     async (request, reply) => {
+      // A per-tenant key searches only its collections (403 FORBIDDEN otherwise).
+      assertCollectionsAllowed(request, request.body.collection_names);
       const { queries, pipeline, agent, ...lists } = await service
         .search(request.body)
         .catch((err: unknown) => {

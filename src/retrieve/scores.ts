@@ -17,7 +17,7 @@ export function lexicalScore(bm25: number): number {
   return bm25 <= 0 ? 0 : bm25 / (bm25 + LEXICAL_HALF_SCORE);
 }
 
-export function withLexicalScores(hits: readonly SearchHit[]): SearchHit[] {
+export function withLexicalScores<T extends SearchHit>(hits: readonly T[]): T[] {
   return hits.map((h) => ({ ...h, score: lexicalScore(h.score) }));
 }
 

@@ -167,6 +167,7 @@ export async function createSearchStack(config: SearchSettings, deps: SearchStac
           mergeResults: config.MERGE_QUERY_RESULTS,
           opening: createOpeningChunks(index, config.SMALL_COLLECTION_CHUNKS),
           agentic,
+          clock: deps.clock,
           log,
         });
         services.set(registry, service);

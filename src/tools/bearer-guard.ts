@@ -1,16 +1,21 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { bearerMatches } from '../http/auth.js';
+import { identify, type TenantKey } from '../http/access.js';
 
 export const GUARD_MESSAGE = 'missing or invalid bearer token';
 
 /**
  * The optional `/mcp` bearer guard (`MCP_BEARER_AUTH=true`). It is an onRequest hook, so it only
  * decides whether the request goes on: it never wraps, buffers or rewrites the response, and the
- * SDK's event stream flows through untouched. It uses the same comparison as the REST routes.
+ * SDK's event stream flows through untouched. It uses the same comparison as the REST routes, and
+ * admits per-tenant keys too: the knowledge tools then offer only that key's collections.
  */
-export function bearerGuard(apiKey: string) {
+export function bearerGuard(apiKey: string, tenants: readonly TenantKey[] = []) {
   return async function guardMcp(request: FastifyRequest, reply: FastifyReply) {
-    if (bearerMatches(request.headers.authorization, apiKey)) return;
+    const access = identify(request.headers.authorization, apiKey, tenants);
+    if (access) {
+      request.kildeAccess = access;
+      return;
+    }
     request.log.info({ path: request.url.split('?')[0] }, 'mcp: rejected missing or invalid bearer token');
     return reply
       .status(401)

@@ -87,7 +87,7 @@ export class McpMachinery {
       allowedOrigins: s.MCP_ALLOWED_ORIGINS ?? originsFromHosts(s.MCP_ALLOWED_HOSTS),
     });
     // The guard comes first, like the outermost middleware of the reference deployment.
-    const guard = s.MCP_BEARER_AUTH ? [bearerGuard(ctx.config.API_KEY)] : [];
+    const guard = s.MCP_BEARER_AUTH ? [bearerGuard(ctx.config.API_KEY, ctx.tenantKeys)] : [];
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: MCP_PATH,
@@ -149,7 +149,7 @@ export class McpMachinery {
     const server = createMcpServer(
       { name: this.o.name, version: packageVersion() },
       members.flatMap((m) => m.tools),
-      { log: this.log!.child({ reqId: request.id }), metrics: this.metrics! },
+      { log: this.log!.child({ reqId: request.id }), metrics: this.metrics!, access: request.kildeAccess },
     );
     // No sessionIdGenerator: stateless mode, no Mcp-Session-Id.
     const transport = new StreamableHTTPServerTransport({

@@ -2,6 +2,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Access } from '../http/access.js';
 import { RpcCode, ToolError } from './json-rpc.js';
 import { listEntry, parseArguments, type ToolDefinition } from './tool-definition.js';
 
@@ -47,7 +48,7 @@ export function toolMetrics(registry: Registry): ToolMetrics {
 export function createMcpServer(
   info: McpServerInfo,
   tools: readonly ToolDefinition[],
-  deps: { log: Logger; metrics: ToolMetrics },
+  deps: { log: Logger; metrics: ToolMetrics; access?: Access | undefined },
 ): Server {
   const byName = new Map(tools.map((t) => [t.name, t]));
   const server = new Server(info, { capabilities: { tools: { listChanged: false } } });
@@ -67,6 +68,7 @@ export function createMcpServer(
       const text = await tool.run(args, {
         signal: extra.signal,
         log,
+        access: deps.access,
         progress: async (message, progress, total) => {
           if (token === undefined) return;
           await extra.sendNotification({

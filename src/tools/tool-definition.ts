@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Access } from '../http/access.js';
 import { RpcCode, ToolError } from './json-rpc.js';
 
 export interface ToolContext {
@@ -8,6 +9,8 @@ export interface ToolContext {
   log: Logger;
   /** Sends `notifications/progress` when the caller asked for it (a no-op otherwise). */
   progress(message: string, progress: number, total?: number): Promise<void>;
+  /** Who called (the bearer guard's verdict); undefined when `/mcp` has no bearer guard. */
+  access?: Access | undefined;
 }
 
 /**

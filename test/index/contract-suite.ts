@@ -179,6 +179,100 @@ export function runVectorIndexContract(
       expect(await index.count({ fileId: 'alpha-rain', ingestVersion: 'v2' })).toBe(0);
     });
 
+    it('filters on file ids, collection types, source prefix and creation date, pushed into every read', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      // Values an attacker would try on a filter language: quotes, SQL, backslashes, JSON, unicode.
+      const evil = [
+        "x' OR 1=1 --",
+        "a\\' OR ''='",
+        'b"},{"source":"s3://kb/',
+        'c\\"source\\":\\"s3://kb/',
+        '%_*[?',
+        'æøå/ünï/文档/😀',
+      ];
+      const docs = [
+        {
+          id: 'kb-a',
+          source: 's3://kb/reports/a.pdf',
+          type: 'knowledge',
+          created: '2021-03-01T10:00:00.000Z',
+        },
+        {
+          id: 'kb-b',
+          source: 's3://kb/reports/b.pdf',
+          type: 'knowledge',
+          created: '2023-06-15T00:00:00.000Z',
+        },
+        { id: 'kb-c', source: 's3://kb/notes/c.md', type: 'file', created: '2024-01-01T00:00:00.000Z' },
+        { id: 'kb-d', source: 's3://kb/reports/d.pdf', type: 'file' },
+        ...evil.map((source, i) => ({ id: `kb-evil-${i}`, source, type: source, created: undefined })),
+      ];
+      const points = docs.flatMap((d, i) =>
+        [0, 1].map((split) => {
+          const p = point('alpha', d.id, 'v1', split, `chunk ${split} of document number ${i} cats`, {
+            dense: [1, 0, 0, 0],
+          });
+          p.meta.source = d.source;
+          p.meta.collection_type = d.type;
+          if (d.created) p.meta.created_at = d.created;
+          return p;
+        }),
+      );
+      // Another tenant with the same sources: never returned.
+      const other = points.map((p) => ({
+        ...p,
+        id: pointId(`o-${p.meta.file_id}`, 'v1', p.meta.split_id),
+        meta: { ...p.meta, collection_name: 'beta', file_id: `o-${p.meta.file_id}` },
+      }));
+      await index.upsert([...points, ...other]);
+      const files = async (extra: Partial<Parameters<VectorIndex['count']>[0]>) => {
+        const filter = { collectionNames: ['alpha'], ...extra };
+        const scrolled = (await index.scroll(filter, { limit: 100 })).points.map((p) => p.meta.file_id);
+        const dense = (await index.searchDense([1, 0, 0, 0], filter, 100)).map((h) => h.meta.file_id);
+        const lexical = (await index.searchLexical(query('cats document'), filter, 100)).map(
+          (h) => h.meta.file_id,
+        );
+        const hybrid = (await index.searchHybrid(query('cats', [1, 0, 0, 0]), filter, 100)).map(
+          (h) => h.meta.file_id,
+        );
+        const count = await index.count(filter);
+        const set = [...new Set(scrolled)].sort();
+        // Every read applies the same filter, inside the engine: a small limit still fills up.
+        expect([...new Set(dense)].sort()).toEqual(set);
+        expect([...new Set(lexical)].sort()).toEqual(set);
+        expect([...new Set(hybrid)].sort()).toEqual(set);
+        expect(count).toBe(scrolled.length);
+        if (set.length > 0) {
+          const one = await index.searchDense([1, 0, 0, 0], filter, 1);
+          expect(one).toHaveLength(1);
+          expect(set).toContain(one[0]!.meta.file_id);
+        }
+        return set;
+      };
+      expect(await files({ fileIds: ['kb-a', 'kb-c', 'o-kb-a'] })).toEqual(['kb-a', 'kb-c']);
+      expect(await files({ fileIds: [] })).toEqual([]);
+      expect(await files({ collectionTypes: ['file'] })).toEqual(['kb-c', 'kb-d']);
+      expect(await files({ sourcePrefix: 's3://kb/reports/' })).toEqual(['kb-a', 'kb-b', 'kb-d']);
+      expect(await files({ sourcePrefix: 's3://kb/reports/', fileIds: ['kb-b', 'kb-c'] })).toEqual(['kb-b']);
+      expect(await files({ sourcePrefix: 's3://kb/re%' })).toEqual([]);
+      expect(await files({ sourcePrefix: 'reports' })).toEqual([]);
+      expect(await files({ createdAfter: '2022-01-01T00:00:00.000Z' })).toEqual(['kb-b', 'kb-c']);
+      expect(
+        await files({ createdAfter: '2021-03-01T10:00:00.000Z', createdBefore: '2024-01-01T00:00:00.000Z' }),
+      ).toEqual(['kb-b']);
+      expect(await files({ createdBefore: '2030-01-01T00:00:00.000Z', collectionTypes: ['file'] })).toEqual([
+        'kb-c',
+      ]);
+      // Each injection string matches exactly its own document, as a source prefix and as a type.
+      for (const [i, value] of evil.entries()) {
+        expect(await files({ sourcePrefix: value })).toEqual([`kb-evil-${i}`]);
+        expect(await files({ collectionTypes: [value] })).toEqual([`kb-evil-${i}`]);
+        expect(await files({ fileIds: [value] })).toEqual([]);
+      }
+      expect(await files({ sourcePrefix: "' OR 1=1 --" })).toEqual([]);
+      expect(await files({ collectionTypes: ["knowledge' OR '1'='1"] })).toEqual([]);
+    });
+
     it('deletes the other versions of a file, including points with no version', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const f = 'file-versioned';

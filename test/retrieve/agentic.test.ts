@@ -260,8 +260,12 @@ describe('POST /search with ENABLE_AGENTIC_RAG=true', () => {
     const r = await agentic({}, clock);
     const pending = r.search({ queries: ['Spanish flu Denmark'], collection_names: ['kb'], k: 2 });
     await vi.waitFor(() => expect(bodies()).toHaveLength(1));
-    // The seed was searched while the model stalled.
+    // The seed was searched while the model stalled: embedded, and its index search finished (not
+    // only sent: the deadline below must not overtake a search still running).
     await vi.waitFor(() => expect(embed.inputs()).toContain('query: Spanish flu Denmark'));
+    await vi.waitFor(async () =>
+      expect(metric(await r.metrics(), 'retrieve_stage_duration_seconds_count{stage="search"}')).toBe(1),
+    );
     clock.advance(60_000);
     const { status, json } = await pending;
     expect(status).toBe(200);
@@ -438,6 +442,41 @@ describe('POST /search with ENABLE_AGENTIC_RAG=true', () => {
     const r = await agentic({ ENABLE_AGENTIC_RAG: 'false' });
     const { headers } = await r.search({ queries: ['tax'], collection_names: ['kb'] });
     expect(headers.get('x-kilde-pipeline')).toBe('linear');
+    expect(bodies()).toHaveLength(0);
+  });
+});
+
+describe('Kilde extensions on the agentic pipeline', () => {
+  it('applies the filter to every search of the run and explains hits with the agentic path', async () => {
+    script(retrieveCall('rye bread', 'income tax'), DONE);
+    const r = await agentic({ AGENT_INCLUDE_RAW_QUERY: 'true' });
+    const { status, json } = await r.search({
+      queries: ['Danish food and taxes'],
+      collection_names: ['kb'],
+      k: 4,
+      explain: true,
+      filter: { file_ids: ['bread', 'bikes'] },
+    });
+    expect(status).toBe(200);
+    // The seed and both of the agent's queries searched under the filter: tax never comes back.
+    expect(new Set(fileIds(json))).toEqual(new Set(['bread', 'bikes']));
+    expect(json.explanations[0].map((e: { path: string }) => e.path)).toEqual(
+      json.documents[0].map(() => 'agentic'),
+    );
+    expect(json.explanations[0].map((e: { score: number }) => e.score)).toEqual(json.distances[0]);
+    expect(json.timings_ms.agent).toBeGreaterThanOrEqual(0);
+  });
+
+  it('runs the linear pipeline for pipeline.agentic=false', async () => {
+    script(retrieveCall('rye bread'), DONE);
+    const r = await agentic();
+    const res = await r.search({
+      queries: ['rye bread'],
+      collection_names: ['kb'],
+      pipeline: { agentic: false },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-kilde-pipeline')).toBe('linear');
     expect(bodies()).toHaveLength(0);
   });
 });

@@ -334,3 +334,109 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+describe('Kilde extensions on Qdrant: filter and explain on the wire', () => {
+  const rank = (e: { rank: number } | null) => (e ? e.rank : undefined);
+
+  it('explains server-side hybrid hits: ranks from the branches, fused = Qdrant RRF 1 / (rank + 1)', async () => {
+    const r = await retrieve({ VECTORDB_INDEX: 'sparse', ENABLE_HYBRID_SEARCH: 'true' });
+    const body = { queries: [CODE_QUERY], collection_names: ['kb'], k: 4 };
+    const plain = await r.search(body);
+    const { result, calls } = await during(() => r.search({ ...body, explain: true }));
+    // Explaining changes nothing of the answer itself.
+    expect(result.json.documents).toEqual(plain.json.documents);
+    expect(result.json.distances).toEqual(plain.json.distances);
+    const ex = result.json.explanations[0] as {
+      path: string;
+      dense: { rank: number; score: number } | null;
+      lexical: { rank: number; score: number } | null;
+      fused: number;
+      score: number;
+    }[];
+    expect(ex.map((e) => e.score)).toEqual(result.json.distances[0]);
+    expect([...ex].sort((a, b) => b.score - a.score)).toEqual(ex);
+    for (const e of ex) {
+      expect(e.path).toBe('hybrid');
+      // Qdrant's RRF: 1 / (0-based position + 2) per prefetch, divided by its maximum 2 / 2.
+      let rrf = 0;
+      for (const b of [e.dense, e.lexical]) if (b) rrf += 1 / (b.rank + 1);
+      expect(e.fused).toBeCloseTo(Math.min(1, rrf), 12);
+      expect(e.score).toBe(e.fused);
+    }
+    expect(result.json.metadatas[0][0].file_id).toBe('pump');
+    expect(rank(ex[0]!.lexical)).toBe(1);
+    // On the wire: the fused query, and each branch read again with the prefetch's limit and filter.
+    const queries = ofOp(calls, 'query_points').map((c) => c.body as Record<string, unknown>);
+    expect(queries).toHaveLength(3);
+    const fusedQuery = queries.find((q) => 'prefetch' in q)!;
+    const branches = queries.filter((q) => !('prefetch' in q));
+    expect(branches.map((q) => q.using).sort()).toEqual([DENSE_VECTOR, SPARSE_VECTOR]);
+    for (const b of branches) {
+      expect(b.limit).toBe((fusedQuery.prefetch as { limit: number }[])[0]!.limit);
+      expect(b.filter).toEqual(
+        fusedQuery.filter ?? (fusedQuery.prefetch as { filter: unknown }[])[0]!.filter,
+      );
+    }
+  });
+
+  it('explains client-side BM25 fusion with the RRF of the fused lists', async () => {
+    const r = await retrieve({ VECTORDB_INDEX: 'plain', ENABLE_HYBRID_SEARCH: 'true' });
+    const { json } = await r.search({ queries: [CODE_QUERY], collection_names: ['kb'], k: 5, explain: true });
+    for (const e of json.explanations[0]) {
+      let rrf = 0;
+      for (const b of [e.dense, e.lexical]) if (b) rrf += 1 / (RRF_K + b.rank);
+      expect(e.fused).toBeCloseTo(((RRF_K + 1) / 2) * rrf, 12);
+    }
+    expect(json.explanations[0][0]).toMatchObject({ path: 'hybrid', lexical: { rank: 1 } });
+  });
+
+  it('pushes the filter into every Qdrant request; a source prefix becomes file ids', async () => {
+    const r = await retrieve({ VECTORDB_INDEX: 'sparse', ENABLE_HYBRID_SEARCH: 'true' });
+    const ids = await during(() =>
+      r.search({
+        queries: [CODE_QUERY],
+        collection_names: ['kb'],
+        k: 5,
+        filter: { file_ids: ['bread', 'tax'] },
+      }),
+    );
+    expect(new Set(fileIds(ids.result.json.metadatas[0]))).toEqual(new Set(['bread', 'tax']));
+    const [fused] = ofOp(ids.calls, 'query_points');
+    expect(JSON.stringify(fused!.body)).toContain(
+      JSON.stringify({ key: 'meta.file_id', match: { any: ['bread', 'tax'] } }),
+    );
+    const prefix = await during(() =>
+      r.search({
+        queries: ['bread'],
+        collection_names: ['kb', 'kb-other'],
+        k: 5,
+        filter: { source_prefix: 'pu' },
+      }),
+    );
+    // pump.txt (kb) and pump-copy.txt (kb-other) start with "pu"; their one content is answered once.
+    const found = fileIds(prefix.result.json.metadatas[0]);
+    expect(found).toHaveLength(1);
+    expect(['pump', 'pump-copy']).toContain(found[0]);
+    const [scan] = ofOp(prefix.calls, 'scroll_points');
+    expect(scan!.body).toMatchObject({
+      filter: {
+        must: [
+          { key: 'meta.collection_name', match: { any: ['kb', 'kb-other'] } },
+          { key: 'meta.split_id', match: { value: 0 } },
+        ],
+      },
+      with_payload: { include: ['meta.file_id', 'meta.source'] },
+    });
+    for (const q of ofOp(prefix.calls, 'query_points')) {
+      expect(JSON.stringify(q.body)).toMatch(
+        /"key":"meta.file_id","match":\{"any":\["pump(-copy)?","pump(-copy)?"\]\}/,
+      );
+    }
+    const none = await r.search({
+      queries: ['bread'],
+      collection_names: ['kb'],
+      filter: { source_prefix: "' OR 1=1" },
+    });
+    expect(none.json.documents[0]).toEqual([]);
+  });
+});

@@ -88,7 +88,7 @@ export const scrollSchema = z.strictObject({
   filter: filterSchema.optional(),
   limit: z.number().int().nullish(),
   offset: pointIdSchema.nullish(),
-  with_payload: z.boolean().nullish(),
+  with_payload: z.union([z.boolean(), z.strictObject({ include: z.array(z.string()) })]).nullish(),
   with_vector: z.literal(false).optional(),
 });
 

@@ -39,11 +39,16 @@ function record(x: unknown): Record<string, unknown> {
 function fieldMatches(cond: Record<string, unknown>, payload: Payload): boolean {
   const key = String(cond.key);
   const match = cond.match === undefined || cond.match === null ? undefined : record(cond.match);
-  const other = Object.keys(cond).filter((k) => k !== 'key' && k !== 'match' && cond[k] != null);
-  if (!match || other.length > 0) {
+  const range = cond.range === undefined || cond.range === null ? undefined : record(cond.range);
+  const other = Object.keys(cond).filter(
+    (k) => k !== 'key' && k !== 'match' && k !== 'range' && cond[k] != null,
+  );
+  if ((!match && !range) || (match && range) || other.length > 0) {
     throw new UnsupportedFilter(`field condition on ${key} with ${other.join(', ') || 'no match'}`);
   }
   const values = lookup(payload, key);
+  if (range) return values.some((v) => inRange(range, v));
+  if (!match) return false;
   if ('value' in match) return values.some((v) => v === match.value);
   if ('any' in match) {
     const any = asList(match.any);
@@ -54,6 +59,34 @@ function fieldMatches(cond: Record<string, unknown>, payload: Payload): boolean 
     return values.some((v) => !except.includes(v));
   }
   throw new UnsupportedFilter(`match kind ${Object.keys(match).join(', ')}`);
+}
+
+/**
+ * Qdrant's `range`: numbers against numeric bounds (`Range`), or RFC 3339 strings against datetime
+ * bounds (`DatetimeRange`: both sides parsed as instants; a value that is no date never matches).
+ */
+function inRange(range: Record<string, unknown>, value: unknown): boolean {
+  const bounds = Object.entries(range).filter(([, b]) => b !== undefined && b !== null);
+  const datetime = bounds.some(([, b]) => typeof b === 'string');
+  const asNumber = (x: unknown): number | undefined => {
+    if (datetime) {
+      if (typeof x !== 'string') return undefined;
+      const t = Date.parse(x);
+      return Number.isNaN(t) ? undefined : t;
+    }
+    return typeof x === 'number' ? x : undefined;
+  };
+  const v = asNumber(value);
+  if (v === undefined) return false;
+  return bounds.every(([op, b]) => {
+    const bound = asNumber(b);
+    if (bound === undefined) throw new UnsupportedFilter(`range bound ${op}: ${String(b)}`);
+    if (op === 'gt') return v > bound;
+    if (op === 'gte') return v >= bound;
+    if (op === 'lt') return v < bound;
+    if (op === 'lte') return v <= bound;
+    throw new UnsupportedFilter(`range operator ${op}`);
+  });
 }
 
 function conditionMatches(cond: unknown, payload: Payload): boolean {

@@ -238,7 +238,9 @@ export class QdrantMemory {
     const next = all[from + limit];
     return {
       points: page.map((p) =>
-        body.with_payload === false ? { id: p.id } : { id: p.id, payload: p.payload },
+        body.with_payload === false
+          ? { id: p.id }
+          : { id: p.id, payload: project(p.payload, body.with_payload) },
       ),
       next_page_offset: next ? next.id : null,
     };
@@ -256,4 +258,24 @@ export class QdrantMemory {
       })),
     };
   }
+}
+
+/** `with_payload: {include: [paths]}` keeps only those dotted paths (Qdrant's payload selector). */
+function project(payload: Record<string, unknown>, selector: unknown): Record<string, unknown> {
+  if (!selector || typeof selector !== 'object' || !('include' in selector)) return payload;
+  const out: Record<string, unknown> = {};
+  for (const path of (selector as { include: string[] }).include) {
+    const parts = path.split('.');
+    let from: unknown = payload;
+    for (const part of parts)
+      from = from && typeof from === 'object' ? (from as Record<string, unknown>)[part] : undefined;
+    if (from === undefined) continue;
+    let to = out;
+    for (const part of parts.slice(0, -1)) {
+      to[part] ??= {};
+      to = to[part] as Record<string, unknown>;
+    }
+    to[parts.at(-1)!] = from;
+  }
+  return out;
 }
