@@ -153,6 +153,14 @@ export const ERRORS = {
     meaning:
       'With `REDIS_URL` set: Redis, which holds the per-`file_id` lease, was unreachable, or the lease expired before the new version was written; nothing was written, retry.',
   },
+  CONSOLE_NOT_BUILT: {
+    status: 503,
+    statuses: [503],
+    retryable: false,
+    publicMessage: 'The web console is not built',
+    meaning:
+      'The console is enabled (`CONSOLE_ENABLED`) but its assets are missing from `dist/console`: run `npm run build:console` (part of `npm ci`). The API is unaffected.',
+  },
   INTERNAL: {
     status: 500,
     statuses: [500],
