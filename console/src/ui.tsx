@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api';
 
 export type Loaded<T> =
@@ -11,9 +11,12 @@ export type Loaded<T> =
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): [Loaded<T>, () => void] {
   const [result, setResult] = useState<Loaded<T>>({ state: 'loading' });
   const [tick, setTick] = useState(0);
+  const reloading = useRef(false);
   useEffect(() => {
     let live = true;
-    setResult({ state: 'loading' });
+    // A reload keeps showing what is there until the new answer comes (no flash, open panels stay).
+    if (!reloading.current) setResult({ state: 'loading' });
+    reloading.current = false;
     load().then(
       (value) => live && setResult({ state: 'ready', value }),
       (error: unknown) =>
@@ -24,7 +27,10 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): [Loaded<T>,
       live = false;
     };
   }, [...deps, tick]);
-  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const reload = useCallback(() => {
+    reloading.current = true;
+    setTick((t) => t + 1);
+  }, []);
   return [result, reload];
 }
 
