@@ -36,7 +36,9 @@ for (const file of (await files(out)).sort()) {
 const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
 const width = Math.max(...rows.map((r) => r.file.length), 5);
 console.log(`\nweb console bundle (${relative(root, out)}):`);
-console.log(`  ${'file'.padEnd(width)}  ${'raw'.padStart(10)}  ${'gzip'.padStart(10)}  ${'brotli'.padStart(10)}`);
+console.log(
+  `  ${'file'.padEnd(width)}  ${'raw'.padStart(10)}  ${'gzip'.padStart(10)}  ${'brotli'.padStart(10)}`,
+);
 for (const r of rows) {
   console.log(
     `  ${r.file.padEnd(width)}  ${kib(r.raw).padStart(10)}  ${kib(r.gzip).padStart(10)}  ${kib(r.brotli).padStart(10)}`,

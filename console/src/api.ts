@@ -38,6 +38,13 @@ export interface Info {
   keep_versions?: number;
 }
 
+/** What the console assumes of a server that does not say (no `GET /api/v1/info`). */
+export const WITHOUT_INFO: Info = {
+  version: 'unknown',
+  services: [],
+  search: { modes_available: { hybrid: false, rerank: false, agentic: false }, default_k: 5, max_k: 100 },
+};
+
 export interface Collection {
   name: string;
   files: number;
@@ -177,6 +184,29 @@ export class Api {
 
   info() {
     return this.call<Info>('GET', '/api/v1/info');
+  }
+
+  /**
+   * Checks the key and learns what the server allows. A server without `GET /api/v1/info` (a
+   * single service that does not mount it) is asked for a listing instead, and the console then
+   * offers no pipeline toggles.
+   */
+  async signIn(): Promise<Info> {
+    const missing = (err: unknown) => err instanceof ApiError && err.status === 404;
+    try {
+      return await this.info();
+    } catch (err) {
+      if (!missing(err)) throw err;
+    }
+    for (const path of ['/api/v1/collections', '/api/v1/jobs?limit=1']) {
+      try {
+        await this.call('GET', path);
+        return WITHOUT_INFO;
+      } catch (err) {
+        if (!missing(err)) throw err;
+      }
+    }
+    throw new ApiError(404, 'NOT_FOUND', 'This server offers none of the APIs the console uses');
   }
 
   collections() {

@@ -62,7 +62,9 @@ function App() {
             ))}
           </ul>
         </nav>
-        <span class="muted version">v{session.info.version}</span>
+        <span class="muted version">
+          {session.info.version === 'unknown' ? '' : `v${session.info.version}`}
+        </span>
         <button type="button" class="link" onClick={signOut}>
           Sign out
         </button>

@@ -18,7 +18,7 @@ export function SignIn({ initialKey, onSignedIn }: Props) {
     setMessage(null);
     const api = new Api(candidate.trim());
     try {
-      onSignedIn(api, await api.info());
+      onSignedIn(api, await api.signIn());
     } catch (err) {
       setMessage(
         err instanceof ApiError && err.status === 401
