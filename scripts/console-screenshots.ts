@@ -11,6 +11,7 @@ import type { Page } from 'playwright-core';
 import { FIXTURES, KEY, startKilde } from '../test/console/kilde.js';
 import { CHROMIUM, hasChromium, launchChromium } from '../test/helpers/browser.js';
 
+const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
 const OUT = fileURLToPath(new URL('../media/console/', import.meta.url));
 
 if (!hasChromium) {
@@ -92,11 +93,17 @@ try {
       await shot('chunks');
       await step('upload', [['POST', '/api/v1/jobs']], async () => {
         await page.goto(`${kilde.url}/#/upload?collection=handbook`);
+        // Playwright takes paths or buffers in one call, not both.
+        const file = async (name: string, mimeType: string) => ({
+          name,
+          mimeType,
+          buffer: await readFile(join(FIXTURES, name)),
+        });
         await page
           .getByLabel('Choose files')
           .setInputFiles([
-            join(FIXTURES, 'normal_4pages.pdf'),
-            join(FIXTURES, 'word_tables.docx'),
+            await file('normal_4pages.pdf', 'application/pdf'),
+            await file('word_tables.docx', DOCX),
             { name: 'broken.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.7\nnot a PDF\n') },
           ]);
         await page.locator('li.upload[data-state="done"]').nth(1).waitFor({ timeout: 60_000 });

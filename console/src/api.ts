@@ -224,10 +224,12 @@ export class Api {
 
   versions(fileId: string, collection: string) {
     const q = new URLSearchParams({ collection_name: collection });
-    return this.call<{ file_id: string; collection_name: string; versions: Version[] }>(
-      'GET',
-      `/api/v1/documents/${encodeURIComponent(fileId)}/versions?${q}`,
-    );
+    return this.call<{
+      file_id: string;
+      collection_name: string;
+      keep_versions?: number;
+      versions: Version[];
+    }>('GET', `/api/v1/documents/${encodeURIComponent(fileId)}/versions?${q}`);
   }
 
   restore(fileId: string, version: string, collection: string) {

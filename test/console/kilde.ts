@@ -20,6 +20,8 @@ export async function startKilde(env: Record<string, string> = {}) {
     PORT: '0',
     LOG_FORMAT: 'json',
     LOG_LEVEL_APP: 'error',
+    // Retired versions are kept (for the restore screen); 0, the default, deletes them.
+    KEEP_VERSIONS: '3',
     ...env,
   });
   const url = running.address;

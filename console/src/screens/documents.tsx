@@ -133,8 +133,15 @@ function Versions(props: { session: Session; fileId: string; collection: string;
   return (
     <div class="versions">
       <Show loaded={loaded} what="versions">
-        {({ versions }) => (
+        {({ versions, keep_versions }) => (
           <div class="table-wrap">
+            {versions.length < 2 && (
+              <p class="muted">
+                {keep_versions === 0
+                  ? 'This server keeps no retired versions (KEEP_VERSIONS=0): a re-ingest replaces the file.'
+                  : 'No older version is kept of this file.'}
+              </p>
+            )}
             <table>
               <caption class="sr-only">Versions of {fileId}</caption>
               <thead>
