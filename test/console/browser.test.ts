@@ -119,7 +119,10 @@ describe.skipIf(!hasChromium)(
       async () => {
         const p = await open();
         await signIn();
-        await p.getByRole('link', { name: 'Upload' }).click();
+        await p
+          .getByRole('navigation', { name: 'Main' })
+          .getByRole('link', { name: 'Upload', exact: true })
+          .click();
         await p.getByLabel('Collection').fill('console-upload');
         await p
           .getByLabel('Choose files')
@@ -212,9 +215,12 @@ describe.skipIf(!hasChromium)(
     const searchFor = async (query: string, collection: string) => {
       const p = await open();
       await signIn();
-      await p.getByRole('link', { name: 'Search' }).click();
+      await p
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Search', exact: true })
+        .click();
       await p.getByLabel('Query').fill(query);
-      await p.getByLabel(collection).check();
+      await p.getByLabel(collection, { exact: true }).check();
       const answer = p.waitForResponse((r) => r.url().endsWith('/search'));
       await p.getByRole('button', { name: 'Search', exact: true }).click();
       const res = await answer;
@@ -315,9 +321,14 @@ describe.skipIf(!hasChromium)(
         await signIn();
         await p.getByRole('heading', { name: 'Collections' }).waitFor();
         for (const name of ['Collections', 'Upload', 'Search']) {
-          await expect(p.getByRole('link', { name, exact: true }).isVisible()).resolves.toBe(true);
+          await expect(
+            p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).isVisible(),
+          ).resolves.toBe(true);
         }
-        await p.getByRole('link', { name: 'Search' }).click();
+        await p
+          .getByRole('navigation', { name: 'Main' })
+          .getByRole('link', { name: 'Search', exact: true })
+          .click();
         await p.getByLabel('Query').waitFor();
         // Nothing wider than the window: no sideways scrolling.
         expect(await p.locator('html').evaluate((html) => html.scrollWidth)).toBeLessThanOrEqual(390);
