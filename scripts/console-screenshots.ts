@@ -55,77 +55,66 @@ try {
   await page.goto(`${kilde.url}/`);
   await page.getByLabel('API key').fill('a-wrong-key');
   await page.getByLabel('API key').press('Enter');
-  await step('sign-in', [['GET', '/api/v1/info']], async () => {
+  await step('sign-in', [['GET', '/api/v1/collections']], async () => {
     await page.getByRole('alert').waitFor();
   });
   await shot('sign-in');
-  await step(
-    'collections',
-    [
-      ['GET', '/api/v1/info'],
-      ['GET', '/api/v1/collections'],
-    ],
-    async () => {
-      await page.getByLabel('API key').fill(KEY);
-      await page.getByLabel('API key').press('Enter');
-      await page.getByRole('heading', { name: 'Collections' }).waitFor();
-      await shot('collections');
-      await step('documents', [['GET', '/api/v1/collections/handbook/documents']], async () => {
-        await page.getByRole('link', { name: 'handbook' }).click();
-        await page.locator('li.doc').first().waitFor();
-        await step(
-          'versions',
-          [['GET', '/api/v1/documents/x/versions?collection_name=handbook']],
-          async () => {
-            await page
-              .locator('li.doc', { hasText: 'notes.md' })
-              .getByRole('button', { name: 'Versions' })
-              .click();
-            await page.locator('.versions table').waitFor();
-          },
-        );
-        await shot('documents');
-      });
-      await page.goto(
-        `${kilde.url}/#/documents/${encodeURIComponent('handbook/unit_test_headers.docx')}?collection=handbook`,
-      );
-      await page.locator('li.chunk').first().waitFor();
-      await shot('chunks');
-      await step('upload', [['POST', '/api/v1/jobs']], async () => {
-        await page.goto(`${kilde.url}/#/upload?collection=handbook`);
-        // Playwright takes paths or buffers in one call, not both.
-        const file = async (name: string, mimeType: string) => ({
-          name,
-          mimeType,
-          buffer: await readFile(join(FIXTURES, name)),
-        });
+  await step('collections', [['GET', '/api/v1/collections']], async () => {
+    await page.getByLabel('API key').fill(KEY);
+    await page.getByLabel('API key').press('Enter');
+    await page.getByRole('heading', { name: 'Collections' }).waitFor();
+    await shot('collections');
+    await step('documents', [['GET', '/api/v1/collections/handbook/documents']], async () => {
+      await page.getByRole('link', { name: 'handbook' }).click();
+      await page.locator('li.doc').first().waitFor();
+      await step('versions', [['GET', '/api/v1/documents/x/versions?collection_name=handbook']], async () => {
         await page
-          .getByLabel('Choose files')
-          .setInputFiles([
-            await file('normal_4pages.pdf', 'application/pdf'),
-            await file('word_tables.docx', DOCX),
-            { name: 'broken.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.7\nnot a PDF\n') },
-          ]);
-        await page.locator('li.upload[data-state="done"]').nth(1).waitFor({ timeout: 60_000 });
-        await page.locator('li.upload[data-state="failed"]').waitFor({ timeout: 60_000 });
-        await shot('upload');
+          .locator('li.doc', { hasText: 'notes.md' })
+          .getByRole('button', { name: 'Versions' })
+          .click();
+        await page.locator('.versions table').waitFor();
       });
-      await page.goto(`${kilde.url}/#/search`);
-      await page.getByLabel('Query').fill('duck');
-      await page.getByLabel('handbook').check();
-      await page.getByRole('button', { name: 'Search', exact: true }).click();
-      await page.locator('li.hit').first().waitFor();
-      const why = page.locator('li.hit').first().getByText('Why this rank');
-      if (await why.count()) await why.click();
-      else left.push('search explanations (POST /search answered without explain)');
-      await shot('search');
-      const narrow = await context.newPage();
-      await narrow.setViewportSize({ width: 390, height: 800 });
-      await narrow.goto(`${kilde.url}/#/collections/handbook`);
-      await narrow.locator('li.doc').first().waitFor();
-      await shot('narrow', narrow);
-    },
-  );
+      await shot('documents');
+    });
+    await page.goto(
+      `${kilde.url}/#/documents/${encodeURIComponent('handbook/unit_test_headers.docx')}?collection=handbook`,
+    );
+    await page.locator('li.chunk').first().waitFor();
+    await shot('chunks');
+    await step('upload', [['POST', '/api/v1/jobs']], async () => {
+      await page.goto(`${kilde.url}/#/upload?collection=handbook`);
+      // Playwright takes paths or buffers in one call, not both.
+      const file = async (name: string, mimeType: string) => ({
+        name,
+        mimeType,
+        buffer: await readFile(join(FIXTURES, name)),
+      });
+      await page
+        .getByLabel('Choose files')
+        .setInputFiles([
+          await file('normal_4pages.pdf', 'application/pdf'),
+          await file('word_tables.docx', DOCX),
+          { name: 'broken.pdf', mimeType: 'application/pdf', buffer: Buffer.from('%PDF-1.7\nnot a PDF\n') },
+        ]);
+      await page.locator('li.upload[data-state="done"]').nth(1).waitFor({ timeout: 60_000 });
+      await page.locator('li.upload[data-state="failed"]').waitFor({ timeout: 60_000 });
+      await shot('upload');
+    });
+    await page.goto(`${kilde.url}/#/search`);
+    await page.getByLabel('Query').fill('duck');
+    await page.getByLabel('handbook').check();
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.locator('li.hit').first().waitFor();
+    const why = page.locator('li.hit').first().getByText('Why this rank');
+    if (await why.count()) await why.click();
+    else left.push('search explanations (POST /search answered without explain)');
+    await shot('search');
+    const narrow = await context.newPage();
+    await narrow.setViewportSize({ width: 390, height: 800 });
+    await narrow.goto(`${kilde.url}/#/collections/handbook`);
+    await narrow.locator('li.doc').first().waitFor();
+    await shot('narrow', narrow);
+  });
   await context.close();
 } finally {
   await browser.close();
