@@ -106,14 +106,16 @@ try {
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.locator('li.hit').first().waitFor();
     const why = page.locator('li.hit').first().getByText('Why this rank');
-    if (await why.count()) await why.click();
-    else left.push('search explanations (POST /search answered without explain)');
+    if (await why.count()) {
+      await why.click();
+      await why.scrollIntoViewIfNeeded();
+    } else left.push('search explanations (POST /search answered without explain)');
     await shot('search');
-    const narrow = await context.newPage();
-    await narrow.setViewportSize({ width: 390, height: 800 });
-    await narrow.goto(`${kilde.url}/#/collections/handbook`);
-    await narrow.locator('li.doc').first().waitFor();
-    await shot('narrow', narrow);
+    // The same tab (the key is kept per tab), on a phone-sized window.
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.goto(`${kilde.url}/#/collections/handbook`);
+    await page.locator('li.doc').first().waitFor();
+    await shot('narrow');
   });
   await context.close();
 } finally {

@@ -77,7 +77,9 @@ function DocumentItem({ doc, session, collection, open, onToggle, onRestored }: 
           {doc.name ?? doc.file_id}
         </a>
         <span class="muted">{doc.file_id !== doc.name ? doc.file_id : null}</span>
-        <span>{doc.chunks} chunks</span>
+        <span>
+          {doc.chunks} chunk{doc.chunks === 1 ? '' : 's'}
+        </span>
         <span>{doc.engine ?? '—'}</span>
         <span>{doc.languages.join(', ') || '—'}</span>
         <span>{when(doc.written_at)}</span>
@@ -161,7 +163,7 @@ function Versions(props: { session: Session; fileId: string; collection: string;
                 {versions.map((v) => (
                   <tr key={v.version} class={v.live ? 'live' : undefined}>
                     <td>
-                      <code>{v.version}</code>
+                      <code title={v.version}>{short(v.version)}</code>
                     </td>
                     <td>{when(v.written_at)}</td>
                     <td class="num">{v.chunks}</td>
@@ -174,8 +176,12 @@ function Versions(props: { session: Session; fileId: string; collection: string;
                       {v.live ? (
                         <strong>live</strong>
                       ) : (
-                        <button type="button" onClick={() => ask(v)}>
-                          Restore {v.version}
+                        <button
+                          type="button"
+                          aria-label={`Restore version ${v.version}`}
+                          onClick={() => ask(v)}
+                        >
+                          Restore
                         </button>
                       )}
                     </td>
@@ -195,7 +201,7 @@ function Versions(props: { session: Session; fileId: string; collection: string;
           <ErrorBox error={status.error ?? new Error(status.text)} />
         ))}
       <dialog ref={dialog} aria-labelledby={`confirm-${fileId}`} onClose={() => setAsking(null)}>
-        <h2 id={`confirm-${fileId}`}>Restore version {asking?.version}?</h2>
+        <h2 id={`confirm-${fileId}`}>Restore version {short(asking?.version ?? '')}?</h2>
         <p>
           Search will answer from version <code>{asking?.version}</code> of <strong>{fileId}</strong> (
           {asking?.chunks} chunks) instead of the live one. The current version is kept and can be restored
@@ -212,4 +218,9 @@ function Versions(props: { session: Session; fileId: string; collection: string;
       </dialog>
     </div>
   );
+}
+
+/** Versions are long random ids: the first 12 characters tell them apart on screen. */
+function short(version: string): string {
+  return version.length > 14 ? `${version.slice(0, 12)}…` : version;
 }

@@ -215,7 +215,14 @@ function UploadRow({ item }: { item: Item }) {
       </div>
       <ol class="stages" aria-label={`Stages of ${item.fileId}`}>
         {STAGES.map((s, n) => {
-          const status = n < current ? 'done' : n === current && job?.state === 'running' ? 'active' : 'todo';
+          const status =
+            n < current
+              ? 'done'
+              : n === current && job?.state === 'running'
+                ? 'active'
+                : n === current && state === 'failed'
+                  ? 'failed'
+                  : 'todo';
           return (
             <li key={s} class={`stage ${status}`} aria-current={status === 'active' ? 'step' : undefined}>
               {s === 'upload' && job?.stage === 'fetch' ? 'fetch' : s}
