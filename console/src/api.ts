@@ -192,19 +192,19 @@ export class Api {
    * offers no pipeline toggles.
    */
   async signIn(): Promise<Info> {
-    const missing = (err: unknown) => err instanceof ApiError && err.status === 404;
     try {
       return await this.info();
     } catch (err) {
-      if (!missing(err)) throw err;
+      if (!(err instanceof ApiError && err.status === 404)) throw err;
     }
-    for (const path of ['/api/v1/collections', '/api/v1/jobs?limit=1']) {
-      try {
-        await this.call('GET', path);
-        return WITHOUT_INFO;
-      } catch (err) {
-        if (!missing(err)) throw err;
-      }
+    // Any bearer-protected route tells a good key from a wrong one; /metrics is on every service.
+    for (const path of ['/api/v1/collections', '/api/v1/jobs?limit=1', '/metrics']) {
+      const res = await fetch(`${this.base}${path}`, {
+        headers: { authorization: `Bearer ${this.key}` },
+        credentials: 'omit',
+      });
+      if (res.ok) return WITHOUT_INFO;
+      if (res.status !== 404) throw await failure(res);
     }
     throw new ApiError(404, 'NOT_FOUND', 'This server offers none of the APIs the console uses');
   }
@@ -264,7 +264,7 @@ export class Api {
    * Authorization header, never in the URL) until a terminal state or `signal` aborts.
    */
   async watchJob(jobId: string, onJob: (job: Job) => void, signal: AbortSignal): Promise<void> {
-    const res = await fetch(`/api/v1/jobs/${encodeURIComponent(jobId)}/events`, {
+    const res = await fetch(`${this.base}/api/v1/jobs/${encodeURIComponent(jobId)}/events`, {
       headers: { authorization: `Bearer ${this.key}`, accept: 'text/event-stream' },
       credentials: 'omit',
       signal,

@@ -68,28 +68,49 @@ export function Search({ session }: { session: Session }) {
         </div>
         <fieldset>
           <legend>Collections</legend>
-          <Show loaded={collections} what="collections">
-            {({ collections: list }) =>
-              list.length === 0 ? (
-                <p class="muted">No collections to search.</p>
-              ) : (
-                list.map((c) => (
-                  <label key={c.name} class="check">
-                    <input
-                      type="checkbox"
-                      checked={chosen.includes(c.name)}
-                      onChange={(e) =>
-                        setChosen(
-                          e.currentTarget.checked ? [...chosen, c.name] : chosen.filter((n) => n !== c.name),
-                        )
-                      }
-                    />{' '}
-                    {c.name}
-                  </label>
-                ))
-              )
-            }
-          </Show>
+          {collections.state === 'error' ? (
+            // No listing on this server (e.g. `serve retrieve` alone): the names are typed in.
+            <div class="field">
+              <label for="collection-names">Collection names, separated by commas</label>
+              <input
+                id="collection-names"
+                value={chosen.join(', ')}
+                onInput={(e) =>
+                  setChosen(
+                    e.currentTarget.value
+                      .split(',')
+                      .map((n) => n.trim())
+                      .filter(Boolean),
+                  )
+                }
+              />
+            </div>
+          ) : (
+            <Show loaded={collections} what="collections">
+              {({ collections: list }) =>
+                list.length === 0 ? (
+                  <p class="muted">No collections to search.</p>
+                ) : (
+                  list.map((c) => (
+                    <label key={c.name} class="check">
+                      <input
+                        type="checkbox"
+                        checked={chosen.includes(c.name)}
+                        onChange={(e) =>
+                          setChosen(
+                            e.currentTarget.checked
+                              ? [...chosen, c.name]
+                              : chosen.filter((n) => n !== c.name),
+                          )
+                        }
+                      />{' '}
+                      {c.name}
+                    </label>
+                  ))
+                )
+              }
+            </Show>
+          )}
         </fieldset>
         <div class="field">
           <label for="k">Results (k)</label>
