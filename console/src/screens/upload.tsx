@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, fileIdFor, type Job, type JobStage, STAGES } from '../api';
+import { ApiError, fileIdFor, type Job, type JobStage, STAGES, TERMINAL } from '../api';
 import type { Session } from '../main';
 import { href } from '../route';
 import { bytes, useLoad } from '../ui';
@@ -67,9 +67,20 @@ export function Upload({ session, collection: initial }: { session: Session; col
 
   const run = async (item: Item) => {
     try {
-      const job = await session.api.submitJob(item.file, item.fileId, item.collection);
+      let job = await session.api.submitJob(item.file, item.fileId, item.collection);
       update(item.id, { job });
-      await session.api.watchJob(job.job_id, (j) => update(item.id, { job: j }), aborts.current.signal);
+      // A stream cut before the job ended (a proxy's idle time-out, a restart) is followed again.
+      for (let attempt = 0; !TERMINAL.includes(job.state); attempt++) {
+        if (attempt === 5) throw new Error('the job event stream kept closing before the job ended');
+        await session.api.watchJob(
+          job.job_id,
+          (j) => {
+            job = j;
+            update(item.id, { job: j });
+          },
+          aborts.current.signal,
+        );
+      }
     } catch (err) {
       if (aborts.current.signal.aborted) return;
       update(item.id, {
