@@ -22,7 +22,7 @@ export function SignIn({ initialKey, onSignedIn }: Props) {
     } catch (err) {
       setMessage(
         err instanceof ApiError && err.status === 401
-          ? 'Wrong API key: the server refused it. Use the key `npm start` printed (or the API_KEY the server runs with).'
+          ? 'Wrong API key: the server refused it. Use the key that npm start printed, or the API_KEY the server runs with.'
           : `Could not reach Kilde: ${err instanceof Error ? err.message : String(err)}`,
       );
       setBusy(false);
