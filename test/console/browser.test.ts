@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hasChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
@@ -142,6 +144,34 @@ describe.skipIf(!hasChromium)(
       },
       90_000,
     );
+
+    itNeeds(needs.upload, 'a file dropped on the drop zone is uploaded like a picked one', async () => {
+      const p = await open();
+      await signIn();
+      await p.goto(`${kilde.url}/#/upload?collection=console-drop`);
+      const bytes = (await readFile(join(FIXTURES_DIR, 'word_tables.docx'))).toString('base64');
+      // What a browser hands the page when a file is dropped: a DataTransfer holding the File.
+      const drop = await p.evaluateHandle((b64) => {
+        // Runs in the page; the test project has no DOM types, so the two classes are named here.
+        const page = globalThis as unknown as {
+          DataTransfer: new () => { items: { add(file: unknown): void } };
+          File: new (parts: Uint8Array[], name: string) => unknown;
+        };
+        const data = new page.DataTransfer();
+        data.items.add(new page.File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], 'dropped.docx'));
+        return data;
+      }, bytes);
+      const zone = p.getByRole('region', { name: /Drop zone/ });
+      await zone.dispatchEvent('dragover', { dataTransfer: drop });
+      await zone.dispatchEvent('drop', { dataTransfer: drop });
+      await p.locator('li.upload[data-file="dropped.docx"][data-state="done"]').waitFor({ timeout: 60_000 });
+      const { body } = await kilde.api<{ stats: { total_chunks: number; collection_name: string } }>(
+        'GET',
+        '/api/v1/documents/dropped.docx/chunks?limit=1',
+      );
+      expect(body.stats).toMatchObject({ collection_name: 'console-drop' });
+      expect(body.stats.total_chunks).toBeGreaterThan(0);
+    });
 
     itNeeds(needs.upload, 'a file that cannot be converted shows its error code and message', async () => {
       const p = await open();
