@@ -20,9 +20,14 @@ export interface Session {
 function App() {
   const [session, setSession] = useState<Session | null>(null);
   const route = useRoute();
+  // The upload screen stays mounted once opened, so its files keep going (and are watched) while
+  // the user reads another screen.
+  const [uploading, setUploading] = useState<string | null | undefined>(undefined);
+  if (route.name === 'upload' && uploading === undefined) setUploading(route.collection);
   const signOut = () => {
     storeKey(null);
     setSession(null);
+    setUploading(undefined);
   };
   if (!session) {
     return (
@@ -71,11 +76,17 @@ function App() {
       </header>
       <main id="main" tabIndex={-1}>
         {route.name === 'collections' && <Collections session={session} />}
-        {route.name === 'documents' && <Documents session={session} collection={route.collection} />}
-        {route.name === 'chunks' && (
-          <Chunks session={session} fileId={route.fileId} collection={route.collection} />
+        {route.name === 'documents' && (
+          <Documents key={route.collection} session={session} collection={route.collection} />
         )}
-        {route.name === 'upload' && <Upload session={session} collection={route.collection} />}
+        {route.name === 'chunks' && (
+          <Chunks key={route.fileId} session={session} fileId={route.fileId} collection={route.collection} />
+        )}
+        {uploading !== undefined && (
+          <div hidden={route.name !== 'upload'}>
+            <Upload session={session} collection={route.name === 'upload' ? route.collection : uploading} />
+          </div>
+        )}
         {route.name === 'search' && <Search session={session} />}
       </main>
     </>

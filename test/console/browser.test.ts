@@ -90,6 +90,7 @@ describe.skipIf(!hasChromium)(
       async () => {
         const p = await open();
         // The key field has focus on arrival: type and press Enter.
+        await p.locator('#api-key:focus').waitFor();
         await p.keyboard.type(KEY);
         const call = p.waitForRequest((r) => r.url().endsWith('/api/v1/collections'));
         await p.keyboard.press('Enter');
@@ -129,6 +130,11 @@ describe.skipIf(!hasChromium)(
         await p
           .getByLabel('Choose files')
           .setInputFiles([`${FIXTURES_DIR}/multi_page.pdf`, `${FIXTURES_DIR}/unit_test_headers.docx`]);
+        // Reading another screen meanwhile does not stop them.
+        const nav = p.getByRole('navigation', { name: 'Main' });
+        await nav.getByRole('link', { name: 'Collections', exact: true }).click();
+        await p.getByRole('heading', { name: 'Collections' }).waitFor();
+        await nav.getByRole('link', { name: 'Upload', exact: true }).click();
         for (const file of ['multi_page.pdf', 'unit_test_headers.docx']) {
           const row = p.locator(`li.upload[data-file="${file}"]`);
           await row.and(p.locator('[data-state="done"]')).waitFor({ timeout: 60_000 });
@@ -236,6 +242,7 @@ describe.skipIf(!hasChromium)(
         await p.goto(
           `${kilde.url}/#/documents/${encodeURIComponent('read/multi_page.pdf')}?collection=console-read`,
         );
+        await p.getByRole('heading', { name: 'multi_page.pdf' }).waitFor();
         await p.locator('li.chunk').first().waitFor();
         expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/page 1/);
         expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/engine \w+/);

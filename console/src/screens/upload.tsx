@@ -53,6 +53,10 @@ function withPath(file: File, path: string): File {
 export function Upload({ session, collection: initial }: { session: Session; collection: string | null }) {
   const [collections] = useLoad(() => session.api.collections(), [session]);
   const [collection, setCollection] = useState(initial ?? '');
+  // "Upload into …" from a collection's page names the collection.
+  useEffect(() => {
+    if (initial) setCollection(initial);
+  }, [initial]);
   const [items, setItems] = useState<Item[]>([]);
   const [over, setOver] = useState(false);
   const [notice, setNotice] = useState<string | null>(null);
@@ -131,8 +135,8 @@ export function Upload({ session, collection: initial }: { session: Session; col
 
   const names = collections.state === 'ready' ? collections.value.collections.map((c) => c.name) : [];
   return (
-    <section aria-labelledby="title">
-      <h1 id="title">Upload</h1>
+    <section aria-labelledby="upload-title">
+      <h1 id="upload-title">Upload</h1>
       <div class="upload-form">
         <label for="collection">Collection</label>
         <input
