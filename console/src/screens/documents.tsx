@@ -85,6 +85,7 @@ function DocumentItem({ doc, session, collection, open, onToggle, onRestored }: 
         <span>{when(doc.written_at)}</span>
         <button type="button" aria-expanded={open} aria-controls={panel} onClick={onToggle}>
           {open ? 'Hide versions' : 'Versions'}
+          <span class="sr-only"> of {doc.name ?? doc.file_id}</span>
         </button>
       </div>
       {open && (
