@@ -26,10 +26,11 @@ export interface Job {
   error: { code: string; message: string } | null;
 }
 
-export interface Info {
+/** `GET /api/v1/info` as the server sends it: `search` only with a search part, `ingest` only with ingestion. */
+export interface ServerInfo {
   version: string;
   services: string[];
-  search: {
+  search?: {
     modes_available: { hybrid: boolean; rerank: boolean; agentic: boolean };
     default_k: number;
     max_k: number;
@@ -38,11 +39,28 @@ export interface Info {
   keep_versions?: number;
 }
 
-/** What the console assumes of a server that does not say (no `GET /api/v1/info`). */
+/** What the console works with: which screens the server serves, and the search settings. */
+export interface Info extends ServerInfo {
+  search: NonNullable<ServerInfo['search']>;
+  /** The server searches (`POST /search`): the playground is offered. */
+  searches: boolean;
+  /** The server ingests (jobs): the upload screen is offered. */
+  ingests: boolean;
+}
+
+const NO_MODES = {
+  modes_available: { hybrid: false, rerank: false, agentic: false },
+  default_k: 5,
+  max_k: 100,
+};
+
+/** What the console assumes of a server that does not say (no `GET /api/v1/info`): every screen, no toggles. */
 export const WITHOUT_INFO: Info = {
   version: 'unknown',
   services: [],
-  search: { modes_available: { hybrid: false, rerank: false, agentic: false }, default_k: 5, max_k: 100 },
+  search: NO_MODES,
+  searches: true,
+  ingests: true,
 };
 
 export interface Collection {
@@ -182,8 +200,14 @@ export class Api {
     return (await res.json()) as T;
   }
 
-  info() {
-    return this.call<Info>('GET', '/api/v1/info');
+  async info(): Promise<Info> {
+    const info = await this.call<ServerInfo>('GET', '/api/v1/info');
+    return {
+      ...info,
+      search: info.search ?? NO_MODES,
+      searches: info.search !== undefined,
+      ingests: info.ingest !== undefined,
+    };
   }
 
   /**

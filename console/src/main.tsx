@@ -46,8 +46,10 @@ function App() {
       to: href({ name: 'collections' }),
       active: ['collections', 'documents', 'chunks'],
     },
-    { label: 'Upload', to: href({ name: 'upload', collection: null }), active: ['upload'] },
-    { label: 'Search', to: href({ name: 'search' }), active: ['search'] },
+    ...(session.info.ingests
+      ? [{ label: 'Upload', to: href({ name: 'upload', collection: null }), active: ['upload'] }]
+      : []),
+    ...(session.info.searches ? [{ label: 'Search', to: href({ name: 'search' }), active: ['search'] }] : []),
   ];
   return (
     <>
