@@ -108,7 +108,7 @@ try {
     const why = page.locator('li.hit').first().getByText('Why this rank');
     if (await why.count()) {
       await why.click();
-      await why.scrollIntoViewIfNeeded();
+      await page.locator('li.hit details.why table').first().scrollIntoViewIfNeeded();
     } else left.push('search explanations (POST /search answered without explain)');
     await shot('search');
     // The same tab (the key is kept per tab), on a phone-sized window.

@@ -220,7 +220,11 @@ function Why({ explanation: e }: { explanation: Explanation }) {
           <tr>
             <th scope="row">Dense</th>
             <td>
-              {e.dense ? `rank ${e.dense.rank}, score ${num(e.dense.score)}` : 'not found by this branch'}
+              {e.dense
+                ? `rank ${e.dense.rank}, score ${num(e.dense.score)}`
+                : e.path === 'lexical'
+                  ? 'not searched (lexical only)'
+                  : 'not among this branch’s hits'}
             </td>
           </tr>
           <tr>
@@ -228,7 +232,9 @@ function Why({ explanation: e }: { explanation: Explanation }) {
             <td>
               {e.lexical
                 ? `rank ${e.lexical.rank}, score ${num(e.lexical.score)}`
-                : 'not found by this branch'}
+                : e.path === 'dense'
+                  ? 'not searched (dense only)'
+                  : 'not among this branch’s hits'}
             </td>
           </tr>
           <tr>
