@@ -62,6 +62,10 @@ describe.skipIf(!hasChromium)(
       page = await context.newPage();
       page.setDefaultTimeout(20_000);
       page.on('pageerror', (e) => pageErrors.push(String(e)));
+      // The CSP is strict (no inline script or style, nothing from elsewhere): the console must not trip it.
+      page.on('console', (m) => {
+        if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) pageErrors.push(m.text());
+      });
       await page.goto(`${kilde.url}/`);
       return page;
     };
