@@ -3,7 +3,7 @@
 # `serve retrieve`). Debian bookworm (glibc 2.36): LanceDB's native module and pdf.js run on it.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Build stage: all dependencies, TypeScript compiled to dist/.
+# Build stage: all dependencies, TypeScript compiled to dist/, the web console built into dist/console.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -11,6 +11,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npx tsc -b tsconfig.build.json
+COPY console ./console
+COPY scripts/build-console.ts ./scripts/
+RUN npm run build:console
 
 # Runtime stage: production dependencies only, no compiler, not root.
 FROM ${NODE_IMAGE} AS runtime

@@ -184,6 +184,14 @@ export const ERRORS = {
     meaning:
       'With `REDIS_URL` set: Redis, which holds the job queue, did not answer; nothing was queued (or read), retry. Jobs already acknowledged (202) stay queued in Redis.',
   },
+  CONSOLE_NOT_BUILT: {
+    status: 503,
+    statuses: [503],
+    retryable: false,
+    publicMessage: 'The web console is not built',
+    meaning:
+      'The console is enabled (`CONSOLE_ENABLED`) but its assets are missing from `dist/console`: run `npm run build:console` (part of `npm ci`). The API is unaffected.',
+  },
   INTERNAL: {
     status: 500,
     statuses: [500],

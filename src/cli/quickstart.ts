@@ -23,7 +23,12 @@ function publicUrl(address: string): string {
   return address.replace(/^http:\/\/(0\.0\.0\.0|127\.0\.0\.1|\[::1?\])(?=:)/, 'http://localhost');
 }
 
-function banner(url: string, key: { shown: string; note: string }, dataDir: string): string {
+function banner(
+  url: string,
+  key: { shown: string; note: string },
+  dataDir: string,
+  console: boolean,
+): string {
   const auth = `-H "Authorization: Bearer ${key.shown}"`;
   return [
     '',
@@ -32,6 +37,7 @@ function banner(url: string, key: { shown: string; note: string }, dataDir: stri
     `  API key ${key.note}:`,
     `    ${key.shown}`,
     '',
+    ...(console ? [`  Open the web console: ${url}/  (sign in with the key above)`, ''] : []),
     '  Ingest a file:',
     `    curl -X PUT ${url}/api/v1/ingest ${auth} -F file_id=readme -F collection_name=my-docs -F user_id=me -F file=@README.md`,
     '',
@@ -69,6 +75,7 @@ export async function runQuickstart(
           }
         : { shown: '$API_KEY', note: '(from the API_KEY variable)' },
       dataDir,
+      running.parts.some((p) => p.name === 'console'),
     ),
   );
 

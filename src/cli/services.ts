@@ -99,7 +99,7 @@ export const SERVICES: readonly Service[] = [
     schema: ingestSchema,
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
-      return [createIngestPart(config, { log })];
+      return withConsole(config, [createIngestPart(config, { log })]);
     },
   }),
   defineService({
@@ -118,7 +118,7 @@ export const SERVICES: readonly Service[] = [
     schema: retrieveSchema,
     async create(config, log) {
       const { createRetrievePart } = await import('../retrieve/part.js');
-      return [await createRetrievePart(config, { log })];
+      return withConsole(config, [await createRetrievePart(config, { log })]);
     },
   }),
   defineService({
@@ -142,9 +142,19 @@ export const allService: Service = defineService({
   schema: allSchema,
   async create(config, log) {
     const { composeAll } = await import('../embedded/compose.js');
-    return (await composeAll(config, log)).parts;
+    return withConsole(config, (await composeAll(config, log)).parts);
   },
 });
+
+/** The web console at `/` joins a service's parts when `CONSOLE_ENABLED` (docs/console.md). */
+async function withConsole(
+  config: { CONSOLE_ENABLED: boolean },
+  parts: ServicePart[],
+): Promise<ServicePart[]> {
+  if (!config.CONSOLE_ENABLED) return parts;
+  const { createConsolePart } = await import('../http/console.js');
+  return [...parts, createConsolePart()];
+}
 
 export function findService(name: string): Service | undefined {
   if (name === 'all') return allService;

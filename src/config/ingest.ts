@@ -12,7 +12,7 @@ import {
   tokenizerPiece,
 } from './index-settings.js';
 import { ConfigError } from './parse.js';
-import { kernelPieces } from './shared.js';
+import { consolePiece, kernelPieces } from './shared.js';
 
 export const objectStorePiece = {
   OBJECTSTORE_ENDPOINT: url(
@@ -138,6 +138,7 @@ export const ingestSchema = z
     ...objectStorePiece,
     ...coordinationPiece,
     ...jobsPiece,
+    ...consolePiece,
   })
   .superRefine(requireEmbeddingProvider('ingest'))
   .superRefine(embeddingRules)

@@ -9,7 +9,7 @@ import {
   SPARSE_MODELS,
   sparsePiece,
 } from './index-settings.js';
-import { kernelPieces, llmPiece } from './shared.js';
+import { consolePiece, kernelPieces, llmPiece } from './shared.js';
 
 export const retrievalPiece = {
   ENABLE_HYBRID_SEARCH: bool(
@@ -108,7 +108,7 @@ const searchSettingsSchema = z.object(searchPieces);
 export type SearchSettings = z.output<typeof searchSettingsSchema>;
 
 export const retrieveSchema = z
-  .object({ ...kernelPieces, ...searchPieces })
+  .object({ ...kernelPieces, ...searchPieces, ...consolePiece })
   .superRefine(requireEmbeddingProvider('retrieve'))
   .superRefine(embeddingRules);
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

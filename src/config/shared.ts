@@ -86,3 +86,11 @@ export const llmPiece = {
 };
 
 export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece };
+
+/** The web console at `/` (docs/console.md): off in the single services, on in `serve all`. */
+export const consolePiece = {
+  CONSOLE_ENABLED: bool(
+    false,
+    'Serves the web console (static files built into `dist/console`) at `/`. Off in `serve ingest` and `serve retrieve` unless set; on in `serve all`. It calls the same bearer-protected API as any client; the key stays in the browser tab.',
+  ),
+};

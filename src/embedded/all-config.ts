@@ -50,6 +50,14 @@ export const allOverrides = {
     'with `WEATHER_API_BASE_URL`, mounts the tool server; unset leaves it out.',
   ),
   MCP_ALLOWED_HOSTS: mcpPiece('kilde').MCP_ALLOWED_HOSTS,
+  CONSOLE_ENABLED: bool(
+    true,
+    'serves the web console at `/` (docs/console.md); `false` leaves only the API.',
+  ),
+  ENABLE_INSPECTION_API: bool(
+    true,
+    "serves `GET /api/v1/documents/{file_id}/chunks`, which the web console reads a document's chunks from.",
+  ),
 };
 
 /**

@@ -60,6 +60,12 @@ describe('npm start (kilde quickstart) end to end', () => {
     expect(server.output).toContain(`curl -X PUT ${url}/api/v1/ingest -H "Authorization: Bearer ${key}"`);
     expect(server.output).toContain(`curl -X POST ${url}/search -H "Authorization: Bearer ${key}"`);
     expect(server.output).toContain('lexical-only search: no dense embedding provider');
+    // The printed address opens the web console.
+    expect(server.output).toContain(`Open the web console: ${url}/  (sign in with the key above)`);
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toContain('<div id="app"></div>');
   });
 
   it('ingests its own docs in the background and answers searches over them', async () => {
