@@ -51,7 +51,9 @@ async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]
       });
     case 'chunk': {
       const c = await chunkerOf();
-      return input.docs.map((doc) => c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }));
+      return input.docs.map(({ outer, ...doc }) =>
+        c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }, outer),
+      );
     }
     case 'lexical': {
       // Each item names its language; the analyzer's fallback is never used here.
