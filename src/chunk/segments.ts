@@ -38,31 +38,34 @@ export function segmentSpans(text: string, maxChars: number): Segment[] {
 
 function cutPoint(text: string, start: number, limit: number): number {
   const floor = start + Math.floor((limit - start) / 2);
-  // The window is searched backwards from `limit`; `lastIndexOf` never looks past its position.
-  const heading = lastHeadingLine(text, floor, limit);
-  if (heading !== undefined) return heading;
-  const blank = text.lastIndexOf('\n\n', limit - 2);
-  if (blank >= floor) return blank + 2;
-  const nl = text.lastIndexOf('\n', limit - 1);
-  if (nl >= floor) return nl + 1;
-  const space = text.lastIndexOf(' ', limit - 1);
-  if (space >= floor) return space + 1;
+  // Searched in the window's second half only (a search over the whole text would cost O(n) per cut).
+  const base = floor - 1;
+  const window = text.slice(base, limit);
+  const heading = lastHeadingLine(window);
+  if (heading !== undefined) return base + heading;
+  const blank = window.lastIndexOf('\n\n');
+  if (blank >= 1) return base + blank + 2;
+  const nl = window.lastIndexOf('\n');
+  if (nl >= 1) return base + nl + 1;
+  const space = window.lastIndexOf(' ');
+  if (space >= 1) return base + space + 1;
   // A surrogate pair is never split.
   const code = text.charCodeAt(limit - 1);
   return code >= 0xd800 && code <= 0xdbff ? limit - 1 : limit;
 }
 
-/** The start of the last `#` heading line beginning in [floor, limit), if any. */
-function lastHeadingLine(text: string, floor: number, limit: number): number | undefined {
-  let at = text.lastIndexOf('\n#', limit - 2);
-  while (at >= floor - 1 && at >= 0) {
+/** The start of the last `#` heading line in `window` (after its first character), if any. */
+function lastHeadingLine(window: string): number | undefined {
+  let at = window.lastIndexOf('\n#');
+  while (at >= 0) {
     const line = at + 1;
     // `#` to `######` then a space or the end of the line.
     let i = line;
-    while (i < line + 6 && text.charCodeAt(i) === 35) i++;
-    const after = text.charCodeAt(i);
-    if (line > floor && (after === 32 || after === 9 || after === 10 || Number.isNaN(after))) return line;
-    at = text.lastIndexOf('\n#', at - 1);
+    while (i < line + 6 && window.charCodeAt(i) === 35) i++;
+    const after = window.charCodeAt(i);
+    if (line > 1 && (after === 32 || after === 9 || after === 10 || Number.isNaN(after))) return line;
+    if (at === 0) break;
+    at = window.lastIndexOf('\n#', at - 1);
   }
   return undefined;
 }
@@ -94,7 +97,9 @@ export function documentSegments(
 ): Array<{ segment: Segment; input: ChunkInput }> {
   const segments = segmentSpans(text, maxChars);
   if (segments.length === 1) {
-    return [{ segment: segments[0]!, input: { text, ...(pages && pages.length > 0 ? { pages: [...pages] } : {}) } }];
+    return [
+      { segment: segments[0]!, input: { text, ...(pages && pages.length > 0 ? { pages: [...pages] } : {}) } },
+    ];
   }
   let outer: Heading[] = [];
   return segments.map((segment) => {

@@ -155,7 +155,10 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
    */
   async function stage(v: StagedBatch): Promise<void> {
     const staged = v.points.map((p) =>
-      toPointStruct({ ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } }, settings.denseDim),
+      toPointStruct(
+        { ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } },
+        settings.denseDim,
+      ),
     );
     for (let i = 0; i < staged.length || i === 0; i += batchSize) {
       v.signal?.throwIfAborted();
@@ -232,7 +235,9 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       const total = (v.staged ?? 0) + v.points.length;
       const visible = await count({ ...mine, collectionNames: [v.collectionName] });
       if (visible !== total) {
-        throw new Error(`version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`);
+        throw new Error(
+          `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
+        );
       }
       const record: Schemas['PointsList'] = { points: [toPointStruct(v.committed, settings.denseDim)] };
       await http.call(write('PUT', `${base}/points`, record), updateResult);

@@ -4,7 +4,7 @@ import type { ChunkerSettings } from '../chunk/create-chunker.js';
 import type { ChunkInput } from '../chunk/segments.js';
 import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
-import type { PageSpan, SourceFile } from '../extract/extractor.js';
+import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
