@@ -37,7 +37,8 @@ export interface Task {
 }
 
 export interface TaskOutputs {
-  extract: ReadDocument;
+  /** The document as read, and its languages as `detectLanguages` finds them. */
+  extract: ReadDocument & { languages: string[] };
   chunk: Chunk[][];
   lexical: { lexical: string[]; sparse?: PackedSparse };
   render: RenderedPdf;
