@@ -134,97 +134,113 @@ export async function runPipeline(
 
   // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted.
   const clean = docs.map(dropTableOfContents);
-  const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
-  const commit = {
-    log,
-    now: parts.now ?? Date.now,
-    ...opt(signal),
-    ...(lease ? { lease } : {}),
-    keep: parts.keepVersions ?? 0,
-  };
-  const batchChunks = Math.max(1, parts.batchChunks ?? DEFAULT_BATCH_CHUNKS);
-  let pending: IndexPoint[] = [];
-  let staged = 0;
-  let splitId = 0;
+  // A file written in several batches reports each stage once, its time summed over the batches.
+  const times = new Map<Stage, number>();
+  const summed: StageObserver = { stage: (stage, s) => times.set(stage, (times.get(stage) ?? 0) + s) };
   try {
-    for (const group of chunkGroups(clean, parts.segmentChars ?? DEFAULT_SEGMENT_CHARS)) {
-      const chunked = await timed(
-        observer,
-        'chunk',
-        { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
-        () =>
-          chunkAll(
-            parts.chunker,
-            group.map((g) => g.input),
-          ),
-      );
-      group.forEach((g, i) => {
-        for (const chunk of chunked[i] ?? []) {
-          if (chunk.content.trim() === '') continue;
-          const at = shifted(chunk, g.offset);
-          pending.push({
-            id: pointId(target.fileId, version, splitId),
-            content: at.content,
-            meta: chunkMeta(target, clean[g.doc]!, at, splitId, version, parts.extractor.name),
-          });
-          splitId += 1;
-        }
-      });
-      cancelledIf(signal);
-      // A batch is written ahead (staged, invisible) only when more chunks follow it: a file that
-      // fits in one batch is written in one step, as a whole.
-      while (pending.length > batchChunks) {
-        const batch = pending.slice(0, batchChunks);
-        pending = pending.slice(batchChunks);
-        await encode(parts, batch, signal);
-        await timed(
-          observer,
-          'write',
-          { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
-          () => stageBatch(parts.index, scope, batch, staged, commit),
-        );
-        staged += batch.length;
-        cancelledIf(signal);
-      }
-    }
-    if (staged + pending.length === 0) {
-      throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
-    }
-    await encode(parts, pending, signal);
-  } catch (err) {
-    // Batches already staged are this run's alone: they go, the previous version stays.
-    if (staged > 0) await discardVersion(parts.index, scope, log);
-    throw err;
+    return await writeBatches();
+  } finally {
+    for (const [stage, s] of times) observer?.stage(stage, s);
   }
 
-  cancelledIf(signal);
-  const chunksCount = staged + pending.length;
-  await timed(
-    observer,
-    'write',
-    { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
-    async () => {
-      try {
-        await commitVersion(parts.index, scope, pending, commit, staged);
-      } catch (err) {
-        // Aborted before the version became visible: nothing of it stays, the previous one does.
+  async function writeBatches(): Promise<IngestResult> {
+    const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
+    const commit = {
+      log,
+      now: parts.now ?? Date.now,
+      ...opt(signal),
+      ...(lease ? { lease } : {}),
+      keep: parts.keepVersions ?? 0,
+    };
+    const batchChunks = Math.max(1, parts.batchChunks ?? DEFAULT_BATCH_CHUNKS);
+    let pending: IndexPoint[] = [];
+    let staged = 0;
+    let splitId = 0;
+    try {
+      for (const group of chunkGroups(clean, parts.segmentChars ?? DEFAULT_SEGMENT_CHARS)) {
+        const chunked = await timed(
+          summed,
+          'chunk',
+          { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
+          () =>
+            chunkAll(
+              parts.chunker,
+              group.map((g) => g.input),
+            ),
+        );
+        group.forEach((g, i) => {
+          for (const chunk of chunked[i] ?? []) {
+            if (chunk.content.trim() === '') continue;
+            const at = shifted(chunk, g.offset);
+            pending.push({
+              id: pointId(target.fileId, version, splitId),
+              content: at.content,
+              meta: chunkMeta(target, clean[g.doc]!, at, splitId, version, parts.extractor.name),
+            });
+            splitId += 1;
+          }
+        });
         cancelledIf(signal);
-        throw err;
+        // A batch is written ahead (staged, invisible) only when more chunks follow it: a file that
+        // fits in one batch is written in one step, as a whole.
+        while (pending.length > batchChunks) {
+          const batch = pending.slice(0, batchChunks);
+          pending = pending.slice(batchChunks);
+          await encode(parts, batch, summed, signal);
+          await timed(
+            summed,
+            'write',
+            { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+            () => stageBatch(parts.index, scope, batch, staged, commit),
+          );
+          staged += batch.length;
+          cancelledIf(signal);
+        }
       }
-    },
-  );
-  return {
-    collectionName: target.collectionName,
-    chunksCount,
-    ingestVersion: version,
-    extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
-  };
+      if (staged + pending.length === 0) {
+        throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
+      }
+      await encode(parts, pending, summed, signal);
+    } catch (err) {
+      // Batches already staged are this run's alone: they go, the previous version stays.
+      if (staged > 0) await discardVersion(parts.index, scope, log);
+      throw err;
+    }
+
+    cancelledIf(signal);
+    const chunksCount = staged + pending.length;
+    await timed(
+      summed,
+      'write',
+      { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+      async () => {
+        try {
+          await commitVersion(parts.index, scope, pending, commit, staged);
+        } catch (err) {
+          // Aborted before the version became visible: nothing of it stays, the previous one does.
+          cancelledIf(signal);
+          throw err;
+        }
+      },
+    );
+    return {
+      collectionName: target.collectionName,
+      chunksCount,
+      ingestVersion: version,
+      extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
+    };
+  }
 }
 
 /** Dense vectors and the lexical side of one batch of points, set on the points. */
-async function encode(parts: PipelineParts, points: IndexPoint[], signal: AbortSignal | undefined) {
+async function encode(
+  parts: PipelineParts,
+  points: IndexPoint[],
+  observer: StageObserver,
+  signal: AbortSignal | undefined,
+) {
   if (points.length === 0) return;
-  const { dense, observer } = parts;
+  const { dense } = parts;
   const texts = points.map((p) => p.content);
   if (dense) {
     const vectors = await timed(
