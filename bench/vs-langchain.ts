@@ -101,7 +101,8 @@ function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
-  return { min: s[0]!, median: s[Math.floor((s.length - 1) / 2)]! };
+  const mid = (s.length - 1) / 2;
+  return { min: s[0]!, median: (s[Math.floor(mid)]! + s[Math.ceil(mid)]!) / 2 };
 };
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 
