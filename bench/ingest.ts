@@ -3,11 +3,17 @@
  * extraction, token chunking with the all-MiniLM-L6-v2 tokenizer, BM25, LanceDB in a temp dir) with
  * a zero-cost dense embedder, so the figures measure Kilde rather than an embedding model.
  * Sets: the docling fixtures, the Danish textbook, and one large generated PDF.
- * Prints figures; asserts nothing. Usage: npm run bench:ingest [-- <pages of the generated PDF>]
+ * Last, one large text file (SciFact abstracts repeated, 100 MiB by default) goes through the CLI's
+ * ingest path in a fresh process (bench/ingest-large.ts) for its peak RSS.
+ * Prints figures; asserts nothing.
+ * Usage: npm run bench:ingest [-- <pages of the generated PDF> [<MiB of the large text file, 0: skip>]]
  */
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
@@ -23,6 +29,7 @@ import { benchData, FIXTURE_DOCUMENTS, FIXTURE_TOKENIZER } from './lib/data.js';
 import { writeTextPdf } from './text-pdf.js';
 
 const PDF_PAGES = Number(process.argv[2] ?? 300);
+const TEXT_MIB = Number(process.argv[3] ?? 100);
 const DIM = 384;
 const log = pino({ level: 'warn' });
 
@@ -114,8 +121,34 @@ try {
   await run('danish', danishFiles);
   await run(`pdf-${PDF_PAGES}p`, [bigPdf]);
   console.log(`process max RSS (getrusage): ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+  if (TEXT_MIB > 0) {
+    const big = join(work, 'large.txt');
+    writeLargeText(big, TEXT_MIB * 1024 * 1024);
+    const child = fileURLToPath(new URL('./ingest-large.ts', import.meta.url));
+    process.stdout.write(
+      execFileSync(process.execPath, ['--import', 'tsx', child, big], { encoding: 'utf8' }),
+    );
+  }
 } finally {
   await index.close();
   await counter.close?.();
   await rm(work, { recursive: true, force: true });
+}
+
+/** SciFact abstracts (title, blank line, text), repeated until the file has `bytes` bytes. */
+function writeLargeText(path: string, bytes: number): void {
+  const abstracts = readFileSync(benchData('scifact', 'corpus.jsonl'), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => {
+      const row = JSON.parse(l) as { title: string; text: string };
+      return `${row.title}\n\n${row.text}\n\n`;
+    });
+  const fd = openSync(path, 'w');
+  try {
+    let written = 0;
+    for (let i = 0; written < bytes; i++) written += writeSync(fd, abstracts[i % abstracts.length]!);
+  } finally {
+    closeSync(fd);
+  }
 }

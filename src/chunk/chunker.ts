@@ -1,4 +1,5 @@
 import type { ExtractedDocument } from '../extract/extractor.js';
+import type { Heading } from './markdown-sections.js';
 
 /** A chunk of one extracted document, before embedding. */
 export interface Chunk {
@@ -15,7 +16,8 @@ export interface Chunk {
 /** Splits documents into chunks; `split_id` is assigned sequentially by the pipeline across documents. */
 export interface Chunker {
   readonly mode: 'token' | 'markdown' | 'word' | 'sentence' | 'passage';
-  chunk(doc: ExtractedDocument): Chunk[];
+  /** `outer`: the headings in effect where `doc` starts, when it is one segment of a longer text. */
+  chunk(doc: ExtractedDocument, outer?: readonly Heading[]): Chunk[];
 }
 
 /** Counts tokens the way the embedding model does. */

@@ -3,6 +3,7 @@ import type { ExtractedDocument } from '../extract/extractor.js';
 import { boundariesOf, type DocText, makeChunk } from './chunk-builder.js';
 import type { Chunk, Chunker, TokenCounter } from './chunker.js';
 import { markdownChunks } from './markdown-chunker.js';
+import type { Heading } from './markdown-sections.js';
 import { paragraphSpans, type Span, sentenceSpans, wordSpans } from './sentences.js';
 import { type Boundaries, tokenWindows, unitWindows } from './windows.js';
 
@@ -43,7 +44,7 @@ export function createChunker(settings: ChunkerSettings, counter: TokenCounter):
 
   return {
     mode,
-    chunk(extracted: ExtractedDocument): Chunk[] {
+    chunk(extracted: ExtractedDocument, outer?: readonly Heading[]): Chunk[] {
       const doc: DocText = { text: extracted.text, pages: extracted.pages };
       if (doc.text.trim() === '') return [];
       const tokens = () => counter.offsets(doc.text);
@@ -60,7 +61,7 @@ export function createChunker(settings: ChunkerSettings, counter: TokenCounter):
           break;
         }
         case 'markdown':
-          chunks = markdownChunks(doc, tokens(), bounds(), { size: tokenSize, overlap: tokenOverlap });
+          chunks = markdownChunks(doc, tokens(), bounds(), { size: tokenSize, overlap: tokenOverlap }, outer);
           break;
         case 'word':
           chunks = unitChunks(doc, wordSpans(doc.text), size, overlap);

@@ -1,6 +1,6 @@
 import { type DocText, makeChunk } from './chunk-builder.js';
 import type { Chunk } from './chunker.js';
-import { markdownSections, type Section } from './markdown-sections.js';
+import { type Heading, markdownSections, type Section } from './markdown-sections.js';
 import { paragraphSpans, type Span } from './sentences.js';
 import { type Boundaries, firstTokenAt, overlapStart, tokenWindows } from './windows.js';
 
@@ -22,9 +22,10 @@ export function markdownChunks(
   toks: readonly Span[],
   bounds: Boundaries,
   s: PackSettings,
+  outer: readonly Heading[] = [],
 ): Chunk[] {
   const out: Chunk[] = [];
-  const sections = markdownSections(doc.text);
+  const sections = markdownSections(doc.text, outer);
   let pendingStart: number | undefined;
   for (let i = 0; i < sections.length; i++) {
     const section = sections[i]!;

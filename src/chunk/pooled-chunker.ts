@@ -1,11 +1,12 @@
-import type { ExtractedDocument } from '../extract/extractor.js';
 import type { WorkerPool } from '../pool/worker-pool.js';
 import type { Chunk, Chunker } from './chunker.js';
+import type { ChunkInput } from './segments.js';
 
 /** Chunks a request's documents at once, away from the caller's thread (the ingestion pipeline's form). */
 export interface BatchChunker {
   readonly mode: Chunker['mode'];
-  chunkAll(docs: readonly ExtractedDocument[], signal?: AbortSignal): Promise<Chunk[][]>;
+  /** Each input is a whole document or one segment of one (src/chunk/segments.ts). */
+  chunkAll(docs: readonly ChunkInput[], signal?: AbortSignal): Promise<Chunk[][]>;
 }
 
 /**
@@ -19,7 +20,11 @@ export function createPooledChunker(pool: WorkerPool, mode: Chunker['mode']): Ba
       pool.run(
         {
           kind: 'chunk',
-          docs: docs.map((d) => ({ text: d.text, ...(d.pages ? { pages: d.pages } : {}) })),
+          docs: docs.map((d) => ({
+            text: d.text,
+            ...(d.pages ? { pages: d.pages } : {}),
+            ...(d.outer ? { outer: d.outer } : {}),
+          })),
         },
         { signal },
       ),

@@ -56,6 +56,16 @@ export const ingestPiece = {
     'Largest accepted file (100 MiB): enforced on multipart uploads as they stream and via HeadObject before an object is fetched (413).',
     { min: 1 },
   ),
+  INGEST_BATCH_CHUNKS: int(
+    1000,
+    'Most chunks of one file embedded, encoded and written at a time. A file with more is written in staged batches that stay invisible until the last one is in, then become visible at once (the previous version stays until then); memory stays bounded by the batch, not the file.',
+    { min: 1 },
+  ),
+  INGEST_SEGMENT_CHARS: int(
+    1_000_000,
+    'Most characters of extracted text chunked at a time. A longer document is cut into segments before a heading, at a blank line or at a line break (no chunk spans a cut); shorter ones are chunked whole.',
+    { min: 10_000 },
+  ),
   INGEST_SWEEP_INTERVAL: int(
     60,
     'Seconds between sweeps of ingests interrupted by a crash (finish a version that was committed, remove one that was not); they also run at start-up. 0: at start-up only.',

@@ -5,16 +5,18 @@ import { detectLanguages, toIso6391 } from './languages.js';
 
 /**
  * Completes a reader's output with the MIME type and languages (ISO 639-1): those an upstream
- * reported win, else detection from the text, else a language the document declares.
+ * reported win, else detection from the text, else a language the document declares. `detected`:
+ * the detection's answer when it already ran elsewhere (the worker pool, beside the reader).
  */
 export function toDocument(
   content: ReadContent,
   mimeType: string,
   reported: readonly string[] = [],
+  detected?: readonly string[],
 ): ExtractedDocument {
   const { declared_language, ...metadata } = content.metadata;
   let languages = iso1(reported);
-  if (languages.length === 0) languages = detectLanguages(content.text);
+  if (languages.length === 0) languages = detected ? [...detected] : detectLanguages(content.text);
   if (languages.length === 0 && typeof declared_language === 'string') languages = iso1([declared_language]);
   return {
     text: content.text,

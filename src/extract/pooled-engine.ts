@@ -12,16 +12,16 @@ export interface PooledExtractorOptions {
 }
 
 /**
- * The `inprocess` / `pdf-inprocess` engines as services run them: reading the file happens in the
- * worker pool under the per-document limits; only language detection (a few samples of the text)
- * runs here.
+ * The `inprocess` / `pdf-inprocess` engines as services run them: reading the file and detecting
+ * its languages happen in the worker pool under the per-document limits (detection was a quarter of
+ * the event loop's busy time when ingesting many small files; docs/performance.md).
  */
 export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOptions): Extractor {
   return {
     name: opts.name,
     acceptsProfile: false,
     async extract(file, options) {
-      const { content, mime } = await pool.run(
+      const { content, mime, languages } = await pool.run(
         {
           kind: 'extract',
           file: {
@@ -34,7 +34,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         },
         { signal: options?.signal },
       );
-      return [toDocument(content, mime)];
+      return [toDocument(content, mime, [], languages)];
     },
     ...(opts.ownsPool ? { close: () => pool.close() } : {}),
   };

@@ -33,7 +33,7 @@ import {
 } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
-import { RESERVED_TENANT_VALUES } from './reserved.js';
+import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 import { fuseRrf } from './rrf.js';
 import {
   type CollectionInfo,
@@ -41,6 +41,7 @@ import {
   type HybridQuery,
   hybridBranchLimit,
   type ScrollPage,
+  type StagedBatch,
   type TenantCount,
   type VectorIndex,
   type VersionWrite,
@@ -182,13 +183,64 @@ class LanceIndex implements VectorIndex {
    * One upsert call is one merge-insert, one commit: points and ledger entries appear together. A
    * file with no other version in the collection needs no `writing` entry: its one commit is all
    * or nothing, and nothing is left to retire (the caller holds the file's lock).
+   *
+   * A version streamed in batches (`staged` > 0) was written under the staging tenant; its last
+   * batch is staged too, then one update (one commit) moves every staged point of the version into
+   * its collection, its `meta` JSON with it. The count is checked before `committed` is written.
    */
   async writeVersion(v: VersionWrite): Promise<{ writing: boolean }> {
     v.signal?.throwIfAborted();
+    const staged = v.staged ?? 0;
+    if (staged > 0) {
+      await this.stageVersion({ ...v, points: v.points });
+      v.signal?.throwIfAborted();
+      await this.publishStaged(v.fileId, v.version, v.collectionName);
+      const total = staged + v.points.length;
+      const visible = await this.count({
+        fileId: v.fileId,
+        ingestVersion: v.version,
+        collectionNames: [v.collectionName],
+      });
+      if (visible !== total) {
+        throw new Error(
+          `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
+        );
+      }
+      await this.upsert([v.committed]);
+      return { writing: true };
+    }
     const others = await this.count({ fileId: v.fileId, collectionNames: [v.collectionName] });
     v.signal?.throwIfAborted();
     await this.upsert([...v.points, ...(others > 0 ? [v.writing()] : []), v.committed]);
     return { writing: others > 0 };
+  }
+
+  async stageVersion(b: StagedBatch): Promise<void> {
+    b.signal?.throwIfAborted();
+    const staging = RESERVED_TENANTS.staging;
+    await this.upsert([
+      ...b.points.map((p) => ({ ...p, meta: { ...p.meta, collection_name: staging } })),
+      b.writing(),
+    ]);
+  }
+
+  /** One commit: every staged point of the version moves into its collection (column and meta JSON). */
+  private async publishStaged(fileId: string, version: string, collectionName: string): Promise<void> {
+    const table = await this.requireTable();
+    const staging = RESERVED_TENANTS.staging;
+    const where = filterToSql({ fileId, ingestVersion: version, reserved: 'staging' });
+    const from = `"collection_name":${JSON.stringify(staging)}`;
+    const to = `"collection_name":${JSON.stringify(collectionName)}`;
+    const result = await this.writer.queue.run(() =>
+      table.update({
+        where: where ?? 'false',
+        valuesSql: {
+          collection_name: sqlString(collectionName),
+          meta: `replace(meta, ${sqlString(from)}, ${sqlString(to)})`,
+        },
+      }),
+    );
+    this.wrote(table, { commits: 1, rows: result.rowsUpdated });
   }
 
   async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {

@@ -39,6 +39,7 @@ import {
   type HybridQuery,
   hybridBranchLimit,
   type ScrollPage,
+  type StagedBatch,
   type VectorIndex,
 } from './store.js';
 
@@ -205,6 +206,26 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     body,
   });
 
+  /**
+   * Writes points under the staging tenant; the `writing` entry rides along with every request: it
+   * exists before the first staged point and its time says the writer is alive (the sweep leaves a
+   * recent one alone).
+   */
+  async function stage(v: StagedBatch): Promise<void> {
+    const staged = v.points.map((p) =>
+      toPointStruct(
+        { ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } },
+        settings.denseDim,
+      ),
+    );
+    for (let i = 0; i < staged.length || i === 0; i += batchSize) {
+      v.signal?.throwIfAborted();
+      const writing = toPointStruct(v.writing(), settings.denseDim);
+      const body: Schemas['PointsList'] = { points: [...staged.slice(i, i + batchSize), writing] };
+      await http.call(write('PUT', `${base}/points`, body), updateResult);
+    }
+  }
+
   return {
     engine: 'qdrant',
 
@@ -258,20 +279,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     },
 
     async writeVersion(v) {
-      const staged = v.points.map((p) =>
-        toPointStruct(
-          { ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } },
-          settings.denseDim,
-        ),
-      );
-      // The `writing` entry rides along with every batch: it exists before the first staged point and
-      // its time says the writer is alive (the sweep leaves a recent one alone).
-      for (let i = 0; i < staged.length; i += batchSize) {
-        v.signal?.throwIfAborted();
-        const writing = toPointStruct(v.writing(), settings.denseDim);
-        const body: Schemas['PointsList'] = { points: [...staged.slice(i, i + batchSize), writing] };
-        await http.call(write('PUT', `${base}/points`, body), updateResult);
-      }
+      await stage(v);
       v.signal?.throwIfAborted();
       const mine: IndexFilter = { fileId: v.fileId, ingestVersion: v.version };
       // One operation moves the whole version into its collection: readers filtering on collection
@@ -282,16 +290,19 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
         filter: toQdrantFilter({ ...mine, reserved: 'staging' })!,
       };
       await http.call(write('POST', `${base}/points/payload`, publish), updateResult);
+      const total = (v.staged ?? 0) + v.points.length;
       const visible = await count({ ...mine, collectionNames: [v.collectionName] });
-      if (visible !== v.points.length) {
+      if (visible !== total) {
         throw new Error(
-          `version ${v.version} of ${v.fileId} has ${visible} of its ${v.points.length} points after publishing`,
+          `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
         );
       }
       const record: Schemas['PointsList'] = { points: [toPointStruct(v.committed, settings.denseDim)] };
       await http.call(write('PUT', `${base}/points`, record), updateResult);
       return { writing: true };
     },
+
+    stageVersion: stage,
 
     async deleteWhere(filter) {
       const filters = filterList(filter);

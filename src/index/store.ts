@@ -51,6 +51,24 @@ export interface VersionWrite {
   committed: IndexPoint;
   /** Aborted: stop before the version becomes visible (nothing of it will be). */
   signal?: AbortSignal;
+  /**
+   * Points of this version already written by `stageVersion` (a large file streamed in batches):
+   * they become visible together with `points`, in the same step. 0 or absent: `points` is the
+   * whole version.
+   */
+  staged?: number;
+}
+
+/** One batch of a version that is streamed in parts (`VectorIndex.stageVersion`). */
+export interface StagedBatch {
+  fileId: string;
+  collectionName: string;
+  version: string;
+  /** This batch's chunks, stamped with `collectionName` and `version`. */
+  points: readonly IndexPoint[];
+  /** The `writing` ledger entry, counting every point staged so far including this batch. */
+  writing: () => IndexPoint;
+  signal?: AbortSignal;
 }
 
 /**
@@ -78,6 +96,13 @@ export interface VectorIndex {
    * `writing` entry marks it). Resolves with whether a `writing` entry was left for the retirement.
    */
   writeVersion(version: VersionWrite): Promise<{ writing: boolean }>;
+  /**
+   * Writes one batch of a version that is too large to hold at once, invisible to every reader
+   * filtering on collection names: the points go under the staging tenant together with the
+   * `writing` entry (which marks them for the sweep should the process die). A later
+   * `writeVersion` with `staged` set makes them visible with its own points, as a whole.
+   */
+  stageVersion(batch: StagedBatch): Promise<void>;
   /**
    * Deletes every point matching the filter, or any of the filters (one operation: one LanceDB
    * commit, one Qdrant request); returns how many were deleted.

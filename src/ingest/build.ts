@@ -172,6 +172,8 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       lexical,
       fallbackLanguage: config.SPARSE_LANGUAGE,
       keepVersions: config.KEEP_VERSIONS,
+      batchChunks: config.INGEST_BATCH_CHUNKS,
+      segmentChars: config.INGEST_SEGMENT_CHARS,
       ...(deps.observer ? { observer: deps.observer } : {}),
       ...(clock ? { now: () => clock.now() } : {}),
     },

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
 import type { BatchChunker } from '../chunk/pooled-chunker.js';
+import { type ChunkInput, documentSegments } from '../chunk/segments.js';
 import { type Bm25Language, contextualText, lexicalLanguageOf } from '../embed/bm25/analysis.js';
 import type { LexicalStage } from '../embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../embed/dense.js';
@@ -11,7 +12,7 @@ import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { Lease } from './lock.js';
 import type { IngestTarget } from './request.js';
-import { commitVersion, type VersionScope } from './versioning.js';
+import { commitVersion, discardVersion, stageBatch, type VersionScope } from './versioning.js';
 
 /** Pipeline stages in the order they run; `fetch` is the object-storage download before them. */
 export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
@@ -43,6 +44,13 @@ export interface PipelineParts {
   now?: () => number;
   /** `KEEP_VERSIONS`: retired versions kept per file and collection (versioning.ts). Default 0. */
   keepVersions?: number;
+  /**
+   * Most chunks embedded, encoded and written at a time (`INGEST_BATCH_CHUNKS`): a larger file is
+   * written in staged batches and made visible as a whole after the last. Default 1000.
+   */
+  batchChunks?: number;
+  /** Most characters chunked at a time (`INGEST_SEGMENT_CHARS`); a longer document is cut (segments.ts). */
+  segmentChars?: number;
 }
 
 /**
@@ -59,6 +67,9 @@ export interface PipelineOptions {
   /** Called when a stage starts and when chunk counts change; it must not throw. */
   onProgress?: (progress: PipelineProgress) => void;
 }
+
+export const DEFAULT_BATCH_CHUNKS = 1000;
+export const DEFAULT_SEGMENT_CHARS = 1_000_000;
 
 export interface IngestResult {
   collectionName: string;
@@ -140,25 +151,136 @@ export async function runPipeline(
   const routing = docs.find((d) => d.routing)?.routing;
 
   report({ stage: 'chunk' });
-  const points = await timed(
-    observer,
-    'chunk',
-    { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
-    async () => {
-      // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted.
-      const clean = docs.map(dropTableOfContents);
-      return toPoints(await chunkAll(parts.chunker, clean), clean, target, version, parts.extractor.name);
-    },
-  );
-  if (points.length === 0) {
-    throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
+  // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted.
+  const clean = docs.map(dropTableOfContents);
+  // A file written in several batches reports each stage once, its time summed over the batches.
+  const times = new Map<Stage, number>();
+  const summed: StageObserver = { stage: (stage, s) => times.set(stage, (times.get(stage) ?? 0) + s) };
+  try {
+    return await writeBatches();
+  } finally {
+    for (const [stage, s] of times) observer?.stage(stage, s);
   }
-  const texts = points.map((p) => p.content);
-  cancelledIf(signal);
 
+  async function writeBatches(): Promise<IngestResult> {
+    const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
+    const commit = {
+      log,
+      now: parts.now ?? Date.now,
+      ...opt(signal),
+      ...(lease ? { lease } : {}),
+      keep: parts.keepVersions ?? 0,
+    };
+    const batchChunks = Math.max(1, parts.batchChunks ?? DEFAULT_BATCH_CHUNKS);
+    let pending: IndexPoint[] = [];
+    let staged = 0;
+    let splitId = 0;
+    // Chunks that have passed the embedding stages, for the progress report; the total is known
+    // once the last batch is reached (a file written in one batch knows it at once).
+    const tally: Tally = { report, done: 0 };
+    try {
+      for (const group of chunkGroups(clean, parts.segmentChars ?? DEFAULT_SEGMENT_CHARS)) {
+        const chunked = await timed(
+          summed,
+          'chunk',
+          { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
+          () =>
+            chunkAll(
+              parts.chunker,
+              group.map((g) => g.input),
+            ),
+        );
+        group.forEach((g, i) => {
+          for (const chunk of chunked[i] ?? []) {
+            if (chunk.content.trim() === '') continue;
+            const at = shifted(chunk, g.offset);
+            pending.push({
+              id: pointId(target.fileId, version, splitId),
+              content: at.content,
+              meta: chunkMeta(target, clean[g.doc]!, at, splitId, version, parts.extractor.name),
+            });
+            splitId += 1;
+          }
+        });
+        cancelledIf(signal);
+        // A batch is written ahead (staged, invisible) only when more chunks follow it: a file that
+        // fits in one batch is written in one step, as a whole.
+        while (pending.length > batchChunks) {
+          const batch = pending.slice(0, batchChunks);
+          pending = pending.slice(batchChunks);
+          await encode(parts, batch, summed, signal, tally);
+          await timed(
+            summed,
+            'write',
+            { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+            () => stageBatch(parts.index, scope, batch, staged, commit),
+          );
+          staged += batch.length;
+          cancelledIf(signal);
+        }
+      }
+      if (staged + pending.length === 0) {
+        throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
+      }
+      // The last batch: the total is known now.
+      tally.total = staged + pending.length;
+      await encode(parts, pending, summed, signal, tally);
+    } catch (err) {
+      // Batches already staged are this run's alone: they go, the previous version stays.
+      if (staged > 0) await discardVersion(parts.index, scope, log);
+      throw err;
+    }
+
+    cancelledIf(signal);
+    const chunksCount = staged + pending.length;
+    report({ stage: 'write', chunksTotal: chunksCount, chunksDone: chunksCount });
+    await timed(
+      summed,
+      'write',
+      { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+      async () => {
+        try {
+          await commitVersion(parts.index, scope, pending, commit, staged);
+        } catch (err) {
+          // Aborted before the version became visible: nothing of it stays, the previous one does.
+          cancelledIf(signal);
+          throw err;
+        }
+      },
+    );
+    return {
+      collectionName: target.collectionName,
+      chunksCount,
+      ingestVersion: version,
+      extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
+    };
+  }
+}
+
+/** Progress through the embedding stages of a file's batches (see `PipelineProgress`). */
+interface Tally {
+  report: (progress: PipelineProgress) => void;
+  done: number;
+  total?: number;
+}
+
+/** Dense vectors and the lexical side of one batch of points, set on the points. */
+async function encode(
+  parts: PipelineParts,
+  points: IndexPoint[],
+  observer: StageObserver,
+  signal: AbortSignal | undefined,
+  tally: Tally,
+) {
+  if (points.length === 0) return;
+  const counts = (done: number) => ({
+    ...(tally.total === undefined ? {} : { chunksTotal: tally.total }),
+    chunksDone: done,
+  });
   const { dense } = parts;
+  const texts = points.map((p) => p.content);
   if (dense) {
-    report({ stage: 'dense', chunksTotal: points.length, chunksDone: 0 });
+    tally.report({ stage: 'dense', ...counts(tally.done) });
     const vectors = await timed(
       observer,
       'dense',
@@ -181,7 +303,7 @@ export async function runPipeline(
     language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage, p.content),
   }));
   // Embedded chunks count as done; in lexical-only mode they are done once analysed.
-  report({ stage: 'sparse', chunksTotal: points.length, chunksDone: dense ? points.length : 0 });
+  tally.report({ stage: 'sparse', ...counts(tally.done + (dense ? points.length : 0)) });
   const lexical = await timed(
     observer,
     'sparse',
@@ -193,36 +315,42 @@ export async function runPipeline(
     const vector = lexical.sparse?.[i];
     if (vector) p.sparse = vector;
   });
+  tally.done += points.length;
+}
 
-  cancelledIf(signal);
-  report({ stage: 'write', chunksTotal: points.length, chunksDone: points.length });
-  const scope: VersionScope = { fileId: target.fileId, collectionName: target.collectionName, version };
-  await timed(
-    observer,
-    'write',
-    { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
-    async () => {
-      try {
-        await commitVersion(parts.index, scope, points, {
-          log,
-          now: parts.now ?? Date.now,
-          ...opt(signal),
-          ...(lease ? { lease } : {}),
-          keep: parts.keepVersions ?? 0,
-        });
-      } catch (err) {
-        // Aborted before the version became visible: nothing of it stays, the previous one does.
-        cancelledIf(signal);
-        throw err;
+/** One segment to chunk: which document, where in it, and what the chunker gets. */
+interface Piece {
+  doc: number;
+  offset: number;
+  input: ChunkInput;
+}
+
+/**
+ * The documents' segments (src/chunk/segments.ts) in groups of at most `segmentChars` characters:
+ * the short documents of a file are chunked in one call, a long one a segment at a time.
+ */
+function* chunkGroups(docs: readonly ExtractedDocument[], segmentChars: number): Generator<Piece[]> {
+  let group: Piece[] = [];
+  let chars = 0;
+  for (const [doc, d] of docs.entries()) {
+    for (const { segment, input } of documentSegments(d.text, d.pages, segmentChars)) {
+      const size = segment.end - segment.start;
+      if (group.length > 0 && chars + size > segmentChars) {
+        yield group;
+        group = [];
+        chars = 0;
       }
-    },
-  );
-  return {
-    collectionName: target.collectionName,
-    chunksCount: points.length,
-    ingestVersion: version,
-    extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
-  };
+      group.push({ doc, offset: segment.start, input });
+      chars += size;
+    }
+  }
+  if (group.length > 0) yield group;
+}
+
+/** A segment's chunk with its offsets moved into the whole document. */
+function shifted(chunk: Chunk, offset: number): Chunk {
+  if (offset === 0) return chunk;
+  return { ...chunk, char_start: chunk.char_start + offset, char_end: chunk.char_end + offset };
 }
 
 /** The error of an ingest whose client went away before its version was committed. */
@@ -232,34 +360,16 @@ export function cancelledIf(signal: AbortSignal | undefined): void {
   }
 }
 
-function chunkAll(chunker: Chunker | BatchChunker, docs: readonly ExtractedDocument[]) {
-  return 'chunkAll' in chunker ? chunker.chunkAll(docs) : docs.map((doc) => chunker.chunk(doc));
+function chunkAll(chunker: Chunker | BatchChunker, inputs: readonly ChunkInput[]) {
+  return 'chunkAll' in chunker
+    ? chunker.chunkAll(inputs)
+    : inputs.map(({ outer, ...doc }) =>
+        chunker.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }, outer),
+      );
 }
 
 function opt(signal: AbortSignal | undefined): { signal?: AbortSignal } {
   return signal ? { signal } : {};
-}
-
-function toPoints(
-  chunked: ReadonlyArray<readonly Chunk[]>,
-  docs: readonly ExtractedDocument[],
-  target: IngestTarget,
-  version: string,
-  engine: string,
-): IndexPoint[] {
-  const points: IndexPoint[] = [];
-  for (const [i, doc] of docs.entries()) {
-    for (const chunk of chunked[i] ?? []) {
-      if (chunk.content.trim() === '') continue;
-      const splitId = points.length;
-      points.push({
-        id: pointId(target.fileId, version, splitId),
-        content: chunk.content,
-        meta: chunkMeta(target, doc, chunk, splitId, version, engine),
-      });
-    }
-  }
-  return points;
 }
 
 /** `meta` in the Haystack layout the reference deployment writes, so indexes it built stay readable (docs/architecture.md, "Stored point"). */

@@ -132,15 +132,46 @@ interface RetireOptions {
 }
 
 /**
+ * Writes one batch of a version streamed in parts (a large file), invisible until `commitVersion`
+ * publishes it; `stagedBefore` counts the points staged by earlier batches. The `writing` entry
+ * goes first with every batch, so a crash leaves it for the sweep, which removes the staged points.
+ * Throws after deleting whatever this version wrote when the batch could not be written.
+ */
+export async function stageBatch(
+  index: VectorIndex,
+  scope: VersionScope,
+  points: readonly IndexPoint[],
+  stagedBefore: number,
+  o: CommitOptions,
+): Promise<void> {
+  await o.lease?.assertHeld();
+  const total = stagedBefore + points.length;
+  try {
+    await index.stageVersion({
+      ...scope,
+      points,
+      writing: () => ledgerEntry('writing', scope, total, o.now()),
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+  } catch (err) {
+    await discardVersion(index, scope, o.log);
+    throw err;
+  }
+}
+
+/**
  * Writes `points` as the new version and retires the others. Throws when the version could not be
  * made visible, after deleting what it wrote. Once it is visible it is committed: a failure to
  * retire the old versions is logged and left to the sweep (the `writing` entry stays for it).
+ * `staged`: points of this version already written by `stageBatch`; they become visible with
+ * `points`, in the same step.
  */
 export async function commitVersion(
   index: VectorIndex,
   scope: VersionScope,
   points: readonly IndexPoint[],
   o: CommitOptions,
+  staged = 0,
 ): Promise<void> {
   // A holder whose lease expired while it converted and embedded writes nothing.
   await o.lease?.assertHeld();
@@ -152,13 +183,15 @@ export async function commitVersion(
     writtenAt: keep > 0 ? await committedTimes(index, scope) : new Map(),
   };
   let written: { writing: boolean };
+  const total = staged + points.length;
   try {
     written = await index.writeVersion({
       ...scope,
       points,
-      writing: () => ledgerEntry('writing', scope, points.length, o.now()),
-      committed: ledgerEntry('committed', scope, points.length, o.now()),
+      writing: () => ledgerEntry('writing', scope, total, o.now()),
+      committed: ledgerEntry('committed', scope, total, o.now()),
       ...(o.signal ? { signal: o.signal } : {}),
+      ...(staged > 0 ? { staged } : {}),
     });
   } catch (err) {
     await discardVersion(index, scope, o.log);

@@ -5,6 +5,7 @@ import { loadTokenCounter } from '../chunk/tokenizer.js';
 import { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
 import { readDocument } from '../extract/inprocess-engine.js';
+import { detectLanguages } from '../extract/languages.js';
 import { KildeError } from '../http/errors.js';
 import type { Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
 
@@ -43,15 +44,19 @@ export default async function run(task: Task): Promise<unknown> {
 
 async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]> {
   switch (input.kind) {
-    case 'extract':
-      return readDocument(input.file, {
+    case 'extract': {
+      const read = await readDocument(input.file, {
         name: input.engine,
         limits: setup.limits,
         ...(input.only ? { only: input.only } : {}),
       });
+      return { ...read, languages: detectLanguages(read.content.text) };
+    }
     case 'chunk': {
       const c = await chunkerOf();
-      return input.docs.map((doc) => c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }));
+      return input.docs.map(({ outer, ...doc }) =>
+        c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }, outer),
+      );
     }
     case 'lexical': {
       // Each item names its language; the analyzer's fallback is never used here.

@@ -1,9 +1,10 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { Chunk } from '../chunk/chunker.js';
 import type { ChunkerSettings } from '../chunk/create-chunker.js';
+import type { ChunkInput } from '../chunk/segments.js';
 import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
-import type { PageSpan, SourceFile } from '../extract/extractor.js';
+import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
@@ -19,7 +20,7 @@ export interface WorkerSetup {
 
 export type TaskInput =
   | { kind: 'extract'; file: SourceFile; engine: string; only?: readonly FileKind[] }
-  | { kind: 'chunk'; docs: Array<{ text: string; pages?: PageSpan[] }> }
+  | { kind: 'chunk'; docs: ChunkInput[] }
   /** Chunks' lexical side (src/embed/bm25/lexical-stage.ts): terms, and BM25 vectors when `sparse`. */
   | { kind: 'lexical'; items: LexicalItem[]; sparse: boolean }
   /** A PDF's first pages as PNG (the vision engines). */
@@ -36,7 +37,8 @@ export interface Task {
 }
 
 export interface TaskOutputs {
-  extract: ReadDocument;
+  /** The document as read, and its languages as `detectLanguages` finds them. */
+  extract: ReadDocument & { languages: string[] };
   chunk: Chunk[][];
   lexical: { lexical: string[]; sparse?: PackedSparse };
   render: RenderedPdf;

@@ -523,6 +523,57 @@ export function runVectorIndexContract(
       expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
     });
 
+    it('publishes a version staged in batches at once, with its last batch', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-staged';
+      const v1 = [0, 1].map((s) => point('alpha', f, 'v1', s, `old ${s}`, { dense: [1, 0, 0, 0] }));
+      await index.upsert(v1);
+      const v2 = [0, 1, 2, 3, 4].map((s) => point('alpha', f, 'v2', s, `new ${s}`, { dense: [0, 1, 0, 0] }));
+      await index.stageVersion({
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(0, 2),
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+      });
+      await index.stageVersion({
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(2, 4),
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+      });
+      // Staged: no reader filtering on collection names sees any of it.
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(0);
+      expect(await index.count({ reserved: 'staging', fileId: f })).toBe(4);
+      expect(await index.count({ reserved: 'writing', fileId: f, ingestVersion: 'v2' })).toBe(1);
+      const hidden = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(hidden.every((h) => h.meta.ingest_version === 'v1')).toBe(true);
+      const written = await index.writeVersion({
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(4),
+        staged: 4,
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+        committed: entry('committed', f, 'v2', 'alpha'),
+      });
+      expect(written.writing).toBe(true);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(5);
+      expect(await index.count({ reserved: 'committed', fileId: f })).toBe(1);
+      // Read back whole: the collection in meta too, not only in the filter column.
+      const page = await index.scroll(
+        { fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' },
+        { limit: 10 },
+      );
+      expect(page.points.map((p) => [p.meta.collection_name, p.content]).sort()).toEqual(
+        v2.map((p) => ['alpha', p.content]).sort(),
+      );
+      const hits = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(hits.filter((h) => h.meta.ingest_version === 'v2')).toHaveLength(5);
+    });
+
     it('stops before anything becomes visible when the write is aborted', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const controller = new AbortController();

@@ -272,6 +272,97 @@ describe('service-level faults on the real LanceDB index', () => {
     expect(await h.index.count({ reserved: 'writing', fileId: 'fail-retire' })).toBe(0);
   });
 
+  it('streams a file in bounded batches: staged, invisible, then visible as a whole', async () => {
+    const before = await previousVersion('stream');
+    const batches: number[] = [];
+    const embedded: number[] = [];
+    let hiddenWhileStaging = true;
+    let committing = false;
+    const recording: VectorIndex = Object.create(parts.index, {
+      writeVersion: {
+        value: async (v: Parameters<VectorIndex['writeVersion']>[0]) => {
+          committing = true;
+          expect(v.staged).toBe(batches.reduce((x, y) => x + y, 0));
+          return parts.index.writeVersion.call(recording, v);
+        },
+      },
+      stageVersion: {
+        value: async (b: Parameters<VectorIndex['stageVersion']>[0]) => {
+          // (LanceDB stages the last batch itself before publishing: that one is the commit's.)
+          if (!committing) batches.push(b.points.length);
+          await parts.index.stageVersion(b);
+          // Readers filtering on the collection see the previous version only, whole.
+          const visible = await pointsOf(h.index, 'stream');
+          if (JSON.stringify(visible) !== JSON.stringify(before)) hiddenWhileStaging = false;
+        },
+      },
+    });
+    const dense = {
+      provider: 'test',
+      model: 'unit',
+      dim: 16,
+      embedDocuments: async (texts: string[]) => {
+        embedded.push(texts.length);
+        return texts.map(() => [1, ...new Array<number>(15).fill(0)]);
+      },
+      embedQuery: async () => [1, ...new Array<number>(15).fill(0)],
+    };
+    const out = await ingestWith('stream', { index: recording, dense, batchChunks: 2 });
+    expect(out.chunksCount).toBeGreaterThan(4);
+    // Every batch but the last was staged; none over the bound; the last went with the commit.
+    expect(batches.length).toBe(Math.ceil(out.chunksCount / 2) - 1);
+    expect(Math.max(...batches, ...embedded)).toBeLessThanOrEqual(2);
+    expect(embedded.reduce((a, b) => a + b, 0)).toBe(out.chunksCount);
+    expect(hiddenWhileStaging).toBe(true);
+    const after = await pointsOf(h.index, 'stream');
+    expect(versionsOf(after)).toEqual([out.ingestVersion]);
+    expect(after.map((p) => p.meta.split_id)).toEqual(after.map((_, i) => i));
+    expect(after.every((p) => p.meta.collection_name === 'file-stream')).toBe(true);
+    // The same chunks as an unbatched run of the same file gives.
+    const whole = await ingestWith('stream', {});
+    const again = await pointsOf(h.index, 'stream');
+    expect(whole.chunksCount).toBe(out.chunksCount);
+    expect(again.map((p) => [p.content, p.meta.char_start, p.meta.char_end, p.meta.headers])).toEqual(
+      after.map((p) => [p.content, p.meta.char_start, p.meta.char_end, p.meta.headers]),
+    );
+    expect(await h.index.count({ reserved: 'staging' })).toBe(0);
+    expect(await h.index.count({ reserved: 'writing', fileId: 'stream' })).toBe(0);
+  });
+
+  it('a failure mid-stream discards the staged batches and keeps the previous version', async () => {
+    const before = await previousVersion('stream-fail');
+    let calls = 0;
+    let staged = 0;
+    const dense = {
+      provider: 'test',
+      model: 'unit',
+      dim: 16,
+      embedDocuments: async (texts: string[]) => {
+        calls += 1;
+        if (calls === 3) throw new Error('model server went away');
+        return texts.map(() => [1, ...new Array<number>(15).fill(0)]);
+      },
+      embedQuery: async () => [1, ...new Array<number>(15).fill(0)],
+    };
+    const counting: VectorIndex = Object.create(parts.index, {
+      stageVersion: {
+        value: async (b: Parameters<VectorIndex['stageVersion']>[0]) => {
+          staged += b.points.length;
+          return parts.index.stageVersion(b);
+        },
+      },
+    });
+    const err = (await ingestWith('stream-fail', { index: counting, dense, batchChunks: 2 }).catch(
+      (e: unknown) => e,
+    )) as KildeError;
+    expect(err).toBeInstanceOf(KildeError);
+    expect(err.code).toBe('EMBEDDING_FAILED');
+    expect(staged).toBe(4);
+    expect(await pointsOf(h.index, 'stream-fail')).toEqual(before);
+    expect(await h.index.count({ fileId: 'stream-fail', reserved: 'staging' })).toBe(0);
+    expect(await h.index.count({ fileId: 'stream-fail', reserved: 'writing' })).toBe(0);
+  });
+
   it('write: one transient clean-up failure is retried and the ingest succeeds', async () => {
     await previousVersion('retire-once');
     let failures = 1;

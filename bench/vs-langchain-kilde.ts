@@ -1,0 +1,106 @@
+/**
+ * Kilde's side of `npm run bench:vs-langchain`, one set per process:
+ *   tsx bench/vs-langchain-kilde.ts <files.json> <work dir> <chunk tokens> <overlap tokens>
+ * The service path `kilde ingest` runs (buildIngestPipeline: worker pool, group commit), eight files
+ * in flight as the CLI does, with a zero-cost dense embedder (one fixed unit vector per text, as on
+ * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line.
+ */
+import { readFileSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createPooledChunker } from '../src/chunk/pooled-chunker.js';
+import { ingestSchema } from '../src/config/ingest.js';
+import { parseConfig } from '../src/config/parse.js';
+import { createPooledLexicalStage } from '../src/embed/bm25/lexical-stage.js';
+import type { DenseEmbedder } from '../src/embed/dense.js';
+import { openIndex } from '../src/index/open.js';
+import { buildIngestPipeline } from '../src/ingest/build.js';
+import { IngestService } from '../src/ingest/service.js';
+
+const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+];
+const files = JSON.parse(readFileSync(listPath, 'utf8')) as string[];
+const DIM = 384;
+const IN_FLIGHT = 8;
+const log = pino({ level: 'warn' });
+
+const zeroCost: DenseEmbedder = {
+  provider: 'zero-cost',
+  model: 'none',
+  dim: DIM,
+  embedDocuments: async (texts) => {
+    const v = new Array<number>(DIM).fill(0);
+    v[0] = 1;
+    return texts.map(() => v);
+  },
+  embedQuery: async () => [1, ...new Array<number>(DIM - 1).fill(0)],
+};
+
+let peak = process.memoryUsage.rss();
+const sampler = setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage.rss());
+}, 5);
+const t0 = performance.now();
+const config = parseConfig(ingestSchema, {
+  KILDE_DATA_DIR: work,
+  EMBEDDING_PROVIDER: 'none',
+  API_KEY: 'bench-key-not-served-anywhere',
+  CHUNK_SIZE: chunkTokens,
+  CHUNK_OVERLAP: overlapTokens,
+});
+const index = await openIndex(
+  { uri: join(work, 'lancedb'), collection: 'bench', denseDim: DIM, sparse: true, timeoutMs: 60_000 },
+  { log },
+);
+const built = await buildIngestPipeline(config, { log, index });
+const service = new IngestService({
+  extractor: built.extractor,
+  chunker: createPooledChunker(built.pool, config.CHUNK_SPLIT_BY),
+  dense: zeroCost,
+  lexical: createPooledLexicalStage(built.pool, { sparseModel: undefined }),
+  fallbackLanguage: config.SPARSE_LANGUAGE,
+  index,
+  log,
+  batchChunks: config.INGEST_BATCH_CHUNKS,
+  segmentChars: config.INGEST_SEGMENT_CHARS,
+});
+const ready = performance.now();
+let chunks = 0;
+let next = 0;
+const worker = async () => {
+  for (let i = next++; i < files.length; i = next++) {
+    const path = files[i]!;
+    const filename = path.split('/').at(-1)!;
+    const out = await service.ingest(
+      {
+        fileId: `f${i}`,
+        filename,
+        collectionName: 'bench',
+        collectionType: 'file',
+        userId: 'bench',
+        overwrite: true,
+        source: filename,
+      },
+      async () => ({ path, filename, bytes: (await stat(path)).size }),
+    );
+    chunks += out.chunksCount;
+  }
+};
+await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, files.length) }, worker));
+const ingested = performance.now();
+// Closing waits for the queued optimize (full-text index, compaction): part of a searchable index.
+await index.close();
+const seconds = (performance.now() - t0) / 1000;
+clearInterval(sampler);
+peak = Math.max(peak, process.resourceUsage().maxRSS * 1024);
+await built.close();
+const startup = (ready - t0) / 1000;
+const ingest = (ingested - ready) / 1000;
+process.stdout.write(
+  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak })}\n`,
+);

@@ -1,0 +1,144 @@
+/**
+ * Kilde's ingestion against the LangChain.js pipeline a TypeScript user would build instead: the
+ * same files, chunk budgets of the same size (400 tokens, 80 overlap on Kilde's side; 1600 and 320
+ * characters for RecursiveCharacterTextSplitter, about four characters a token), a zero-cost
+ * embedder on both sides and LanceDB on both sides. Every variant runs in a fresh process
+ * (bench/vs-langchain-kilde.ts, bench/vs-langchain/runner.mjs), rounds interleaved (the order
+ * alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
+ * means Kilde is faster) and peak RSS. Asserts nothing.
+ *
+ * Sets: small files (SciFact abstracts as .txt), mixed real documents (the PDF and DOCX fixtures and
+ * the Danish textbook's Markdown chapters), one large generated PDF.
+ * The LangChain side lives in bench/vs-langchain/ with its own lockfile (its peer tree needs
+ * --legacy-peer-deps, which Kilde's own install must not); it is installed there on first use.
+ *
+ * Usage: npm run bench:vs-langchain [-- --rounds 2 --files 1000 --pages 300]
+ * Not measured yet: token-budget chunking alone, /search against similaritySearch and LlamaIndex.TS.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { benchData, FIXTURE_DOCUMENTS } from './lib/data.js';
+import { writeTextPdf } from './text-pdf.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '2' },
+    files: { type: 'string', default: '1000' },
+    pages: { type: 'string', default: '300' },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const LC_DIR = here('./vs-langchain/');
+
+interface Run {
+  files: number;
+  chunks: number;
+  seconds: number;
+  /** Kilde only: building the pipeline (pool, tokenizer, table and indexes), and the ingests alone. */
+  startup?: number;
+  ingest?: number;
+  peakRss: number;
+}
+
+// Data first: without it there is nothing to compare (exit 2 naming KILDE_BENCH_DATA).
+const scifact = benchData('scifact', 'corpus.jsonl');
+const danish = benchData('da-citizenship', 'corpus');
+
+if (!existsSync(join(LC_DIR, 'node_modules'))) {
+  console.log('installing the LangChain.js side into bench/vs-langchain/ (npm ci --legacy-peer-deps) ...');
+  execFileSync('npm', ['ci', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], {
+    cwd: LC_DIR,
+    stdio: 'inherit',
+  });
+}
+
+const work = await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-'));
+
+async function writeSets(): Promise<Array<{ name: string; files: string[] }>> {
+  const small = join(work, 'small');
+  await rm(small, { recursive: true, force: true });
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(small);
+  const smallFiles: string[] = [];
+  for (const line of (await readFile(scifact, 'utf8')).split('\n')) {
+    if (smallFiles.length >= Number(values.files) || line.trim() === '') continue;
+    const row = JSON.parse(line) as { _id: string; title: string; text: string };
+    const path = join(small, `${row._id}.txt`);
+    await writeFile(path, `${row.title}\n\n${row.text}\n`);
+    smallFiles.push(path);
+  }
+  const fixtures = (await readdir(FIXTURE_DOCUMENTS))
+    .filter((f) => /\.(pdf|docx)$/.test(f))
+    .map((f) => join(FIXTURE_DOCUMENTS, f));
+  const chapters = (await readdir(danish)).filter((f) => f.endsWith('.md')).map((f) => join(danish, f));
+  const pdf = join(work, 'large.pdf');
+  await writeFile(pdf, writeTextPdf(Number(values.pages), 45));
+  return [
+    { name: `small .txt ×${smallFiles.length}`, files: smallFiles },
+    { name: `mixed ×${fixtures.length + chapters.length}`, files: [...fixtures, ...chapters] },
+    { name: `pdf ${values.pages} pages`, files: [pdf] },
+  ];
+}
+
+function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
+  const args =
+    side === 'kilde'
+      ? ['--import', 'tsx', here('./vs-langchain-kilde.ts'), list, dir, '400', '80']
+      : [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'];
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const line = res.stdout.trim().split('\n').at(-1) ?? '';
+  if (res.status !== 0 || !line.startsWith('{')) {
+    throw new Error(`${side} failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
+  }
+  return JSON.parse(line) as Run;
+}
+
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = (s.length - 1) / 2;
+  return { min: s[0]!, median: (s[Math.floor(mid)]! + s[Math.ceil(mid)]!) / 2 };
+};
+const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
+
+try {
+  const sets = await writeSets();
+  const load = () =>
+    process.platform === 'linux'
+      ? (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?')
+      : '?';
+  console.log(`rounds ${ROUNDS}, each variant a fresh process; load average at start ${load()}`);
+  for (const set of sets) {
+    const list = join(work, 'files.json');
+    await writeFile(list, JSON.stringify(set.files));
+    const runs: Record<'kilde' | 'langchain', Run[]> = { kilde: [], langchain: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      const order: Array<'kilde' | 'langchain'> =
+        r % 2 === 0 ? ['kilde', 'langchain'] : ['langchain', 'kilde'];
+      for (const side of order) {
+        const dir = await mkdtemp(join(work, `${side}-`));
+        runs[side].push(runOnce(side, list, dir));
+        await rm(dir, { recursive: true, force: true });
+      }
+    }
+    const k = stats(runs.kilde.map((r) => r.seconds));
+    const l = stats(runs.langchain.map((r) => r.seconds));
+    const kIngest = stats(runs.kilde.map((r) => r.ingest ?? r.seconds));
+    const kStart = stats(runs.kilde.map((r) => r.startup ?? 0));
+    const kRss = Math.max(...runs.kilde.map((r) => r.peakRss));
+    const lRss = Math.max(...runs.langchain.map((r) => r.peakRss));
+    console.log(
+      `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
+        `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
+        `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
+        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)`,
+    );
+  }
+} finally {
+  await rm(work, { recursive: true, force: true });
+}

@@ -1,0 +1,70 @@
+/**
+ * The LangChain.js side of `npm run bench:vs-langchain`, one set per process:
+ *   node bench/vs-langchain/runner.mjs <files.json> <work dir> <chunk chars> <overlap chars>
+ * Loads every file with LangChain's loaders (TextLoader, PDFLoader, DocxLoader), splits it with
+ * RecursiveCharacterTextSplitter (MarkdownTextSplitter for .md) at the given budget, embeds with a
+ * zero-cost embedder (one fixed unit vector per text, as on Kilde's side) and writes everything with
+ * @langchain/community's LanceDB store in one `fromDocuments` (its fastest path). Prints one JSON line.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { TextLoader } from '@langchain/classic/document_loaders/fs/text';
+import { DocxLoader } from '@langchain/community/document_loaders/fs/docx';
+import { PDFLoader } from '@langchain/community/document_loaders/fs/pdf';
+import { LanceDB } from '@langchain/community/vectorstores/lancedb';
+import { Embeddings } from '@langchain/core/embeddings';
+import { MarkdownTextSplitter, RecursiveCharacterTextSplitter } from '@langchain/textsplitters';
+
+const [listPath, work, chunkChars, overlapChars] = process.argv.slice(2);
+const files = JSON.parse(readFileSync(listPath, 'utf8'));
+const DIM = 384;
+
+class ZeroCostEmbeddings extends Embeddings {
+  constructor() {
+    super({});
+  }
+  async embedDocuments(texts) {
+    const v = new Array(DIM).fill(0);
+    v[0] = 1;
+    return texts.map(() => v);
+  }
+  async embedQuery() {
+    const v = new Array(DIM).fill(0);
+    v[0] = 1;
+    return v;
+  }
+}
+
+const size = { chunkSize: Number(chunkChars), chunkOverlap: Number(overlapChars) };
+const recursive = new RecursiveCharacterTextSplitter(size);
+const markdown = new MarkdownTextSplitter(size);
+
+function loaderFor(path) {
+  if (path.endsWith('.pdf')) return new PDFLoader(path);
+  if (path.endsWith('.docx')) return new DocxLoader(path);
+  return new TextLoader(path);
+}
+
+let peak = process.memoryUsage.rss();
+const sampler = setInterval(() => {
+  peak = Math.max(peak, process.memoryUsage.rss());
+}, 5);
+const t0 = performance.now();
+const chunks = [];
+for (const path of files) {
+  const docs = await loaderFor(path).load();
+  const split = await (path.endsWith('.md') ? markdown : recursive).splitDocuments(docs);
+  // Only the source as metadata: the loaders' nested objects differ per format and one table holds all.
+  for (const d of split) chunks.push({ pageContent: d.pageContent, metadata: { source: path } });
+}
+await LanceDB.fromDocuments(chunks, new ZeroCostEmbeddings(), {
+  uri: join(work, 'lancedb'),
+  tableName: 'bench',
+  mode: 'overwrite',
+});
+const seconds = (performance.now() - t0) / 1000;
+clearInterval(sampler);
+peak = Math.max(peak, process.resourceUsage().maxRSS * 1024);
+process.stdout.write(
+  `${JSON.stringify({ files: files.length, chunks: chunks.length, seconds, peakRss: peak })}\n`,
+);
