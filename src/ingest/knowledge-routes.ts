@@ -14,7 +14,8 @@ export interface KnowledgeRouteDeps {
   service: () => IngestService;
   /**
    * The collections the request's key may read; undefined: all of them (the main `API_KEY`).
-   * Per-tenant keys (src/http/auth.ts) supply the set.
+   * Per-tenant keys (`allowedCollections`, src/http/access.ts) supply the set; the routes admit them
+   * (`ctx.scopedAuth`).
    */
   allowedCollections?: (request: FastifyRequest) => ReadonlySet<string> | undefined;
 }
@@ -67,7 +68,7 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
   app.get(
     '/api/v1/collections',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       schema: {
         summary: 'Collections the key may read',
         tags: ['knowledge'],
@@ -90,7 +91,7 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
   app.get(
     '/api/v1/collections/:name/documents',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       schema: {
         summary: "One page of a collection's documents",
         tags: ['knowledge'],
@@ -126,7 +127,7 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
   app.get(
     '/api/v1/documents/:file_id/versions',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       schema: {
         summary: "A file's versions: the live one first, then the kept ones, newest first",
         tags: ['knowledge'],
@@ -169,7 +170,7 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
   app.post(
     '/api/v1/documents/:file_id/versions/:version/restore',
     {
-      onRequest: ctx.auth,
+      onRequest: ctx.scopedAuth,
       schema: {
         summary: 'Make a kept version live again (atomically, under the file lock)',
         tags: ['knowledge'],

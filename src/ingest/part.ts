@@ -200,6 +200,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           ),
         ],
       },
+      keep_versions: config.KEEP_VERSIONS,
     }),
     async register(app, ctx) {
       const m = createIngestMetrics(ctx.metrics);

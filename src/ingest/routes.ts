@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONCRETE_ENGINES, VISION_PROFILES } from '../config/extraction.js';
 import { isPublicProfile } from '../extract/vision/prompts.js';
-import { assertCollectionsAllowed } from '../http/access.js';
+import { allowedCollections, assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
@@ -271,7 +271,14 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     },
   );
 
-  registerKnowledgeRoutes(app, ctx, { service: () => deps.pipeline().service });
+  registerKnowledgeRoutes(app, ctx, {
+    service: () => deps.pipeline().service,
+    // A per-tenant key lists, reads and restores only its own collections.
+    allowedCollections: (request) => {
+      const allowed = allowedCollections(request);
+      return allowed && new Set(allowed);
+    },
+  });
 }
 
 /**

@@ -166,6 +166,34 @@ describe('per-tenant keys', () => {
     expect(still.json.documents[0].join(' ')).not.toMatch(/Injected/);
   });
 
+  it('list, read and restore only their collections through the knowledge API', async () => {
+    const get = (key: string, path: string) => app.inject({ method: 'GET', url: path, headers: bearer(key) });
+    const mine = await get(TENANT, '/api/v1/collections');
+    expect(mine.statusCode, mine.body).toBe(200);
+    expect(mine.json().collections.map((c: { name: string }) => c.name)).toEqual(['kb']);
+    const all = await get('test-key', '/api/v1/collections');
+    expect(
+      all
+        .json()
+        .collections.map((c: { name: string }) => c.name)
+        .sort(),
+    ).toEqual(['kb', 'kb-secret']);
+    const docs = await get(TENANT, '/api/v1/collections/kb/documents');
+    expect(docs.statusCode).toBe(200);
+    expect(docs.json().documents.map((d: { file_id: string }) => d.file_id)).toContain('bread');
+    // Another tenant's collection and file answer as if they did not exist.
+    expect((await get(TENANT, '/api/v1/collections/kb-secret/documents')).statusCode).toBe(404);
+    expect((await get(TENANT, '/api/v1/documents/secret/versions')).statusCode).toBe(404);
+    const restore = await app.inject({
+      method: 'POST',
+      url: '/api/v1/documents/secret/versions/any/restore',
+      headers: bearer(TENANT),
+      payload: {},
+    });
+    expect(restore.statusCode).toBe(404);
+    expect((await get(OTHER, '/api/v1/documents/secret/versions')).statusCode).toBe(200);
+  });
+
   it('see only their collections over MCP', async () => {
     const connect = async (key: string) => {
       const client = new Client({ name: 'tenant-test', version: '1.0.0' });
