@@ -8,40 +8,10 @@ import { KEY, startKilde } from './kilde.js';
 /**
  * The web console in a real browser (Debian's Chromium driven by playwright-core) against a real
  * `kilde serve all`: LanceDB in a temporary directory, real extraction, the real HTTP API. Nothing
- * is mocked. A screen whose API has not landed yet is skipped, naming the route it waits for.
+ * is mocked.
  */
 const kilde = await startKilde();
 afterAll(() => kilde.close());
-
-const waitsFor = async (routes: [string, string][]) => {
-  const missing: string[] = [];
-  for (const [method, path] of routes)
-    if (!(await kilde.hasRoute(method, path))) missing.push(`${method} ${path}`);
-  return missing.length === 0 ? null : `waits for ${missing.join(', ')} (not on this branch yet)`;
-};
-const INFO: [string, string] = ['GET', '/api/v1/info'];
-const COLLECTIONS: [string, string] = ['GET', '/api/v1/collections'];
-// Sign-in works without GET /api/v1/info (the key is then checked on a listing); the search
-// playground's toggles and explanations need it.
-const needs = {
-  signIn: await waitsFor([COLLECTIONS]),
-  upload: await waitsFor([COLLECTIONS, ['POST', '/api/v1/jobs'], ['GET', '/api/v1/jobs']]),
-  documents: await waitsFor([COLLECTIONS, ['GET', '/api/v1/collections/x/documents']]),
-  search: await waitsFor([COLLECTIONS]),
-  explain: await waitsFor([INFO, COLLECTIONS]),
-  restore: await waitsFor([
-    COLLECTIONS,
-    ['GET', '/api/v1/collections/x/documents'],
-    ['GET', '/api/v1/documents/x/versions?collection_name=x'],
-  ]),
-};
-/** `it` that is skipped, with its reason in the name, while the API it needs is missing. */
-const itNeeds = (missing: string | null, name: string, fn: () => Promise<void>, timeout?: number) =>
-  it.skipIf(missing !== null || !hasChromium)(
-    missing && hasChromium ? `${name} [skipped: ${missing}]` : name,
-    fn,
-    timeout,
-  );
 
 describe.skipIf(!hasChromium)(
   `web console in Chromium${hasChromium ? '' : ` [skipped: ${NO_CHROMIUM}]`}`,
@@ -88,29 +58,25 @@ describe.skipIf(!hasChromium)(
       await expect(p.getByRole('heading', { name: 'Kilde console' }).isVisible()).resolves.toBe(true);
     });
 
-    itNeeds(
-      needs.signIn,
-      'signs in by keyboard; the key is kept in sessionStorage only and sent as the bearer header',
-      async () => {
-        const p = await open();
-        // The key field has focus on arrival: type and press Enter.
-        await p.locator('#api-key:focus').waitFor();
-        await p.keyboard.type(KEY);
-        const call = p.waitForRequest((r) => r.url().endsWith('/api/v1/collections'));
-        await p.keyboard.press('Enter');
-        expect((await call).headers().authorization).toBe(`Bearer ${KEY}`);
-        await p.getByRole('heading', { name: 'Collections' }).waitFor();
-        expect(await p.evaluate(() => sessionStorage.getItem('kilde.apiKey'))).toBe(KEY);
-        expect(await p.evaluate(() => localStorage.length)).toBe(0);
-        expect(await context.cookies()).toEqual([]);
-        // A reload in the same tab stays signed in; the key never appears in the address.
-        await p.reload();
-        await p.getByRole('heading', { name: 'Collections' }).waitFor();
-        expect(p.url()).not.toContain(KEY);
-      },
-    );
+    it('signs in by keyboard; the key is kept in sessionStorage only and sent as the bearer header', async () => {
+      const p = await open();
+      // The key field has focus on arrival: type and press Enter.
+      await p.locator('#api-key:focus').waitFor();
+      await p.keyboard.type(KEY);
+      const call = p.waitForRequest((r) => r.url().endsWith('/api/v1/collections'));
+      await p.keyboard.press('Enter');
+      expect((await call).headers().authorization).toBe(`Bearer ${KEY}`);
+      await p.getByRole('heading', { name: 'Collections' }).waitFor();
+      expect(await p.evaluate(() => sessionStorage.getItem('kilde.apiKey'))).toBe(KEY);
+      expect(await p.evaluate(() => localStorage.length)).toBe(0);
+      expect(await context.cookies()).toEqual([]);
+      // A reload in the same tab stays signed in; the key never appears in the address.
+      await p.reload();
+      await p.getByRole('heading', { name: 'Collections' }).waitFor();
+      expect(p.url()).not.toContain(KEY);
+    });
 
-    itNeeds(needs.signIn, 'a wrong key gets a clear message and is not stored', async () => {
+    it('a wrong key gets a clear message and is not stored', async () => {
       const p = await open();
       await signIn('not-the-key');
       const alert = p.getByRole('alert');
@@ -120,42 +86,37 @@ describe.skipIf(!hasChromium)(
       await expect(p.getByLabel('API key').isVisible()).resolves.toBe(true);
     });
 
-    itNeeds(
-      needs.upload,
-      'uploads a PDF and a DOCX, follows each through its stages to done, and the chunks are in the index',
-      async () => {
-        const p = await open();
-        await signIn();
-        await p
-          .getByRole('navigation', { name: 'Main' })
-          .getByRole('link', { name: 'Upload', exact: true })
-          .click();
-        await p.getByLabel('Collection').fill('console-upload');
-        await p
-          .getByLabel('Choose files')
-          .setInputFiles([`${FIXTURES_DIR}/multi_page.pdf`, `${FIXTURES_DIR}/unit_test_headers.docx`]);
-        // Reading another screen meanwhile does not stop them.
-        const nav = p.getByRole('navigation', { name: 'Main' });
-        await nav.getByRole('link', { name: 'Collections', exact: true }).click();
-        await p.getByRole('heading', { name: 'Collections' }).waitFor();
-        await nav.getByRole('link', { name: 'Upload', exact: true }).click();
-        for (const file of ['multi_page.pdf', 'unit_test_headers.docx']) {
-          const row = p.locator(`li.upload[data-file="${file}"]`);
-          await row.and(p.locator('[data-state="done"]')).waitFor({ timeout: 60_000 });
-          // Every stage is marked passed, and the count the row links to is the index's.
-          expect(await row.locator('.stage.done').count()).toBe(6);
-          const { body } = await kilde.api<{ stats: { total_chunks: number } }>(
-            'GET',
-            `/api/v1/documents/${encodeURIComponent(file)}/chunks?limit=1`,
-          );
-          expect(body.stats.total_chunks).toBeGreaterThan(0);
-          expect(await row.getByRole('link').textContent()).toBe(`${body.stats.total_chunks} chunks`);
-        }
-      },
-      90_000,
-    );
+    it('uploads a PDF and a DOCX, follows each through its stages to done, and the chunks are in the index', async () => {
+      const p = await open();
+      await signIn();
+      await p
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Upload', exact: true })
+        .click();
+      await p.getByLabel('Collection').fill('console-upload');
+      await p
+        .getByLabel('Choose files')
+        .setInputFiles([`${FIXTURES_DIR}/multi_page.pdf`, `${FIXTURES_DIR}/unit_test_headers.docx`]);
+      // Reading another screen meanwhile does not stop them.
+      const nav = p.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: 'Collections', exact: true }).click();
+      await p.getByRole('heading', { name: 'Collections' }).waitFor();
+      await nav.getByRole('link', { name: 'Upload', exact: true }).click();
+      for (const file of ['multi_page.pdf', 'unit_test_headers.docx']) {
+        const row = p.locator(`li.upload[data-file="${file}"]`);
+        await row.and(p.locator('[data-state="done"]')).waitFor({ timeout: 60_000 });
+        // Every stage is marked passed, and the count the row links to is the index's.
+        expect(await row.locator('.stage.done').count()).toBe(6);
+        const { body } = await kilde.api<{ stats: { total_chunks: number } }>(
+          'GET',
+          `/api/v1/documents/${encodeURIComponent(file)}/chunks?limit=1`,
+        );
+        expect(body.stats.total_chunks).toBeGreaterThan(0);
+        expect(await row.getByRole('link').textContent()).toBe(`${body.stats.total_chunks} chunks`);
+      }
+    }, 90_000);
 
-    itNeeds(needs.upload, 'a file dropped on the drop zone is uploaded like a picked one', async () => {
+    it('a file dropped on the drop zone is uploaded like a picked one', async () => {
       const p = await open();
       await signIn();
       await p.goto(`${kilde.url}/#/upload?collection=console-drop`);
@@ -183,7 +144,7 @@ describe.skipIf(!hasChromium)(
       expect(body.stats.total_chunks).toBeGreaterThan(0);
     });
 
-    itNeeds(needs.upload, 'a file that cannot be converted shows its error code and message', async () => {
+    it('a file that cannot be converted shows its error code and message', async () => {
       const p = await open();
       await signIn();
       await p.goto(`${kilde.url}/#/upload?collection=console-upload`);
@@ -205,53 +166,49 @@ describe.skipIf(!hasChromium)(
       expect(shown).toContain(job?.error?.message);
     });
 
-    itNeeds(
-      needs.documents,
-      "opens a document's chunks in reading order: text, breadcrumb, page, offsets, engine",
-      async () => {
-        await kilde.ingest('unit_test_headers.docx', 'read/headers.docx', 'console-read');
-        await kilde.ingest('multi_page.pdf', 'read/multi_page.pdf', 'console-read');
-        const p = await open();
-        await signIn();
-        await p.getByRole('link', { name: 'console-read' }).click();
-        await p.getByRole('link', { name: 'unit_test_headers.docx' }).click();
-        const { body } = await kilde.api<{
-          stats: { total_chunks: number };
-          chunks: {
-            split_id: number;
-            content: string;
-            meta: { headers?: string[]; char_start: number; char_end: number };
-          }[];
-        }>(
-          'GET',
-          `/api/v1/documents/${encodeURIComponent('read/headers.docx')}/chunks?limit=1000&include_content=full`,
+    it("opens a document's chunks in reading order: text, breadcrumb, page, offsets, engine", async () => {
+      await kilde.ingest('unit_test_headers.docx', 'read/headers.docx', 'console-read');
+      await kilde.ingest('multi_page.pdf', 'read/multi_page.pdf', 'console-read');
+      const p = await open();
+      await signIn();
+      await p.getByRole('link', { name: 'console-read' }).click();
+      await p.getByRole('link', { name: 'unit_test_headers.docx' }).click();
+      const { body } = await kilde.api<{
+        stats: { total_chunks: number };
+        chunks: {
+          split_id: number;
+          content: string;
+          meta: { headers?: string[]; char_start: number; char_end: number };
+        }[];
+      }>(
+        'GET',
+        `/api/v1/documents/${encodeURIComponent('read/headers.docx')}/chunks?limit=1000&include_content=full`,
+      );
+      const cards = p.locator('li.chunk');
+      await cards.first().waitFor();
+      expect(await cards.count()).toBe(body.stats.total_chunks);
+      const ordered = [...body.chunks].sort((a, b) => a.split_id - b.split_id);
+      for (const [i, chunk] of ordered.entries()) {
+        const card = cards.nth(i);
+        expect(await card.locator('.chip').textContent()).toBe(`#${chunk.split_id}`);
+        expect(await card.locator('.chunk-text').textContent()).toBe(chunk.content);
+        expect(await card.locator('.chunk-meta').textContent()).toContain(
+          `chars ${chunk.meta.char_start}–${chunk.meta.char_end}`,
         );
-        const cards = p.locator('li.chunk');
-        await cards.first().waitFor();
-        expect(await cards.count()).toBe(body.stats.total_chunks);
-        const ordered = [...body.chunks].sort((a, b) => a.split_id - b.split_id);
-        for (const [i, chunk] of ordered.entries()) {
-          const card = cards.nth(i);
-          expect(await card.locator('.chip').textContent()).toBe(`#${chunk.split_id}`);
-          expect(await card.locator('.chunk-text').textContent()).toBe(chunk.content);
-          expect(await card.locator('.chunk-meta').textContent()).toContain(
-            `chars ${chunk.meta.char_start}–${chunk.meta.char_end}`,
-          );
-          if (chunk.meta.headers?.length) {
-            expect(await card.locator('.breadcrumb').textContent()).toBe(chunk.meta.headers.join(' › '));
-          }
+        if (chunk.meta.headers?.length) {
+          expect(await card.locator('.breadcrumb').textContent()).toBe(chunk.meta.headers.join(' › '));
         }
-        expect(ordered.some((c) => c.meta.headers?.length)).toBe(true);
-        // The PDF's chunks carry their page.
-        await p.goto(
-          `${kilde.url}/#/documents/${encodeURIComponent('read/multi_page.pdf')}?collection=console-read`,
-        );
-        await p.getByRole('heading', { name: 'multi_page.pdf' }).waitFor();
-        await p.locator('li.chunk').first().waitFor();
-        expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/page 1/);
-        expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/engine \w+/);
-      },
-    );
+      }
+      expect(ordered.some((c) => c.meta.headers?.length)).toBe(true);
+      // The PDF's chunks carry their page.
+      await p.goto(
+        `${kilde.url}/#/documents/${encodeURIComponent('read/multi_page.pdf')}?collection=console-read`,
+      );
+      await p.getByRole('heading', { name: 'multi_page.pdf' }).waitFor();
+      await p.locator('li.chunk').first().waitFor();
+      expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/page 1/);
+      expect(await p.locator('li.chunk .chunk-meta').first().textContent()).toMatch(/engine \w+/);
+    });
 
     const searchFor = async (query: string, collection: string) => {
       const p = await open();
@@ -281,7 +238,7 @@ describe.skipIf(!hasChromium)(
       return { p, body, hits };
     };
 
-    itNeeds(needs.search, 'searches: every hit with its score, linked to its document', async () => {
+    it('searches: every hit with its score, linked to its document', async () => {
       await kilde.ingest('multi_page.pdf', 'search/multi_page.pdf', 'console-search');
       const { body, hits } = await searchFor('page', 'console-search');
       expect(body.distances[0]?.length).toBeGreaterThan(0);
@@ -294,7 +251,7 @@ describe.skipIf(!hasChromium)(
       );
     });
 
-    itNeeds(needs.explain, "expands a hit's explanation and shows the stage timings", async () => {
+    it("expands a hit's explanation and shows the stage timings", async () => {
       await kilde.ingest('multi_page.pdf', 'explain/multi_page.pdf', 'console-explain');
       const { p, body, hits } = await searchFor('page', 'console-explain');
       const first = body.explanations?.[0]?.[0];
@@ -310,7 +267,7 @@ describe.skipIf(!hasChromium)(
       expect(text).toContain(first?.score.toFixed(4));
     });
 
-    itNeeds(needs.restore, 'restores an older version only after confirmation', async () => {
+    it('restores an older version only after confirmation', async () => {
       const v1 = new TextEncoder().encode('# Notes\n\nThe first version talks about herons.\n');
       const v2 = new TextEncoder().encode('# Notes\n\nThe second version talks about cormorants.\n');
       await kilde.ingest({ name: 'notes.md', bytes: v1 }, 'notes.md', 'console-versions');
@@ -356,27 +313,23 @@ describe.skipIf(!hasChromium)(
       expect(chunks.body.chunks.map((c) => c.content).join(' ')).toContain('herons');
     });
 
-    itNeeds(
-      needs.signIn,
-      'stays usable on a narrow window: navigation reachable, nothing wider than the screen',
-      async () => {
-        const p = await open({ width: 390, height: 800 });
-        await signIn();
-        await p.getByRole('heading', { name: 'Collections' }).waitFor();
-        for (const name of ['Collections', 'Upload', 'Search']) {
-          await expect(
-            p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).isVisible(),
-          ).resolves.toBe(true);
-        }
-        await p
-          .getByRole('navigation', { name: 'Main' })
-          .getByRole('link', { name: 'Search', exact: true })
-          .click();
-        await p.getByLabel('Query').waitFor();
-        // Nothing wider than the window: no sideways scrolling.
-        expect(await p.locator('html').evaluate((html) => html.scrollWidth)).toBeLessThanOrEqual(390);
-      },
-    );
+    it('stays usable on a narrow window: navigation reachable, nothing wider than the screen', async () => {
+      const p = await open({ width: 390, height: 800 });
+      await signIn();
+      await p.getByRole('heading', { name: 'Collections' }).waitFor();
+      for (const name of ['Collections', 'Upload', 'Search']) {
+        await expect(
+          p.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).isVisible(),
+        ).resolves.toBe(true);
+      }
+      await p
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Search', exact: true })
+        .click();
+      await p.getByLabel('Query').waitFor();
+      // Nothing wider than the window: no sideways scrolling.
+      expect(await p.locator('html').evaluate((html) => html.scrollWidth)).toBeLessThanOrEqual(390);
+    });
   },
 );
 
