@@ -91,6 +91,6 @@ export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metr
 export const consolePiece = {
   CONSOLE_ENABLED: bool(
     false,
-    'Serves the web console (static files built into `dist/console`) at `/`. Off in `serve ingest` and `serve retrieve` unless set; on in `serve all`. It calls the same bearer-protected API as any client; the key stays in the browser tab.',
+    'Serves the web console (static files built into `dist/console`) at `/`. Off in `serve ingest` and `serve retrieve` unless set; on in `serve all`. It calls the same bearer-protected API as every other client; the key stays in the browser tab.',
   ),
 };
