@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
-import { committedRecord, ledgerFields, retiredEntries } from './versioning.js';
+import { committedRecord, ledgerFields, retiredEntries } from './version-ledger.js';
 
 /**
  * Read-only views of what is indexed (docs/api.md): collections, the documents of one, the

@@ -5,7 +5,7 @@
  * (redis-lock.ts) can expire under a holder that stalls (a long GC pause, a partition): then another
  * replica takes the lease while the first one still runs. `fence` (a number that grows with every
  * lease taken on the `file_id`) and `claim` keep such a stale holder from retiring a newer version
- * (versioning.ts, `retireFenced`).
+ * (version-retire.ts, `retireFenced`).
  */
 export interface Lease {
   /** Grows with every lease taken on this `file_id`, across replicas; absent for the in-process lock. */

@@ -12,7 +12,8 @@ import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { Lease } from './lock.js';
 import type { IngestTarget } from './request.js';
-import { commitVersion, discardVersion, stageBatch, type VersionScope } from './versioning.js';
+import type { VersionScope } from './version-ledger.js';
+import { commitVersion, discardVersion, stageBatch } from './versioning.js';
 
 /** Pipeline stages in the order they run; `fetch` is the object-storage download before them. */
 export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
@@ -125,7 +126,7 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
  * other versions are retired: versioning.ts). Runs under the caller's per-file_id lock. A failure
  * deletes only this run's points; an aborted `signal` (the client left) stops the run before its
  * version becomes visible. Under a fenced lease (Redis) the lease is checked before writing and
- * only older versions are retired (versioning.ts, `retireFenced`).
+ * only older versions are retired (version-retire.ts, `retireFenced`).
  */
 export async function runPipeline(
   parts: PipelineParts,

@@ -21,14 +21,9 @@ import {
   timed,
 } from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
-import {
-  fencedVersion,
-  hasIndexedVersion,
-  newIngestVersion,
-  restoreVersion,
-  type SweepReport,
-  sweepVersions,
-} from './versioning.js';
+import { fencedVersion, hasIndexedVersion, newIngestVersion } from './version-ledger.js';
+import { restoreVersion } from './version-restore.js';
+import { type SweepReport, sweepVersions } from './version-sweep.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
 export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
@@ -144,7 +139,7 @@ export class IngestService {
   }
 
   /**
-   * Settles the versions interrupted by a crash (versioning.ts): at start-up and periodically.
+   * Settles the versions interrupted by a crash (version-sweep.ts): at start-up and periodically.
    * `graceMs` protects versions other processes may still be writing.
    */
   sweepVersions(graceMs: number): Promise<SweepReport> {
@@ -205,7 +200,7 @@ export class IngestService {
   }
 
   /**
-   * Makes a kept version live again, under the file's lock like an ingest (versioning.ts,
+   * Makes a kept version live again, under the file's lock like an ingest (version-restore.ts,
    * `restoreVersion`). Resolves with the collection and the version's chunk count.
    */
   async restore(

@@ -448,7 +448,7 @@ export function runVectorIndexContract(
       expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
     });
 
-    /** A ledger-like entry in a reserved tenant, as src/ingest/versioning.ts writes them. */
+    /** A ledger-like entry in a reserved tenant, as src/ingest/version-ledger.ts makes them. */
     function entry(tenant: ReservedTenant, fileId: string, version: string, collection: string): IndexPoint {
       return {
         id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
