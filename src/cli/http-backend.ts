@@ -8,7 +8,7 @@ import {
   type SearchResult,
 } from './backend.js';
 import { CliError } from './fail.js';
-import { createJobClient } from './job-client.js';
+import { createJobClient, uploadForm } from './job-client.js';
 
 export interface HttpBackendOptions {
   url: string;
@@ -60,13 +60,7 @@ export function createHttpBackend(o: HttpBackendOptions): Backend {
       await call('connect', '/health', { method: 'GET' });
     },
     async ingest(a) {
-      const form = new FormData();
-      // Fields before the file: the server judges them before storing a byte of it.
-      form.set('file_id', a.fileId);
-      form.set('filename', a.filename);
-      form.set('collection_name', a.collection);
-      form.set('user_id', a.userId);
-      form.set('file', await openAsBlob(a.path), a.filename);
+      const form = await uploadForm(a);
       const body = (await call('ingest', '/api/v1/ingest', { method: 'PUT', body: form })) as {
         chunks_count: number;
         extraction?: { engine: string };

@@ -37,13 +37,7 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
 
   return {
     async submit(a) {
-      const form = new FormData();
-      // Fields before the file: the server judges them before storing a byte of it.
-      form.set('file_id', a.fileId);
-      form.set('filename', a.filename);
-      form.set('collection_name', a.collection);
-      form.set('user_id', a.userId);
-      form.set('file', await openAsBlob(a.path), a.filename);
+      const form = await uploadForm(a);
       const res = await call('submit', '/api/v1/jobs', { method: 'POST', body: form });
       const b = await body(res);
       if (res.status !== 202) throw errorFromBody(res.status, b, 'submit');
@@ -90,4 +84,16 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
       return last;
     },
   };
+}
+
+/** The multipart body of an upload (`PUT /api/v1/ingest`, `POST /api/v1/jobs`). */
+export async function uploadForm(a: IngestArgs): Promise<FormData> {
+  const form = new FormData();
+  // Fields before the file: the server judges them before storing a byte of it.
+  form.set('file_id', a.fileId);
+  form.set('filename', a.filename);
+  form.set('collection_name', a.collection);
+  form.set('user_id', a.userId);
+  form.set('file', await openAsBlob(a.path), a.filename);
+  return form;
 }

@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_COLLECTION, type StoredPoint } from '../../src/index/contract.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import type { Job } from '../../src/ingest/jobs/job.js';
-import { cleanEnv, Server } from '../cli/helpers.js';
+import type { Server } from '../cli/helpers.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { AUTH } from '../helpers/app.js';
 import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
 import { openQdrant } from '../index/qdrant-target.js';
 import { multipartBody, pointsOf, versionsOf } from '../ingest/helpers/harness.js';
+import { processEnv, startProcess } from './processes.js';
 
 /**
  * Issue 14's proof for ingestion jobs on one machine: one real `redis-server` (append-only file on),
@@ -23,7 +24,6 @@ import { multipartBody, pointsOf, versionsOf } from '../ingest/helpers/harness.j
  */
 const WORKERS = 3;
 const FILES = 500;
-const listening = /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"kilde listening"/;
 
 let redis: RedisServer;
 let qdrant: QdrantFake;
@@ -36,23 +36,9 @@ let api: { server: Server; url: string };
 const workers: { server: Server; url: string }[] = [];
 
 function env(name: string, extra: Record<string, string> = {}) {
-  return cleanEnv({
-    API_KEY: 'test-key',
-    KILDE_DATA_DIR: join(dataDir, name),
-    VECTORDB_URI: qdrant.url,
-    EMBEDDING_PROVIDER: 'http-compat',
-    EMBEDDING_API_BASE_URL: embed.baseUrl,
-    EMBEDDING_MODEL: 'fake-embed',
-    EMBEDDING_DIM: '16',
-    EMBEDDING_MAX_RETRIES: '0',
-    EXTRACTION_ENGINE: 'inprocess',
-    EXTRACTION_WORKERS: '1',
-    CHUNK_SPLIT_BY: 'word',
-    CHUNK_SIZE: '8',
-    CHUNK_OVERLAP: '0',
-    REDIS_URL: redis.url,
+  const shared = { dataDir, qdrantUrl: qdrant.url, embedBaseUrl: embed.baseUrl, redisUrl: redis.url };
+  return processEnv(shared, name, {
     LOCK_LEASE_MS: '3000',
-    LOCK_RETRY_MS: '50',
     JOBS_SPOOL_DIR: spool,
     JOBS_CONCURRENCY: '4',
     JOBS_MAX_ATTEMPTS: '5',
@@ -60,17 +46,8 @@ function env(name: string, extra: Record<string, string> = {}) {
     // A dead worker's job is re-queued within about twice this.
     // Generous on a loaded 2-core machine: a lock renewed late counts as a dead worker.
     JOBS_STALLED_MS: '4000',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info',
     ...extra,
   });
-}
-
-async function start(args: string[], e: NodeJS.ProcessEnv) {
-  const server = Server.start(args, e);
-  const url = (await server.waitFor(listening, 60_000))[1]!;
-  return { server, url };
 }
 
 function submit(fileId: string, text: string, collection = 'jobs') {
@@ -159,8 +136,9 @@ describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
         startFakeOpenAIEmbeddings({ dim: 16 }),
       ]);
       // The API first (it creates the collection), then the workers.
-      api = await start(['serve', 'ingest'], env('api', { JOBS_WORKER_ENABLED: 'false' }));
-      for (let i = 0; i < WORKERS; i++) workers.push(await start(['serve', 'worker'], env(`worker-${i}`)));
+      api = await startProcess(['serve', 'ingest'], env('api', { JOBS_WORKER_ENABLED: 'false' }));
+      for (let i = 0; i < WORKERS; i++)
+        workers.push(await startProcess(['serve', 'worker'], env(`worker-${i}`)));
       index = openQdrant(
         { url: qdrant.url, violations: () => qdrant.violations },
         { collection: DEFAULT_COLLECTION },

@@ -6,13 +6,14 @@ import { DEFAULT_COLLECTION } from '../../src/index/contract.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { leaseKeys } from '../../src/ingest/redis-lock.js';
 import { fenceOf } from '../../src/ingest/version-ledger.js';
-import { cleanEnv, Server } from '../cli/helpers.js';
+import type { Server } from '../cli/helpers.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { AUTH } from '../helpers/app.js';
 import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
 import { openQdrant } from '../index/qdrant-target.js';
 import { multipartBody, pointsOf, versionsOf } from '../ingest/helpers/harness.js';
+import { processEnv, startProcess } from './processes.js';
 
 /**
  * Issue 14's proof on one machine: three real `kilde serve ingest` processes, one real
@@ -23,7 +24,6 @@ import { multipartBody, pointsOf, versionsOf } from '../ingest/helpers/harness.j
 const REPLICAS = 3;
 const ROUNDS = 30;
 const LEASE_MS = 8000;
-const listening = /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"kilde listening"/;
 
 let redis: RedisServer;
 let qdrant: QdrantFake;
@@ -33,32 +33,11 @@ let dataDir: string;
 const replicas: { server: Server; url: string }[] = [];
 
 async function startReplica(i: number) {
-  const server = Server.start(
+  const shared = { dataDir, qdrantUrl: qdrant.url, embedBaseUrl: embed.baseUrl, redisUrl: redis.url };
+  return startProcess(
     ['serve', 'ingest'],
-    cleanEnv({
-      API_KEY: 'test-key',
-      KILDE_DATA_DIR: join(dataDir, `replica-${i}`),
-      VECTORDB_URI: qdrant.url,
-      EMBEDDING_PROVIDER: 'http-compat',
-      EMBEDDING_API_BASE_URL: embed.baseUrl,
-      EMBEDDING_MODEL: 'fake-embed',
-      EMBEDDING_DIM: '16',
-      EMBEDDING_MAX_RETRIES: '0',
-      EXTRACTION_ENGINE: 'inprocess',
-      EXTRACTION_WORKERS: '1',
-      CHUNK_SPLIT_BY: 'word',
-      CHUNK_SIZE: '8',
-      CHUNK_OVERLAP: '0',
-      REDIS_URL: redis.url,
-      LOCK_LEASE_MS: String(LEASE_MS),
-      LOCK_RETRY_MS: '50',
-      HOST: '127.0.0.1',
-      PORT: '0',
-      LOG_LEVEL: 'info',
-    }),
+    processEnv(shared, `replica-${i}`, { LOCK_LEASE_MS: String(LEASE_MS) }),
   );
-  const url = (await server.waitFor(listening, 60_000))[1]!;
-  return { server, url };
 }
 
 function put(url: string, fileId: string, text: string, signal?: AbortSignal) {
