@@ -40,12 +40,12 @@ export const LIMIT_DEFAULTS: ExtractionLimits = {
 export const extractionLimitsPiece = {
   EXTRACTION_WORKERS: int(
     2,
-    'Worker threads that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced.',
+    'Worker processes that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced.',
     { min: 1, max: 64 },
   ),
   EXTRACTION_MAX_HEAP_MB: int(
     1024,
-    'V8 heap of one worker, MiB; a document that needs more fails with `EXTRACTION_FAILED` and the worker is replaced.',
+    'V8 heap of one worker process, MiB (`--max-old-space-size`); a document that needs more fails with `EXTRACTION_FAILED` and the worker is replaced.',
     { min: 64 },
   ),
   EXTRACTION_MAX_PAGES: int(

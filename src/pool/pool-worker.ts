@@ -1,4 +1,3 @@
-import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { Chunker } from '../chunk/chunker.js';
 import { createChunker } from '../chunk/create-chunker.js';
 import { loadTokenCounter } from '../chunk/tokenizer.js';
@@ -7,32 +6,35 @@ import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
 import { readDocument } from '../extract/inprocess-engine.js';
 import { detectLanguages } from '../extract/languages.js';
 import { KildeError } from '../http/errors.js';
-import type { Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
+import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
 /*
- * The entry of every worker of the pool (`worker-pool.ts`). Each task first says on its port that
- * it has started (the caller's time limit runs from then, not from when it was queued), then runs
- * in this thread, where a runaway document can only exhaust this worker's heap or time.
+ * The entry of every worker process of the pool (`worker-pool.ts`). It takes its setup, then one
+ * task at a time: it first says the task has started (the caller's time limit runs from then, not
+ * from when it was queued), then runs it in this process, where a runaway document can only
+ * exhaust this process's heap or time. It ends with the pool (its IPC channel closing).
  */
-const setup = workerData as WorkerSetup;
+let setup: WorkerSetup | undefined;
 let chunker: Promise<Chunker> | undefined;
 let analyzer: LexicalAnalyzer | undefined;
 
-export default async function run(task: Task): Promise<unknown> {
-  task.started.postMessage('started');
-  task.started.close();
+const send = (msg: FromWorker): void => {
+  process.send?.(msg);
+};
+
+process.on('message', (msg: ToWorker) => {
+  if (msg.type === 'setup') {
+    setup = msg.setup;
+    return;
+  }
+  send({ type: 'started', id: msg.id });
+  void run(msg.input).then((result) => send({ type: 'result', id: msg.id, result }));
+});
+process.on('disconnect', () => process.exit(0));
+
+async function run(input: TaskInput): Promise<TaskResult<TaskInput['kind']>> {
   try {
-    const value = await perform(task.input);
-    const result: TaskResult<TaskInput['kind']> = { ok: true, value };
-    // Sparse vectors and page images move to the caller instead of being copied.
-    const transfer =
-      'lexical' in value && value.sparse
-        ? [value.sparse.offsets.buffer, value.sparse.indices.buffer, value.sparse.values.buffer]
-        : 'totalPages' in value
-          ? value.pages.map((p) => p.png.buffer)
-          : [];
-    if (transfer.length === 0) return result;
-    return move({ [transferableSymbol]: transfer, [valueSymbol]: result });
+    return { ok: true, value: await perform(input) };
   } catch (err) {
     if (err instanceof KildeError) {
       return { ok: false, error: { code: err.code, status: err.statusCode, message: err.message } };
@@ -42,12 +44,17 @@ export default async function run(task: Task): Promise<unknown> {
   }
 }
 
+function setupOf(): WorkerSetup {
+  if (!setup) throw new Error('a task arrived before the worker was set up');
+  return setup;
+}
+
 async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]> {
   switch (input.kind) {
     case 'extract': {
       const read = await readDocument(input.file, {
         name: input.engine,
-        limits: setup.limits,
+        limits: setupOf().limits,
         ...(input.only ? { only: input.only } : {}),
       });
       return { ...read, languages: detectLanguages(read.content.text) };
@@ -69,20 +76,20 @@ async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]
       return (await import('../extract/vision/render-pdf.js')).renderPdf(input.path, {
         dpi: input.dpi,
         maxPages: input.maxPages,
-        limits: setup.limits,
+        limits: setupOf().limits,
       });
     case 'check-archive':
-      await (await import('../extract/zip-guard.js')).checkArchive(input.path, setup.limits);
+      await (await import('../extract/zip-guard.js')).checkArchive(input.path, setupOf().limits);
       return { checked: true };
     case 'docx-layout':
-      return (await import('../extract/docx-layout.js')).readDocxLayout(input.path, setup.limits, {
+      return (await import('../extract/docx-layout.js')).readDocxLayout(input.path, setupOf().limits, {
         text: input.text,
       });
   }
 }
 
 function chunkerOf(): Promise<Chunker> {
-  const c = setup.chunking;
+  const c = setupOf().chunking;
   if (!c) throw new Error('this pool was not set up for chunking');
   chunker ??= loadTokenCounter(c.counter === 'approximate' ? undefined : c.counter).then((counter) =>
     createChunker(c.settings, counter),

@@ -1,4 +1,3 @@
-import type { MessagePort } from 'node:worker_threads';
 import type { Chunk } from '../chunk/chunker.js';
 import type { ChunkerSettings } from '../chunk/create-chunker.js';
 import type { ChunkInput } from '../chunk/segments.js';
@@ -11,7 +10,7 @@ import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
 import type { ErrorCode } from '../http/errors.js';
 
-/** What every worker of a pool is set up with (its `workerData`). */
+/** What every worker of a pool is set up with (its first message). */
 export interface WorkerSetup {
   limits: ExtractionLimits;
   /** Chunking, when the pool chunks: the settings and the counter (`approximate` or a tokenizer.json path). */
@@ -30,11 +29,16 @@ export type TaskInput =
   /** A zip package judged by `checkArchive` (before an office renderer sees it). */
   | { kind: 'check-archive'; path: string };
 
-/** A task as sent: its input and the port on which the worker says it has started. */
-export interface Task {
-  input: TaskInput;
-  started: MessagePort;
-}
+/** What the pool sends a worker process: its setup once, then one task at a time. */
+export type ToWorker = { type: 'setup'; setup: WorkerSetup } | { type: 'task'; id: number; input: TaskInput };
+
+/**
+ * What a worker answers: that the task has started (its time limit runs from then, not from when
+ * it was queued), then its result.
+ */
+export type FromWorker =
+  | { type: 'started'; id: number }
+  | { type: 'result'; id: number; result: TaskResult<TaskInput['kind']> };
 
 export interface TaskOutputs {
   /** The document as read, and its languages as `detectLanguages` finds them. */
@@ -46,7 +50,7 @@ export interface TaskOutputs {
   'check-archive': { checked: true };
 }
 
-/** KildeErrors do not survive the thread boundary as such; they travel as data. */
+/** KildeErrors do not survive the process boundary as such; they travel as data. */
 export type TaskResult<K extends TaskInput['kind']> =
   | { ok: true; value: TaskOutputs[K] }
   | { ok: false; error: { code: ErrorCode; status: number; message: string } };

@@ -1,13 +1,12 @@
-import { MessageChannel } from 'node:worker_threads';
+import { type ChildProcess, fork } from 'node:child_process';
 import type { Logger } from 'pino';
-import { Piscina } from 'piscina';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { limitExceeded } from '../extract/limits.js';
 import { KildeError } from '../http/errors.js';
-import type { Task, TaskInput, TaskOutputs, TaskResult, WorkerSetup } from './tasks.js';
+import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
 export interface PoolSettings {
-  /** Worker threads (`EXTRACTION_WORKERS`). */
+  /** Worker processes (`EXTRACTION_WORKERS`). */
   size: number;
   /** V8 old-generation heap of one worker, MiB (`EXTRACTION_MAX_HEAP_MB`). */
   heapMb: number;
@@ -24,118 +23,265 @@ export interface PoolDeps {
 
 /** Idle workers are stopped after this long; the next task starts a fresh one. */
 const IDLE_MS = 60_000;
+/** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
+const STDERR_TAIL = 4096;
 
 /*
  * From `src/` (tests, tsx) the worker entry is TypeScript and needs tsx's loader; from `dist/` it
  * is plain JavaScript.
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
-const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url).href;
+const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
+
+interface Job {
+  id: number;
+  input: TaskInput;
+  signal: AbortSignal | undefined;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+  deadline?: Timer;
+  settled?: true;
+}
+
+interface Worker {
+  child: ChildProcess;
+  job?: Job | undefined;
+  idle?: NodeJS.Timeout | undefined;
+  stderr: string;
+}
 
 /**
  * The worker pool of the in-process heavy work: extraction, chunking and BM25 encoding of whole
- * documents run here instead of on the event loop (piscina over worker_threads; see
- * docs/decisions.md for why threads rather than child processes). Every worker has a hard heap
- * limit and every task a wall-time limit; a worker that runs out of either is terminated and
- * replaced, and its caller gets `EXTRACTION_FAILED` naming the limit.
+ * documents run in child processes instead of on the event loop (see docs/decisions.md for why
+ * processes rather than threads: a V8 heap-limit failure in a worker *thread* can abort the whole
+ * process). Every worker has a hard heap limit (`--max-old-space-size`) and every task a wall-time
+ * limit that starts when the task does; a worker that runs out of either is killed and replaced,
+ * and its caller gets `EXTRACTION_FAILED` naming the limit. One task per worker at a time, so the
+ * heap limit is the document's.
  */
 export class WorkerPool {
-  readonly #piscina: Piscina<Task, TaskResult<TaskInput['kind']>>;
   readonly #settings: PoolSettings;
   readonly #log: Logger;
   readonly #clock: Clock;
+  readonly #workers = new Set<Worker>();
+  readonly #queue: Job[] = [];
+  #nextId = 1;
+  #closed = false;
 
   constructor(settings: PoolSettings, deps: PoolDeps) {
     this.#settings = settings;
     this.#log = deps.log;
     this.#clock = deps.clock ?? systemClock;
-    this.#piscina = new Piscina({
-      filename: WORKER,
-      name: 'default',
-      minThreads: 0,
-      maxThreads: settings.size,
-      idleTimeout: IDLE_MS,
-      // One document per worker at a time: the heap limit is then the document's.
-      concurrentTasksPerWorker: 1,
-      atomics: 'disabled',
-      resourceLimits: { maxOldGenerationSizeMb: settings.heapMb, stackSizeMb: 4 },
-      execArgv: FROM_SOURCE ? ['--import', 'tsx/esm'] : [],
-      workerData: settings.setup,
-    });
   }
 
   /** Runs one task in a worker; `signal` (the caller going away) stops it wherever it is. */
-  async run<K extends TaskInput['kind']>(
+  run<K extends TaskInput['kind']>(
     input: TaskInput & { kind: K },
     options: { signal?: AbortSignal | undefined } = {},
   ): Promise<TaskOutputs[K]> {
     const { signal } = options;
-    signal?.throwIfAborted();
-    const stop = new AbortController();
-    let timedOut = false;
-    let deadline: Timer | undefined;
-    const { port1, port2 } = new MessageChannel();
-    port1.once('message', () => {
-      deadline = this.#clock.schedule(() => {
-        timedOut = true;
-        stop.abort();
-      }, this.#settings.timeoutMs);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
+    return new Promise<TaskOutputs[K]>((resolve, reject) => {
+      const onAbort = () => this.#abort(job, signal?.reason);
+      const job: Job = {
+        id: this.#nextId++,
+        input,
+        signal,
+        resolve: (value) => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(value as TaskOutputs[K]);
+        },
+        reject: (err) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push(job);
+      this.#pump();
     });
-    port1.unref();
-    const onAbort = () => stop.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const result = (await this.#piscina.run(
-        { input, started: port2 },
-        { signal: stop.signal, transferList: [port2] },
-      )) as TaskResult<K>;
-      if (!result.ok) throw new KildeError(result.error.code, result.error.status, result.error.message);
-      return result.value;
-    } catch (err) {
-      throw this.#failure(err, input.kind, timedOut, signal);
-    } finally {
-      deadline?.cancel();
-      port1.close();
-      signal?.removeEventListener('abort', onAbort);
-    }
   }
 
-  /** Threads now running and tasks waiting for one. */
+  /** Worker processes now running and tasks waiting for one. */
   get load(): { threads: number; queued: number } {
-    return { threads: this.#piscina.threads.length, queued: this.#piscina.queueSize };
+    return { threads: this.#workers.size, queued: this.#queue.length };
   }
 
-  /** Stops every worker at once (running tasks fail); call after requests have drained. */
+  /** Process ids of the workers now running (diagnostics; the crash tests kill one). */
+  get pids(): number[] {
+    return [...this.#workers].flatMap((w) => (w.child.pid === undefined ? [] : [w.child.pid]));
+  }
+
+  /** Stops every worker at once (running and queued tasks fail); call after requests have drained. */
   async close(): Promise<void> {
-    await this.#piscina.destroy();
+    this.#closed = true;
+    const closed = new Error('the worker pool is closed');
+    for (const job of this.#queue.splice(0)) this.#settle(job, closed);
+    const exits = [...this.#workers].map((w) => {
+      if (w.job) this.#settle(w.job, closed);
+      return this.#kill(w, 'SIGTERM');
+    });
+    await Promise.all(exits);
   }
 
-  #failure(
-    err: unknown,
-    kind: TaskInput['kind'],
-    timedOut: boolean,
-    signal: AbortSignal | undefined,
-  ): unknown {
-    if (err instanceof KildeError) return err;
-    if (timedOut) {
-      const seconds = Math.round(this.#settings.timeoutMs / 1000);
-      this.#log.warn(
-        { task: kind, limitSeconds: seconds },
-        'worker task over its time limit: worker replaced',
-      );
-      return limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT');
+  #pump(): void {
+    while (this.#queue.length > 0 && !this.#closed) {
+      const worker =
+        this.#idleWorker() ?? (this.#workers.size < this.#settings.size ? this.#spawn() : undefined);
+      if (!worker) return;
+      const job = this.#queue.shift() as Job;
+      if (worker.idle) clearTimeout(worker.idle);
+      worker.idle = undefined;
+      worker.job = job;
+      hold(worker.child, true);
+      worker.child.send({ type: 'task', id: job.id, input: job.input } satisfies ToWorker);
     }
-    if (signal?.aborted) return signal.reason ?? err;
-    if ((err as { code?: unknown }).code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      this.#log.warn({ task: kind, heapMb: this.#settings.heapMb }, 'worker out of memory: worker replaced');
+  }
+
+  #idleWorker(): Worker | undefined {
+    for (const w of this.#workers) if (!w.job) return w;
+    return undefined;
+  }
+
+  #spawn(): Worker {
+    const child = fork(WORKER, [], {
+      execArgv: [
+        ...(FROM_SOURCE ? ['--import', 'tsx/esm'] : []),
+        `--max-old-space-size=${this.#settings.heapMb}`,
+      ],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    const worker: Worker = { child, stderr: '' };
+    this.#workers.add(worker);
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (text: string) => {
+      worker.stderr = (worker.stderr + text).slice(-STDERR_TAIL);
+    });
+    child.on('message', (msg: FromWorker) => this.#onMessage(worker, msg));
+    child.on('error', (err) => this.#onExit(worker, null, null, err));
+    // 'close' rather than 'exit': V8's out-of-memory report on stderr has been read by then.
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) =>
+      this.#onExit(worker, code, signal),
+    );
+    child.send({ type: 'setup', setup: this.#settings.setup } satisfies ToWorker);
+    hold(child, false);
+    return worker;
+  }
+
+  #onMessage(worker: Worker, msg: FromWorker): void {
+    const job = worker.job;
+    if (!job || msg.id !== job.id) return;
+    if (msg.type === 'started') {
+      job.deadline = this.#clock.schedule(() => this.#timeOut(worker, job), this.#settings.timeoutMs);
+      return;
+    }
+    worker.job = undefined;
+    hold(worker.child, false);
+    const result = msg.result as TaskResult<TaskInput['kind']>;
+    if (result.ok) this.#settle(job, undefined, result.value);
+    else this.#settle(job, new KildeError(result.error.code, result.error.status, result.error.message));
+    if (this.#queue.length > 0) this.#pump();
+    else this.#idleLater(worker);
+  }
+
+  #idleLater(worker: Worker): void {
+    worker.idle = setTimeout(() => {
+      if (!worker.job) void this.#kill(worker, 'SIGTERM');
+    }, IDLE_MS);
+    worker.idle.unref();
+  }
+
+  #timeOut(worker: Worker, job: Job): void {
+    const seconds = Math.round(this.#settings.timeoutMs / 1000);
+    this.#log.warn(
+      { task: job.input.kind, limitSeconds: seconds },
+      'worker task over its time limit: worker replaced',
+    );
+    this.#settle(job, limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT'));
+    void this.#kill(worker, 'SIGKILL');
+  }
+
+  #abort(job: Job, reason: unknown): void {
+    const queued = this.#queue.indexOf(job);
+    if (queued >= 0) this.#queue.splice(queued, 1);
+    this.#settle(job, reason);
+    for (const w of this.#workers) if (w.job === job) void this.#kill(w, 'SIGKILL');
+  }
+
+  #onExit(worker: Worker, code: number | null, signal: NodeJS.Signals | null, err?: Error): void {
+    if (!this.#workers.delete(worker)) return;
+    if (worker.idle) clearTimeout(worker.idle);
+    const job = worker.job;
+    worker.job = undefined;
+    if (job && !job.settled) this.#settle(job, this.#failure(worker, job, code, signal, err));
+    this.#pump();
+  }
+
+  /** Why a worker died under a task: out of heap (V8 says so on stderr), or anything else. */
+  #failure(
+    worker: Worker,
+    job: Job,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    err: Error | undefined,
+  ): KildeError {
+    const task = job.input.kind;
+    if (/heap out of memory|Reached heap limit/.test(worker.stderr)) {
+      this.#log.warn({ task, heapMb: this.#settings.heapMb }, 'worker out of memory: worker replaced');
       return limitExceeded(
         `processing needed more than ${this.#settings.heapMb} MiB of memory`,
         'EXTRACTION_MAX_HEAP_MB',
       );
     }
-    this.#log.error({ err, task: kind }, 'worker stopped unexpectedly: worker replaced');
+    this.#log.error(
+      { err, task, exitCode: code, signal, stderr: worker.stderr.slice(-1000) },
+      'worker stopped unexpectedly: worker replaced',
+    );
     return new KildeError('EXTRACTION_FAILED', 500, 'The extraction worker stopped unexpectedly', {
       cause: err,
     });
+  }
+
+  #settle(job: Job, err: unknown, value?: unknown): void {
+    if (job.settled) return;
+    job.settled = true;
+    job.deadline?.cancel();
+    if (err === undefined) job.resolve(value);
+    else job.reject(err);
+  }
+
+  /**
+   * Ends a worker and resolves when its process has exited. It leaves the pool at once, so no
+   * task is handed to it meanwhile; its job, if any, is already settled.
+   */
+  #kill(worker: Worker, how: NodeJS.Signals): Promise<void> {
+    const { child } = worker;
+    this.#workers.delete(worker);
+    if (worker.idle) clearTimeout(worker.idle);
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    // Held until it has exited: a caller awaiting `close()` must not see this process end first.
+    child.ref();
+    child.kill(how);
+    // The next task may start a new worker now that this one has left the pool.
+    queueMicrotask(() => this.#pump());
+    return exited;
+  }
+}
+
+/** A busy worker keeps this process alive (its caller waits on it); an idle one does not. */
+function hold(child: ChildProcess, busy: boolean): void {
+  const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
+  const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
+  if (busy) {
+    child.ref();
+    channel?.ref?.();
+    stderr?.ref?.();
+  } else {
+    child.unref();
+    channel?.unref?.();
+    stderr?.unref?.();
   }
 }

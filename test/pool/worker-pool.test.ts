@@ -1,3 +1,5 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -90,5 +92,61 @@ describe('the worker pool', () => {
       statusCode: 422,
       message: 'Document exceeds an extraction limit: processing took longer than 60 s (EXTRACTION_TIMEOUT)',
     });
+  });
+});
+
+describe('a worker process that dies under a task', () => {
+  it('out of heap: EXTRACTION_FAILED naming EXTRACTION_MAX_HEAP_MB, and the pool goes on', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-oom-'));
+    const small = new WorkerPool(
+      { size: 1, heapMb: 64, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+      { log: pino({ level: 'silent' }) },
+    );
+    try {
+      const path = join(tmp, 'huge.html');
+      const paragraph = `<p>${'plenty of ordinary words in a very long page '.repeat(20)}</p>\n`;
+      await writeFile(
+        path,
+        `<html><body>${paragraph.repeat(Math.ceil((40 * 1024 * 1024) / paragraph.length))}`,
+      );
+      const err = await small
+        .run({ kind: 'extract', file: { path, filename: 'huge.html' }, engine: 'inprocess' })
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({
+        code: 'EXTRACTION_FAILED',
+        statusCode: 422,
+        message:
+          'Document exceeds an extraction limit: processing needed more than 64 MiB of memory (EXTRACTION_MAX_HEAP_MB)',
+      });
+      await writeFile(join(tmp, 'small.md'), '# Small\n\nAfter the big one.');
+      const [read] = [
+        await small.run({
+          kind: 'extract',
+          file: { path: join(tmp, 'small.md'), filename: 'small.md' },
+          engine: 'inprocess',
+        }),
+      ];
+      expect(read.content.text).toContain('After the big one.');
+    } finally {
+      await small.close();
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('killed from outside: 500 EXTRACTION_FAILED, and the next task gets a fresh worker', async () => {
+    const running = pool.run({ kind: 'chunk', docs: [{ text: 'word '.repeat(3_000_000) }] });
+    await clock.whenPending(1);
+    const [pid] = pool.pids;
+    process.kill(pid as number, 'SIGKILL');
+    const err = await running.catch((e: unknown) => e);
+    expect(err).toMatchObject({
+      code: 'EXTRACTION_FAILED',
+      statusCode: 500,
+      message: 'The extraction worker stopped unexpectedly',
+    });
+    expect(clock.pending).toBe(0);
+    const [chunks] = await pool.run({ kind: 'chunk', docs: [{ text: 'Short text.' }] });
+    expect(chunks?.[0]?.content).toBe('Short text.');
+    expect(pool.pids).not.toContain(pid);
   });
 });
