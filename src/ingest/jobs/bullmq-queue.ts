@@ -1,21 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { type Job as BullJob, type JobType, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
-import { Redis, type RedisOptions, type Result } from 'ioredis';
+import { type JobType, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import { KildeError } from '../../errors.js';
+import { CLAIM_CANCEL, CLAIM_RUN, CLAIM_TTL_S } from './bullmq-claims.js';
+import {
+  type Bull,
+  type Data,
+  recordOf,
+  STATE_TYPES,
+  type StoredProgress,
+  stateOf,
+} from './bullmq-records.js';
 import {
   describeJobFailure,
   type IngestSuccessBody,
   type Job,
   type JobCleanup,
-  type JobError,
   type JobHandler,
   type JobPayload,
   type JobQueue,
-  type JobRecord,
-  type JobStage,
   type JobState,
   jobErrorOf,
   jobNotFound,
@@ -44,54 +50,6 @@ export interface BullQueueSettings {
 const QUEUE = 'ingest';
 /** A Redis call the API waits for at most this long before answering JOBS_UNAVAILABLE. */
 const CALL_TIMEOUT_MS = 5000;
-/**
- * A worker starting run `n` of a job claims it (`run:<n>`) unless it was cancelled; a cancel wins
- * only while the claim is still the one it saw (no run yet, or the run that failed and waits for
- * its retry). Both in one script each, so a job is never both cancelled and running.
- */
-const CLAIM_RUN = `
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 6) == 'cancel' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return 1`;
-const CLAIM_CANCEL = `
-local v = redis.call('GET', KEYS[1])
-if v and string.sub(v, 1, 6) == 'cancel' then return 1 end
-if (v == false and ARGV[2] == '') or v == ARGV[2] then
-  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
-  return 1
-end
-return 0`;
-
-declare module 'ioredis' {
-  interface RedisCommander<Context> {
-    kildeJobRun(key: string, value: string, ttl: number): Result<number, Context>;
-    kildeJobCancel(key: string, value: string, expected: string, ttl: number): Result<number, Context>;
-  }
-}
-
-/** Claims (run or cancel) outlive the bounded history. */
-const CLAIM_TTL_S = 7 * 24 * 3600;
-
-/** What a job keeps in BullMQ's `progress` field: where it is, and its failure code. */
-interface StoredProgress {
-  stage: JobStage | null;
-  chunks_total: number | null;
-  chunks_done: number;
-  /** The failure of the last run (retried) or the final one (failed). */
-  error?: JobError;
-}
-
-type Data = JobPayload;
-type Bull = BullJob<Data, IngestSuccessBody, string>;
-
-const STATE_TYPES: Record<JobState, JobType[]> = {
-  queued: ['waiting', 'prioritized', 'delayed'],
-  running: ['active'],
-  done: ['completed'],
-  failed: ['failed'],
-  cancelled: ['failed', 'waiting', 'prioritized', 'delayed'],
-};
 
 /**
  * Jobs on BullMQ (`REDIS_URL`): durable, shared by every process that points at the same Redis.
@@ -182,7 +140,7 @@ export class BullJobQueue implements JobQueue {
     const job = (await this.#call('queueing the job', () =>
       this.#queue.add('ingest', payload, { jobId: id }),
     )) as Bull;
-    return toWire(this.#record(job, 'queued', null));
+    return toWire(recordOf(job, 'queued', null));
   }
 
   async get(id: string): Promise<Job | undefined> {
@@ -191,7 +149,7 @@ export class BullJobQueue implements JobQueue {
       if (!job) return undefined;
       const [state, claim] = await Promise.all([job.getState(), this.#redis.get(this.#claimKey(id))]);
       if (state === 'unknown') return undefined;
-      return toWire(this.#record(job, this.#stateOf(state, claim), claim));
+      return toWire(recordOf(job, stateOf(state, claim), claim));
     });
   }
 
@@ -209,7 +167,7 @@ export class BullJobQueue implements JobQueue {
       const claims =
         all.length === 0 ? [] : await this.#redis.mget(all.map(({ j }) => this.#claimKey(j.id as string)));
       const jobs = all
-        .map(({ t, j }, i) => toWire(this.#record(j, this.#stateOf(t, claims[i] ?? null), claims[i] ?? null)))
+        .map(({ t, j }, i) => toWire(recordOf(j, stateOf(t, claims[i] ?? null), claims[i] ?? null)))
         .filter((j) => state === undefined || j.state === state);
       jobs.sort((a, b) => b.created_at.localeCompare(a.created_at));
       return jobs.slice(0, limit);
@@ -369,43 +327,6 @@ export class BullJobQueue implements JobQueue {
     return `${this.#prefix}:job-claim:${id}`;
   }
 
-  #stateOf(bull: string, claim: string | null): JobState {
-    if (isCancel(claim)) return 'cancelled';
-    if (bull === 'active') return 'running';
-    if (bull === 'completed') return 'done';
-    if (bull === 'failed') return 'failed';
-    return 'queued';
-  }
-
-  #record(job: Bull, state: JobState, claim: string | null): JobRecord {
-    const p = storedProgress(job.progress);
-    const result = state === 'done' ? (job.returnvalue ?? null) : null;
-    const failedError: JobError | null =
-      state === 'failed'
-        ? (p.error ?? { code: 'PIPELINE_FAILED', message: job.failedReason || 'The job failed' })
-        : null;
-    return {
-      id: job.id as string,
-      payload: job.data,
-      state,
-      stage: p.stage,
-      createdAt: job.timestamp,
-      startedAt: job.processedOn ?? null,
-      finishedAt:
-        state === 'cancelled'
-          ? Number(claim?.slice('cancel:'.length)) || null
-          : state === 'done' || state === 'failed'
-            ? (job.finishedOn ?? null)
-            : null,
-      chunksTotal: result ? result.chunks_count : p.chunks_total,
-      chunksDone: result ? result.chunks_count : p.chunks_done,
-      attempts: job.attemptsStarted ?? job.attemptsMade,
-      result,
-      error: failedError,
-      lastError: state === 'queued' ? (p.error ?? null) : null,
-    };
-  }
-
   /** Redis down: fail fast with a clear code rather than hang the request. */
   async #call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     let timer: { cancel(): void } | undefined;
@@ -426,21 +347,6 @@ export class BullJobQueue implements JobQueue {
       timer?.cancel();
     }
   }
-}
-
-/** The claim a cancel took: `cancel:<ms since the epoch>`. */
-function isCancel(claim: string | null): boolean {
-  return claim?.startsWith('cancel') === true;
-}
-
-function storedProgress(raw: unknown): StoredProgress {
-  const p = (typeof raw === 'object' && raw !== null ? raw : {}) as Partial<StoredProgress>;
-  return {
-    stage: p.stage ?? null,
-    chunks_total: typeof p.chunks_total === 'number' ? p.chunks_total : null,
-    chunks_done: typeof p.chunks_done === 'number' ? p.chunks_done : 0,
-    ...(p.error ? { error: p.error } : {}),
-  };
 }
 
 /** The API's connection: a command fails at once while Redis is down (no offline queue). */
