@@ -13,6 +13,7 @@ import { DEFAULT_LIMITS } from '../src/extract/limits.js';
 import { wParagraph, writeDocx, writePdf, writeXlsxBomb } from '../test/reliability/hostile-documents.js';
 import { startServer, upload } from '../test/reliability/hostile-server.js';
 import { percentile } from './lib/stats.js';
+import { treeRss } from './lib/tree-rss.js';
 
 const MiB = 1024 * 1024;
 const cpuMs = (from: NodeJS.CpuUsage) => {
@@ -87,7 +88,7 @@ try {
   try {
     for (const [label, file, make] of files) {
       await make();
-      const rss0 = process.memoryUsage.rss();
+      const rss0 = treeRss();
       let peak = rss0;
       const latencies: number[] = [];
       let done = false;
@@ -100,7 +101,7 @@ try {
         const res = await fetch(`${server.url}/health`);
         await res.arrayBuffer();
         latencies.push(performance.now() - t);
-        peak = Math.max(peak, process.memoryUsage.rss());
+        peak = Math.max(peak, treeRss());
       }
       const answer = await job;
       const took = performance.now() - started;

@@ -1,8 +1,9 @@
 /**
  * Peak memory of one large text file through the ingest path `kilde ingest` runs (buildIngestPipeline
  * with the local lexical-only defaults, LanceDB in a temp dir), in a process of its own so that
- * nothing else counts: prints the RSS after start-up, the peak while ingesting (sampled every 5 ms
- * and getrusage's maximum) and both as multiples of the file. `bench:ingest` runs it; alone:
+ * nothing else counts: prints the RSS after start-up, the peak while ingesting (this process and its
+ * worker processes sampled every 5 ms, and getrusage's maximum of this one) and both as multiples of the
+ * file. `bench:ingest` runs it; alone:
  *   npx tsx bench/ingest-large.ts <file> [INGEST_BATCH_CHUNKS]
  * Prints figures; asserts nothing.
  */
@@ -13,6 +14,7 @@ import pino from 'pino';
 import { ingestSchema } from '../src/config/ingest.js';
 import { parseConfig } from '../src/config/parse.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
+import { treeRss } from './lib/tree-rss.js';
 
 const path = process.argv[2];
 if (!path) {
@@ -31,10 +33,10 @@ const config = parseConfig(ingestSchema, {
 });
 const built = await buildIngestPipeline(config, { log: pino({ level: 'warn' }) });
 const mib = (n: number) => (n / 1024 / 1024).toFixed(0);
-const baseline = process.memoryUsage.rss();
+const baseline = treeRss();
 let peak = baseline;
 const sampler = setInterval(() => {
-  peak = Math.max(peak, process.memoryUsage.rss());
+  peak = Math.max(peak, treeRss());
 }, 5);
 try {
   const t0 = performance.now();

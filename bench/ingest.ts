@@ -26,6 +26,7 @@ import { openIndex } from '../src/index/open.js';
 import type { Stage } from '../src/ingest/pipeline.js';
 import { IngestService } from '../src/ingest/service.js';
 import { benchData, FIXTURE_DOCUMENTS, FIXTURE_TOKENIZER } from './lib/data.js';
+import { treeRss } from './lib/tree-rss.js';
 import { writeTextPdf } from './text-pdf.js';
 
 const PDF_PAGES = Number(process.argv[2] ?? 300);
@@ -48,7 +49,7 @@ const zeroCostEmbedder: DenseEmbedder = {
 
 let peakSampled = 0;
 const sampler = setInterval(() => {
-  peakSampled = Math.max(peakSampled, process.memoryUsage.rss());
+  peakSampled = Math.max(peakSampled, treeRss());
 }, 10);
 sampler.unref();
 
@@ -73,7 +74,7 @@ const service = new IngestService({
 
 async function run(label: string, files: string[]) {
   stageTotals.clear();
-  peakSampled = process.memoryUsage.rss();
+  peakSampled = treeRss();
   let bytes = 0;
   let chunks = 0;
   const t0 = performance.now();

@@ -22,6 +22,7 @@ import {
 } from '../test/extract/docx-builder.js';
 import { settings } from '../test/extract/helpers.js';
 import { DOCUMENTS } from '../test/fixtures/index.js';
+import { treeRss } from './lib/tree-rss.js';
 
 const DPI = 150;
 const MiB = 1024 * 1024;
@@ -70,19 +71,19 @@ async function writeReportPdf(path: string, pages: number): Promise<void> {
   await writeFile(path, out, 'latin1');
 }
 
-/** Samples the process RSS (main thread and workers) every 20 ms while `fn` runs. */
+/** Samples the RSS of this process and its worker processes every 20 ms while `fn` runs. */
 async function measured<T>(
   fn: () => Promise<T>,
 ): Promise<{ value: T; ms: number; before: number; peak: number }> {
-  const before = process.memoryUsage.rss();
+  const before = treeRss();
   let peak = before;
   const timer = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage.rss());
+    peak = Math.max(peak, treeRss());
   }, 20);
   const started = performance.now();
   try {
     const value = await fn();
-    peak = Math.max(peak, process.memoryUsage.rss());
+    peak = Math.max(peak, treeRss());
     return { value, ms: performance.now() - started, before, peak };
   } finally {
     clearInterval(timer);

@@ -17,6 +17,7 @@ import type { DenseEmbedder } from '../src/embed/dense.js';
 import { openIndex } from '../src/index/open.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import { IngestService } from '../src/ingest/service.js';
+import { treeRss } from './lib/tree-rss.js';
 
 const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
   string,
@@ -41,9 +42,9 @@ const zeroCost: DenseEmbedder = {
   embedQuery: async () => [1, ...new Array<number>(DIM - 1).fill(0)],
 };
 
-let peak = process.memoryUsage.rss();
+let peak = treeRss();
 const sampler = setInterval(() => {
-  peak = Math.max(peak, process.memoryUsage.rss());
+  peak = Math.max(peak, treeRss());
 }, 5);
 const t0 = performance.now();
 const config = parseConfig(ingestSchema, {
