@@ -9,12 +9,15 @@ import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createJobQueue } from './jobs/create-queue.js';
 import type { JobQueue } from './jobs/job.js';
 import { registerJobRoutes } from './jobs/routes.js';
-import { createJobRunner, spoolRoot } from './jobs/runner.js';
+import { createJobRunner, spoolRoot, sweepSpool } from './jobs/runner.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
 import type { Stage } from './pipeline.js';
 import { registerIngestRoutes } from './routes.js';
 import { sweepTempDirs } from './temp-dir.js';
+
+/** A spooled upload on a shared volume younger than this may still be arriving elsewhere. */
+const SPOOL_GRACE_MS = 60 * 60 * 1000;
 
 export interface IngestPartDeps {
   log: Logger;
@@ -239,6 +242,15 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       if (deps.jobs !== false) {
         queue ??= await createJobQueue(config, { log: deps.log, clock });
         deps.log.info({ queue: queue.kind, workers: runWorkers }, 'ingestion jobs ready');
+        const spooled = await sweepSpool(spoolRoot(config.JOBS_SPOOL_DIR), queue, {
+          now: clock.now(),
+          graceMs: SPOOL_GRACE_MS,
+        }).catch((err: unknown) => {
+          deps.log.warn({ err }, 'could not sweep the job spool');
+          return [];
+        });
+        if (spooled.length > 0)
+          deps.log.info({ folders: spooled.length }, 'removed spooled uploads no job needs');
       }
       const made = await build();
       try {

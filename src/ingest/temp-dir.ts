@@ -52,7 +52,8 @@ export async function sweepTempDirs(alive: (pid: number) => boolean = isAlive): 
   return removed;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` exists on this machine. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -135,8 +135,7 @@ export class BullJobQueue implements JobQueue {
     return q;
   }
 
-  async submit(payload: JobPayload): Promise<Job> {
-    const id = randomUUID();
+  async submit(payload: JobPayload, id: string = randomUUID()): Promise<Job> {
     const job = (await this.#call('queueing the job', () =>
       this.#queue.add('ingest', payload, { jobId: id }),
     )) as Bull;

@@ -160,8 +160,11 @@ export type JobCleanup = (payload: JobPayload) => Promise<void>;
  */
 export interface JobQueue {
   readonly kind: 'redis' | 'memory';
-  /** Queues a job (state `queued`); JOBS_UNAVAILABLE when the queue cannot be reached. */
-  submit(payload: JobPayload): Promise<Job>;
+  /**
+   * Queues a job (state `queued`) under `id` (default: a new UUID; a spooled upload names its
+   * folder after it); JOBS_UNAVAILABLE when the queue cannot be reached.
+   */
+  submit(payload: JobPayload, id?: string): Promise<Job>;
   get(id: string): Promise<Job | undefined>;
   /** Newest first; at most `limit`. */
   list(limit: number, state?: JobState): Promise<Job[]>;

@@ -51,9 +51,9 @@ export class MemoryJobQueue implements JobQueue {
     this.#events.setMaxListeners(0);
   }
 
-  async submit(payload: JobPayload): Promise<Job> {
+  async submit(payload: JobPayload, id: string = randomUUID()): Promise<Job> {
     const record: JobRecord = {
-      id: randomUUID(),
+      id,
       payload,
       state: 'queued',
       stage: null,

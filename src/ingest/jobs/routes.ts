@@ -54,10 +54,11 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
     '/api/v1/jobs',
     { onRequest: ctx.auth, bodyLimit: BODY_LIMITS.ingest, schema: { response: { 202: jobSchema } } },
     async (request, reply) => {
-      const payload = request.isMultipart() ? await spoolUpload(request) : objectPayload(request);
+      const id = randomUUID();
+      const payload = request.isMultipart() ? await spoolUpload(request, id) : objectPayload(request);
       let job: Job;
       try {
-        job = await deps.queue().submit(payload);
+        job = await deps.queue().submit(payload, id);
       } catch (err) {
         await releaseSpool(payload);
         throw err;
@@ -78,8 +79,8 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
   }
 
   /** The upload streams into its own spool folder (size limit as it arrives); removed on any failure. */
-  async function spoolUpload(request: FastifyRequest): Promise<JobPayload> {
-    const dir = await spoolDir(deps.spool, randomUUID());
+  async function spoolUpload(request: FastifyRequest, id: string): Promise<JobPayload> {
+    const dir = await spoolDir(deps.spool, id);
     try {
       const form = await receiveMultipart(request, dir, {
         maxBytes: deps.maxBytes,

@@ -1,4 +1,4 @@
-import { access, mkdir, rm } from 'node:fs/promises';
+import { access, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KildeError } from '../../errors.js';
@@ -7,19 +7,80 @@ import { tooLarge } from '../byte-limit.js';
 import type { ObjectStore } from '../object-store.js';
 import { type Stage, type StageObserver, timed } from '../pipeline.js';
 import { successBody } from '../success-body.js';
-import { sourcePath, withTempDir } from '../temp-dir.js';
-import type { JobHandler, JobPayload, JobStage } from './job.js';
+import { isAlive, sourcePath, withTempDir } from '../temp-dir.js';
+import type { JobHandler, JobPayload, JobQueue, JobStage } from './job.js';
 
 /** `JOBS_SPOOL_DIR`, default `kilde-jobs` in the temp dir. */
 export function spoolRoot(configured: string | undefined): string {
   return configured ?? join(tmpdir(), 'kilde-jobs');
 }
 
-/** A fresh folder for one upload: `<root>/<id>/`. */
+/**
+ * A fresh folder for the upload of job `id`: `<root>/<pid>-<id>/`. The job id lets a sweep ask the
+ * queue whether the job still needs it; the process id, whether the process receiving or (on the
+ * in-process queue) holding it is still there.
+ */
 export async function spoolDir(root: string, id: string): Promise<string> {
-  const dir = join(root, id);
+  const dir = join(root, `${process.pid}-${id}`);
   await mkdir(dir, { recursive: true });
   return dir;
+}
+
+export interface SpoolSweep {
+  /** Is this process id alive on this machine (default: `kill(pid, 0)`). */
+  alive?: (pid: number) => boolean;
+  /** Milliseconds since the epoch (the clock). */
+  now: number;
+  /** A folder younger than this may be an upload still arriving on another machine. */
+  graceMs: number;
+}
+
+/**
+ * Removes spooled uploads nothing will read: their job ended (done, failed, cancelled) or is
+ * unknown to the queue — the in-process queue forgets its jobs when its process goes, and a crash
+ * can skip the removal at the end of a job. Kept: folders of jobs still queued or running, those
+ * of other live processes on this machine that the queue does not know yet (an upload arriving),
+ * and, on Redis, any written to within `graceMs` (a shared spool volume: the receiving process may
+ * be on another machine).
+ * Returns the folder names it removed.
+ */
+export async function sweepSpool(root: string, queue: JobQueue, o: SpoolSweep): Promise<string[]> {
+  const alive = o.alive ?? isAlive;
+  let names: string[];
+  try {
+    names = await readdir(root);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const m = /^(\d+)-(.+)$/.exec(name);
+    if (!m) continue;
+    const [pid, id] = [Number(m[1]), m[2] as string];
+    const job = await queue.get(id);
+    if (job && (job.state === 'queued' || job.state === 'running')) continue;
+    // A job the queue does not know: an upload another live process here is receiving, or (a
+    // shared volume) one still being written elsewhere; otherwise nothing will read it.
+    if (!job && pid !== process.pid && alive(pid)) continue;
+    if (!job && queue.kind === 'redis' && o.now - (await lastWritten(join(root, name))) < o.graceMs) continue;
+    await rm(join(root, name), { recursive: true, force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+/** The newest modification time of a folder and the files in it (an upload grows its file). */
+async function lastWritten(dir: string): Promise<number> {
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  const times = await Promise.all(
+    [dir, ...entries.map((e) => join(dir, e))].map((p) =>
+      stat(p).then(
+        (s) => s.mtimeMs,
+        () => 0,
+      ),
+    ),
+  );
+  return Math.max(0, ...times);
 }
 
 /** Removes a job's spooled upload (its whole folder); object-store jobs hold nothing. */
