@@ -1,5 +1,6 @@
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { type ZodType, z } from 'zod';
 import { kildeVersion } from '../version.js';
 import type { KildeApp } from './app.js';
 import { isBearerHook } from './auth.js';
@@ -13,8 +14,32 @@ import { isBearerHook } from './auth.js';
  * serves the document and `GET /docs` a self-hosted Swagger UI (its assets ship in the package:
  * works offline); neither needs the key (the document describes routes, never data).
  */
+/**
+ * What the document says of a route whose body the route parses itself (multipart uploads, bodies
+ * accepted in two shapes) or whose answer is not serialised through a schema: per content type the
+ * request body, per status the JSON answer. Documentation only: nothing here validates or
+ * serialises, so the route's behaviour cannot change with it. Given as the route's `config.docs`.
+ */
+export interface RouteDocs {
+  summary?: string;
+  body?: Partial<Record<'application/json' | 'multipart/form-data', ZodType>>;
+  responses?: Record<number, ZodType>;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    docs?: RouteDocs;
+  }
+}
+
+/** A multipart form: its text fields, and the file as binary. */
+export function multipartForm(fields: z.ZodObject, file = 'file'): ZodType {
+  return fields.extend({ [file]: z.string().meta({ format: 'binary', description: 'The file' }) });
+}
+
 export async function registerOpenApi(app: KildeApp, service: string): Promise<void> {
   // Loaded only when enabled: the CLI's in-process apps start without them.
+  const documented = new Map<string, RouteDocs>();
   const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([
     import('@fastify/swagger'),
     import('@fastify/swagger-ui'),
@@ -31,12 +56,14 @@ export async function registerOpenApi(app: KildeApp, service: string): Promise<v
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     transform: (input) => {
+      const docs = input.route.config?.docs;
+      if (docs) documented.set(`${String(input.route.method)} ${openApiPath(input.url)}`, docs);
       const out = jsonSchemaTransform(input);
       if (!guarded(input.route)) return out;
       const schema = (out.schema ?? {}) as FastifySchema & { security?: unknown };
       return { ...out, schema: { ...schema, security: [{ bearer: [] }] } };
     },
-    transformObject: jsonSchemaTransformObject,
+    transformObject: (input) => withRouteDocs(jsonSchemaTransformObject(input), documented),
   });
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI document', tags: ['meta'] } }, async () =>
     app.swagger(),
@@ -48,4 +75,52 @@ function guarded(route: RouteOptions): boolean {
   const hooks = route.onRequest;
   const list = Array.isArray(hooks) ? hooks : hooks === undefined ? [] : [hooks];
   return list.some((h) => isBearerHook(h));
+}
+
+/** Fastify's `/a/:b` as OpenAPI's `/a/{b}`. */
+function openApiPath(url: string): string {
+  return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
+
+type Operation = {
+  summary?: string;
+  requestBody?: unknown;
+  responses?: Record<string, { description?: string; content?: Record<string, { schema: unknown }> }>;
+};
+
+/** Adds each route's `config.docs` to its operation in the generated document. */
+function withRouteDocs<T>(document: T, documented: Map<string, RouteDocs>): T {
+  const paths = (document as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
+  for (const [key, docs] of documented) {
+    const [method = '', path = ''] = key.split(' ');
+    const op = paths[path]?.[method.toLowerCase()];
+    if (!op) continue;
+    if (docs.summary) op.summary ??= docs.summary;
+    if (docs.body) {
+      op.requestBody = {
+        required: true,
+        content: Object.fromEntries(
+          Object.entries(docs.body).map(([type, schema]) => [
+            type,
+            { schema: jsonSchemaOf(schema, 'input') },
+          ]),
+        ),
+      };
+    }
+    for (const [status, schema] of Object.entries(docs.responses ?? {})) {
+      op.responses ??= {};
+      op.responses[status] ??= { description: 'Default Response' };
+      const answer = op.responses[status];
+      answer.content = { 'application/json': { schema: jsonSchemaOf(schema, 'output') } };
+    }
+  }
+  return document;
+}
+
+function jsonSchemaOf(schema: ZodType, io: 'input' | 'output'): unknown {
+  const { $schema: _, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
+  return rest;
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { KildeError } from '../http/errors.js';
+import { multipartForm } from '../http/openapi.js';
 import { collectionNameProblem, collectionNameSchema, identifierRefinement } from '../index/identifiers.js';
 
 /** What every ingest needs to know about the file, whichever way it arrived. */
@@ -44,7 +45,7 @@ export function parseFlag(name: string, value: string): boolean {
  * deployment's contract says `bucket`/`key`; both are accepted. Fields Kilde does not know are
  * ignored (a newer chat platform may send more); known fields are type-checked.
  */
-const jsonBody = z.object({
+export const jsonBody = z.object({
   s3_bucket: optional('s3_bucket'),
   s3_key: optional('s3_key'),
   bucket: optional('bucket'),
@@ -107,7 +108,7 @@ function pick(name: string, a: string | undefined, b: string | undefined): strin
 }
 
 /** Form fields of a multipart upload (all strings on the wire); unknown ones are ignored. */
-const formFields = z.object({
+export const formFields = z.object({
   file_id: required('file_id'),
   filename: optional('filename'),
   collection_name: required('collection_name').pipe(collectionNameSchema),
@@ -117,6 +118,12 @@ const formFields = z.object({
 });
 
 export const FORM_FIELDS = Object.keys(formFields.shape);
+
+/** The two bodies an ingest (and a job) takes, for the OpenAPI document (src/http/openapi.ts). */
+export const ingestBodyDocs = {
+  'application/json': jsonBody,
+  'multipart/form-data': multipartForm(formFields),
+};
 
 export function parseFormIngest(
   fields: Record<string, string>,

@@ -23,6 +23,7 @@ import {
   parseJsonIngest,
   unknownFields,
 } from './request.js';
+import { chunksDocs, deleteDocs, extractDocs, ingestDocs } from './route-docs.js';
 import type { IngestOutcome } from './service.js';
 import { successBody } from './success-body.js';
 import { sourcePath, withTempDir } from './temp-dir.js';
@@ -74,7 +75,12 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
 
   app.put(
     '/api/v1/ingest',
-    { onRequest: ctx.scopedAuth, onResponse: countIngest, bodyLimit: BODY_LIMITS.ingest },
+    {
+      onRequest: ctx.scopedAuth,
+      onResponse: countIngest,
+      bodyLimit: BODY_LIMITS.ingest,
+      config: { docs: ingestDocs },
+    },
     async (request, reply) => {
       const signal = clientGone(reply);
       const outcome = request.isMultipart()
@@ -157,7 +163,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     });
   }
 
-  app.post('/api/v1/extract', { onRequest: ctx.auth }, async (request) => {
+  app.post('/api/v1/extract', { onRequest: ctx.auth, config: { docs: extractDocs } }, async (request) => {
     if (!request.isMultipart())
       throw invalid(415, 'POST /api/v1/extract takes a multipart body with a "file" part');
     const pipeline = deps.pipeline();
@@ -212,7 +218,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
 
   app.delete<{ Params: { file_id: string } }>(
     '/api/v1/documents/:file_id',
-    { onRequest: ctx.auth },
+    { onRequest: ctx.auth, config: { docs: deleteDocs } },
     async (request) => {
       const fileId = fileIdParam(request.params.file_id);
       try {
@@ -228,7 +234,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
 
   app.get<{ Params: { file_id: string } }>(
     '/api/v1/documents/:file_id/chunks',
-    { onRequest: ctx.auth },
+    { onRequest: ctx.auth, config: { docs: chunksDocs } },
     async (request) => {
       if (!deps.inspection) {
         throw new KildeError('NOT_FOUND', 404, 'Chunk inspection is disabled (ENABLE_INSPECTION_API=false)');

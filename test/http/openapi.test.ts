@@ -133,3 +133,67 @@ describe('the knowledge routes in the document', () => {
     }
   });
 });
+
+describe('routes that parse their own bodies', () => {
+  type Schema = { properties?: Record<string, { format?: string }>; required?: string[] };
+  type Op = {
+    summary?: string;
+    requestBody?: { content: Record<string, { schema: Schema }> };
+    responses: Record<string, { content?: Record<string, { schema: Schema }> }>;
+  };
+  let doc: { paths: Record<string, Record<string, Op>> };
+  let app: KildeApp;
+  beforeAll(async () => {
+    ({ app } = await build(SERVICES.find((s) => s.name === 'ingest')!));
+    doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it.each([
+    ['/api/v1/ingest', 'put', '200'],
+    ['/api/v1/jobs', 'post', '202'],
+  ])('%s %s documents both bodies and its answer', (path, method, status) => {
+    const op = doc.paths[path]?.[method];
+    const json = op?.requestBody?.content['application/json']?.schema;
+    expect(Object.keys(json?.properties ?? {})).toEqual(
+      expect.arrayContaining([
+        's3_bucket',
+        's3_key',
+        'bucket',
+        'key',
+        'file_id',
+        'collection_name',
+        'user_id',
+      ]),
+    );
+    expect(json?.required).toEqual(expect.arrayContaining(['file_id', 'collection_name', 'user_id']));
+    const form = op?.requestBody?.content['multipart/form-data']?.schema;
+    expect(form?.properties?.file?.format).toBe('binary');
+    expect(form?.required).toEqual(expect.arrayContaining(['file', 'file_id', 'collection_name', 'user_id']));
+    const answer = op?.responses[status]?.content?.['application/json']?.schema;
+    expect(Object.keys(answer?.properties ?? {})).toEqual(
+      expect.arrayContaining(method === 'put' ? ['chunks_count', 'extraction'] : ['job_id', 'state']),
+    );
+  });
+
+  it('extract, delete and chunk inspection document their answers', () => {
+    const extract = doc.paths['/api/v1/extract']?.post;
+    expect(extract?.requestBody?.content['multipart/form-data']?.schema.properties).toHaveProperty('engine');
+    expect(
+      Object.keys(extract?.responses['200']?.content?.['application/json']?.schema.properties ?? {}),
+    ).toEqual(['status', 'engine', 'profile', 'documents']);
+    const del = doc.paths['/api/v1/documents/{file_id}']?.delete;
+    expect(del?.responses['200']?.content?.['application/json']?.schema.required).toEqual([
+      'status',
+      'file_id',
+      'chunks_deleted',
+    ]);
+    const chunks = doc.paths['/api/v1/documents/{file_id}/chunks']?.get;
+    expect(chunks?.responses['200']?.content?.['application/json']?.schema.properties).toHaveProperty(
+      'stats',
+    );
+    expect(chunks?.summary).toContain('reading order');
+  });
+});

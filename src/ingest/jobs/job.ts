@@ -63,6 +63,19 @@ const iso = z.string();
 const jobErrorSchema = z.object({ code: z.string(), message: z.string() });
 
 /** `Job` on the wire (docs: the API contract's Jobs section), snake_case. */
+/** The success body of `PUT /api/v1/ingest`, also a done job's `result`. */
+export const ingestSuccessSchema = z.object({
+  status: z.literal(true),
+  collection_name: z.string(),
+  chunks_count: z.number().int(),
+  extraction: z.object({
+    engine: z.string(),
+    profile: z.string().nullable(),
+    route: z.string().optional(),
+    signal: z.string().optional(),
+  }),
+});
+
 export const jobSchema = z.object({
   job_id: z.string(),
   state: z.enum(JOB_STATES),
@@ -75,19 +88,7 @@ export const jobSchema = z.object({
   finished_at: iso.nullable(),
   progress: z.object({ chunks_total: z.number().int().nullable(), chunks_done: z.number().int() }),
   attempts: z.number().int(),
-  result: z
-    .object({
-      status: z.literal(true),
-      collection_name: z.string(),
-      chunks_count: z.number().int(),
-      extraction: z.object({
-        engine: z.string(),
-        profile: z.string().nullable(),
-        route: z.string().optional(),
-        signal: z.string().optional(),
-      }),
-    })
-    .nullable(),
+  result: ingestSuccessSchema.nullable(),
   error: jobErrorSchema.nullable(),
   /** Added to the contract: why the last run failed while the job waits for its retry. */
   last_error: jobErrorSchema.nullable(),

@@ -14,6 +14,7 @@ import {
   parseJsonIngest,
   unknownFields,
 } from '../request.js';
+import { jobDocs } from '../route-docs.js';
 import {
   isTerminal,
   JOB_STATES,
@@ -52,7 +53,12 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
 
   app.post(
     '/api/v1/jobs',
-    { onRequest: ctx.auth, bodyLimit: BODY_LIMITS.ingest, schema: { response: { 202: jobSchema } } },
+    {
+      onRequest: ctx.auth,
+      bodyLimit: BODY_LIMITS.ingest,
+      schema: { response: { 202: jobSchema } },
+      config: { docs: jobDocs },
+    },
     async (request, reply) => {
       const id = randomUUID();
       const payload = request.isMultipart() ? await spoolUpload(request, id) : objectPayload(request);
