@@ -1,7 +1,6 @@
 import type { Schemas } from '@qdrant/js-client-rest';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { KildeError } from '../errors.js';
 import {
   DENSE_VECTOR,
   type IndexFilter,
@@ -32,6 +31,7 @@ import {
   toStored,
   updateResult,
 } from './qdrant-points.js';
+import { resolveSourcePrefix as resolveSourcePrefixBy, sourcePage } from './qdrant-source-prefix.js';
 import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
 import {
   type CollectionInfo,
@@ -53,20 +53,6 @@ export interface QdrantDeps {
 const anyResult = z.unknown();
 const facetResult = z.object({
   hits: z.array(z.object({ value: z.union([z.string(), z.number(), z.boolean()]), count: z.number() })),
-});
-
-/** Most first chunks (one per file version) read to resolve a source prefix to file ids. */
-export const SOURCE_PREFIX_SCAN = 10_000;
-
-const sourcePage = z.object({
-  points: z.array(
-    z.object({
-      payload: z
-        .object({ meta: z.object({ file_id: z.unknown(), source: z.unknown() }).partial().nullish() })
-        .nullish(),
-    }),
-  ),
-  next_page_offset: z.union([z.string(), z.number()]).nullish(),
 });
 
 /** Qdrant's RRF constant when the query names none (`{fusion: 'rrf'}`). */
@@ -102,6 +88,9 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
   const getInfo = (signal?: AbortSignal) =>
     http.callOrNotFound({ method: 'GET', path: base, signal }, collectionInfoSchema);
 
+  const resolveSourcePrefix = (filter: IndexFilter) =>
+    resolveSourcePrefixBy(filter, (body) => http.call(read(`${base}/points/scroll`, body), sourcePage));
+
   function stored(id: string | number, payload: unknown): StoredPoint | undefined {
     const r = toStored(id, payload);
     if ('point' in r) return r.point;
@@ -124,51 +113,6 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     if (f) body.filter = f;
     const res = await http.call(read(`${base}/points/count`, body), countResult);
     return res.count;
-  }
-
-  /**
-   * Qdrant has no prefix condition on a keyword. A source prefix becomes the set of file ids whose
-   * `meta.source` starts with it: the first chunk of every file the rest of the filter admits is
-   * read (`split_id` 0, two payload fields, pages of 1000, at most SOURCE_PREFIX_SCAN), and the
-   * query itself then filters on `meta.file_id`, inside Qdrant like every other condition.
-   */
-  async function resolveSourcePrefix(filter: IndexFilter): Promise<IndexFilter> {
-    if (filter.sourcePrefix === undefined) return filter;
-    const { sourcePrefix, ...rest } = filter;
-    if (matchesNothing(rest)) return rest;
-    const scan = toQdrantFilter({ ...rest, splitId: 0 })!;
-    const found = new Set<string>();
-    let offset: string | number | undefined;
-    let scanned = 0;
-    do {
-      const body: Schemas['ScrollRequest'] = {
-        filter: scan,
-        limit: 1000,
-        with_payload: { include: ['meta.file_id', 'meta.source'] },
-        with_vector: false,
-      };
-      if (offset !== undefined) body.offset = offset;
-      const res = await http.call(read(`${base}/points/scroll`, body), sourcePage);
-      for (const p of res.points) {
-        const meta = p.payload?.meta;
-        if (
-          typeof meta?.source === 'string' &&
-          typeof meta.file_id === 'string' &&
-          meta.source.startsWith(sourcePrefix)
-        )
-          found.add(meta.file_id);
-      }
-      scanned += res.points.length;
-      offset = res.next_page_offset ?? undefined;
-      if (offset !== undefined && scanned >= SOURCE_PREFIX_SCAN) {
-        throw new KildeError(
-          'INVALID_REQUEST',
-          `source_prefix: the collections searched hold more than ${SOURCE_PREFIX_SCAN} files; narrow the search with file_ids or fewer collections`,
-        );
-      }
-    } while (offset !== undefined);
-    const fileIds = rest.fileIds ? rest.fileIds.filter((id) => found.has(id)) : [...found];
-    return { ...rest, fileIds };
   }
 
   async function count(given: IndexFilter): Promise<number> {
