@@ -74,7 +74,7 @@ async function job(id: string): Promise<Job> {
  */
 async function spoolEmptied() {
   let left: string[] = [];
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 1000; i++) {
     left = await readdir(spool);
     if (left.length === 0) return;
     await new Promise((r) => setTimeout(r, 20));

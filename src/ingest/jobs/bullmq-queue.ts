@@ -129,6 +129,11 @@ export class BullJobQueue implements JobQueue {
     ] as const) {
       q.#queueEvents.on(name, (args: { jobId: string }) => q.#events.emit('change', args.jobId));
     }
+    // Every process also releases an upload when it learns from Redis that the job has ended: the
+    // worker that ran it may have missed its own event (its reply lost while Redis restarted).
+    for (const name of ['completed', 'failed'] as const) {
+      q.#queueEvents.on(name, (args: { jobId: string }) => void q.#releaseEnded(args.jobId));
+    }
     // Each connection finishes its set-up (BullMQ reads the server's version) before it can be
     // closed: closing one mid-way leaves a rejected promise inside BullMQ.
     await Promise.all([q.#queue.waitUntilReady(), q.#queueEvents.waitUntilReady()]);
@@ -290,6 +295,18 @@ export class BullJobQueue implements JobQueue {
       if (this.#stopping.signal.aborted) throw new Error('the worker shut down during the job');
       if (!retryableJobFailure(err)) throw new UnrecoverableError(error.message);
       throw new Error(error.message);
+    }
+  }
+
+  /** The upload of a job whose end Redis has recorded (a failure with a retry to come is not one). */
+  async #releaseEnded(id: string): Promise<void> {
+    try {
+      const job = (await this.#queue.getJob(id)) as Bull | undefined;
+      if (job?.data.source.kind !== 'spool') return;
+      const state = await job.getState();
+      if (state === 'completed' || state === 'failed') await this.#release(job);
+    } catch {
+      // Redis gone again: the next start-up's spool sweep removes what is left.
     }
   }
 
