@@ -1,9 +1,10 @@
 import { resolve } from 'node:path';
 import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
-import { type Clock, systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
+import { TableMaintenance } from './lancedb-maintenance.js';
 import {
   denseSizeOf,
   type LexicalLayout,
@@ -25,12 +26,7 @@ import {
   lexicalColumnOf,
   openOrCreateTable,
 } from './lancedb-schema-check.js';
-import {
-  buildVectorIndexIfDue,
-  DEFAULT_VECTOR_INDEX,
-  tuneVectorQuery,
-  type VectorIndexSettings,
-} from './lancedb-vector-index.js';
+import { DEFAULT_VECTOR_INDEX, tuneVectorQuery, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
@@ -118,13 +114,14 @@ class LanceIndex implements VectorIndex {
   private readonly exec: { timeoutMs: number };
   private readonly vectorIndex: VectorIndexSettings;
   private closed = false;
+  private readonly maintenance: TableMaintenance;
 
   constructor(
     private readonly db: Connection,
     private readonly directory: string,
     settings: IndexSettings,
     private readonly log: Logger,
-    private readonly options: LanceIndexOptions,
+    readonly options: LanceIndexOptions,
   ) {
     this.name = settings.collection;
     this.denseDim = settings.denseDim;
@@ -132,6 +129,15 @@ class LanceIndex implements VectorIndex {
     this.exec = { timeoutMs: settings.timeoutMs };
     this.vectorIndex = { ...DEFAULT_VECTOR_INDEX, ...settings.vectorIndex };
     this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
+    this.maintenance = new TableMaintenance({
+      writer: this.writer,
+      name: this.name,
+      log: this.log,
+      options,
+      denseDim: this.denseDim,
+      vectorIndex: this.vectorIndex,
+      closed: () => this.closed,
+    });
   }
 
   async ensureCollection(): Promise<void> {
@@ -176,7 +182,7 @@ class LanceIndex implements VectorIndex {
     const schema = lanceSchema(this.denseDim, this.layout);
     const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
     this.writer.epoch += 1;
-    this.wrote(table, outcome);
+    this.maintenance.wrote(table, outcome);
   }
 
   /**
@@ -240,7 +246,7 @@ class LanceIndex implements VectorIndex {
         },
       }),
     );
-    this.wrote(table, { commits: 1, rows: result.rowsUpdated });
+    this.maintenance.wrote(table, { commits: 1, rows: result.rowsUpdated });
   }
 
   async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {
@@ -253,7 +259,7 @@ class LanceIndex implements VectorIndex {
     const table = await this.requireTable();
     const outcome = await this.writer.batcher.delete(table, where, fileId);
     this.writer.epoch += 1;
-    this.wrote(table, { commits: outcome.commits, rows: 0 });
+    this.maintenance.wrote(table, { commits: outcome.commits, rows: 0 });
     return outcome.rows;
   }
 
@@ -278,7 +284,7 @@ class LanceIndex implements VectorIndex {
     const rows = raw.map((r) => movedRow(r, collectionName));
     const schema = lanceSchema(this.denseDim, this.layout);
     const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
-    this.wrote(table, outcome);
+    this.maintenance.wrote(table, outcome);
     return rows.length;
   }
 
@@ -438,72 +444,5 @@ class LanceIndex implements VectorIndex {
       );
     }
     return table;
-  }
-
-  /** Counts commits and rows; after enough of either, queues one optimize behind the writes. */
-  private wrote(table: Table, outcome: { commits: number; rows: number }): void {
-    const w = this.writer;
-    w.writesSinceOptimize += outcome.commits;
-    w.rowsSinceOptimize += outcome.rows;
-    const due =
-      w.writesSinceOptimize >= (this.options.optimizeEvery ?? 20) ||
-      w.rowsSinceOptimize >= (this.options.optimizeRows ?? 10_000);
-    // Compaction rewrites the fragments a vector index build reads: it waits for the build to end
-    // (which calls this again), while writes go on meanwhile.
-    if (w.optimizeQueued || w.deferred || w.vectorBuild || !due) return;
-    const clock = this.options.clock ?? systemClock;
-    const wait = w.lastOptimizeEnd + (this.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - clock.now();
-    if (wait > 0) {
-      // Run it once the spacing has passed, even if no further write comes to trigger it. A wait
-      // beyond the timer's range fires early and re-arms for the rest (the clock clamps it).
-      w.deferred = clock.schedule(() => {
-        w.deferred = undefined;
-        this.wrote(table, { commits: 0, rows: 0 });
-      }, wait);
-      return;
-    }
-    w.optimizeQueued = true;
-    void w.queue
-      .run(async () => {
-        w.writesSinceOptimize = 0;
-        w.rowsSinceOptimize = 0;
-        w.optimizeQueued = false;
-        const started = clock.now();
-        const olderThan = new Date(started - (this.options.cleanupOlderThanMs ?? 600_000));
-        try {
-          const stats = await table.optimize({ cleanupOlderThan: olderThan });
-          this.log.debug({ table: this.name, stats }, 'lancedb table optimized');
-        } finally {
-          w.lastOptimizeEnd = clock.now();
-          w.lastOptimizeMs = w.lastOptimizeEnd - started;
-        }
-        // Outside the queue: training takes minutes at a million rows, and writes must not wait.
-        this.indexVectors(table);
-      })
-      .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb optimize failed'));
-  }
-
-  /**
-   * Starts a background build of the dense vector index when one is due (see
-   * lancedb-vector-index.ts); one at a time per table in this process. Writes keep flowing through
-   * the queue meanwhile; the rows they add are searched exactly until the next optimize folds them
-   * into the index.
-   */
-  private indexVectors(table: Table): void {
-    const w = this.writer;
-    if (this.denseDim === undefined || w.vectorBuild) return;
-    const clock = this.options.clock ?? systemClock;
-    w.vectorBuild = buildVectorIndexIfDue(table, this.vectorIndex, {
-      log: this.log,
-      now: () => clock.now(),
-      onStart: this.options.onVectorIndexBuild,
-    })
-      .then(() => undefined)
-      .catch((err: unknown) => this.log.warn({ err, table: this.name }, 'lancedb vector index build failed'))
-      .finally(() => {
-        w.vectorBuild = undefined;
-        // An optimize that came due during the build runs now.
-        if (!this.closed) this.wrote(table, { commits: 0, rows: 0 });
-      });
   }
 }

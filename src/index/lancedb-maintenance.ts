@@ -1,0 +1,95 @@
+import type { Table } from '@lancedb/lancedb';
+import type { Logger } from 'pino';
+import { systemClock } from '../clock.js';
+import type { LanceIndexOptions } from './lancedb.js';
+import { buildVectorIndexIfDue, type VectorIndexSettings } from './lancedb-vector-index.js';
+import type { TableWriter } from './lancedb-writer.js';
+
+export interface MaintenanceContext {
+  writer: TableWriter;
+  name: string;
+  log: Logger;
+  options: LanceIndexOptions;
+  denseDim: number | undefined;
+  vectorIndex: VectorIndexSettings;
+  closed(): boolean;
+}
+
+/**
+ * A table's upkeep behind its writes: a background `optimize()` (compaction, full-text index
+ * refresh, cleanup of old versions) after enough commits or rows, spaced so it takes a small share
+ * of the writer's time, then the dense vector index build when one is due (lancedb-vector-index.ts).
+ * State lives on the process-wide `TableWriter`, shared by every index object over the table.
+ */
+export class TableMaintenance {
+  constructor(private readonly c: MaintenanceContext) {}
+
+  /** Counts commits and rows; after enough of either, queues one optimize behind the writes. */
+  wrote(table: Table, outcome: { commits: number; rows: number }): void {
+    const w = this.c.writer;
+    w.writesSinceOptimize += outcome.commits;
+    w.rowsSinceOptimize += outcome.rows;
+    const due =
+      w.writesSinceOptimize >= (this.c.options.optimizeEvery ?? 20) ||
+      w.rowsSinceOptimize >= (this.c.options.optimizeRows ?? 10_000);
+    // Compaction rewrites the fragments a vector index build reads: it waits for the build to end
+    // (which calls this again), while writes go on meanwhile.
+    if (w.optimizeQueued || w.deferred || w.vectorBuild || !due) return;
+    const clock = this.c.options.clock ?? systemClock;
+    const wait = w.lastOptimizeEnd + (this.c.options.optimizeSpacing ?? 4) * w.lastOptimizeMs - clock.now();
+    if (wait > 0) {
+      // Run it once the spacing has passed, even if no further write comes to trigger it. A wait
+      // beyond the timer's range fires early and re-arms for the rest (the clock clamps it).
+      w.deferred = clock.schedule(() => {
+        w.deferred = undefined;
+        this.wrote(table, { commits: 0, rows: 0 });
+      }, wait);
+      return;
+    }
+    w.optimizeQueued = true;
+    void w.queue
+      .run(async () => {
+        w.writesSinceOptimize = 0;
+        w.rowsSinceOptimize = 0;
+        w.optimizeQueued = false;
+        const started = clock.now();
+        const olderThan = new Date(started - (this.c.options.cleanupOlderThanMs ?? 600_000));
+        try {
+          const stats = await table.optimize({ cleanupOlderThan: olderThan });
+          this.c.log.debug({ table: this.c.name, stats }, 'lancedb table optimized');
+        } finally {
+          w.lastOptimizeEnd = clock.now();
+          w.lastOptimizeMs = w.lastOptimizeEnd - started;
+        }
+        // Outside the queue: training takes minutes at a million rows, and writes must not wait.
+        this.indexVectors(table);
+      })
+      .catch((err: unknown) => this.c.log.warn({ err, table: this.c.name }, 'lancedb optimize failed'));
+  }
+
+  /**
+   * Starts a background build of the dense vector index when one is due (see
+   * lancedb-vector-index.ts); one at a time per table in this process. Writes keep flowing through
+   * the queue meanwhile; the rows they add are searched exactly until the next optimize folds them
+   * into the index.
+   */
+  private indexVectors(table: Table): void {
+    const w = this.c.writer;
+    if (this.c.denseDim === undefined || w.vectorBuild) return;
+    const clock = this.c.options.clock ?? systemClock;
+    w.vectorBuild = buildVectorIndexIfDue(table, this.c.vectorIndex, {
+      log: this.c.log,
+      now: () => clock.now(),
+      onStart: this.c.options.onVectorIndexBuild,
+    })
+      .then(() => undefined)
+      .catch((err: unknown) =>
+        this.c.log.warn({ err, table: this.c.name }, 'lancedb vector index build failed'),
+      )
+      .finally(() => {
+        w.vectorBuild = undefined;
+        // An optimize that came due during the build runs now.
+        if (!this.c.closed()) this.wrote(table, { commits: 0, rows: 0 });
+      });
+  }
+}
