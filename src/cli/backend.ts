@@ -62,6 +62,11 @@ export interface Backend {
   /** Opens what the commands need (local: config, index, pipeline) so start-up errors surface once. */
   prepare(): Promise<void>;
   ingest(args: IngestArgs): Promise<IngestedFile>;
+  /**
+   * Many files in one pipeline pass and one group commit (local mode only); each file settles on
+   * its own, as `ingest` would.
+   */
+  ingestMany?(args: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]>;
   search(args: SearchArgs): Promise<SearchResult>;
   extract(path: string, engine: string | undefined): Promise<ExtractResult>;
   deleteDocument(fileId: string): Promise<Record<string, unknown>>;

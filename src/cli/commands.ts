@@ -14,7 +14,7 @@ import { createHttpBackend } from './http-backend.js';
 import type { JobClient } from './job-client.js';
 import { failuresByCode, ingestWithJobs, manifestPath } from './job-ingest.js';
 import { createLocalBackend } from './local-backend.js';
-import { createProgress, type FileOutcome } from './progress.js';
+import { createProgress } from './progress.js';
 import { renderHits } from './render.js';
 import { type FoundFile, findFiles } from './walk.js';
 
@@ -224,14 +224,27 @@ export function registerCommands(program: Command, io: CliIo): void {
       .argument('<paths...>', 'files, folders (walked recursively) or globs')
       .requiredOption('-c, --collection <name>', 'collection name', collection)
       .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
-      // 8: enough for the embedded index to group-commit the writes of small files (~7x 2's files/s)
-      .option('--concurrency <n>', 'files in flight', positiveInt('--concurrency', 64), 8)
+      // 8: enough for the server's group commit to merge the writes of small files (~7x 2's files/s)
+      .option('--concurrency <n>', 'with --url: files in flight', positiveInt('--concurrency', 64), 8)
+      .option(
+        '--batch <n>',
+        'local: most files per pipeline pass (one chunking task, one embedding call, one commit); files over 1 MiB go alone',
+        positiveInt('--batch', 1024),
+        DEFAULT_PASS_FILES,
+      )
       .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli')
       .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged'),
   ).action(
     async (
       paths: string[],
-      o: Remote & { collection: string; engine?: string; concurrency: number; user: string; force?: boolean },
+      o: Remote & {
+        collection: string;
+        engine?: string;
+        concurrency: number;
+        batch: number;
+        user: string;
+        force?: boolean;
+      },
     ) => {
       const files = await findFiles(paths);
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
@@ -241,40 +254,59 @@ export function registerCommands(program: Command, io: CliIo): void {
           await ingestJobs(io, backend.jobs, backend.url, files, o, progress);
           return;
         }
-        let next = 0;
-        const worker = async () => {
-          for (let i = next++; i < files.length; i = next++) {
-            const file = files[i] as (typeof files)[number];
-            const fileId = fileIdFor(o.collection, file.relative);
-            const started = performance.now();
-            const base = { file: file.relative, file_id: fileId };
-            try {
-              const r = await backend.ingest({
-                path: file.path,
-                fileId,
-                filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
-                collection: o.collection,
-                userId: o.user,
-                source: file.relative,
-              });
-              progress.record({
-                ...base,
-                ok: true,
-                chunks: r.chunks,
-                ms: Math.round(performance.now() - started),
-              });
-            } catch (err) {
-              const outcome: FileOutcome = {
-                ...base,
-                ok: false,
-                chunks: 0,
-                ms: Math.round(performance.now() - started),
-              };
-              progress.record({ ...outcome, ...errorMessage(err) });
-            }
-          }
+        const argsOf = (file: (typeof files)[number]) => ({
+          path: file.path,
+          fileId: fileIdFor(o.collection, file.relative),
+          filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+          collection: o.collection,
+          userId: o.user,
+          source: file.relative,
+        });
+        const record = (
+          file: (typeof files)[number],
+          started: number,
+          r: PromiseSettledResult<{ chunks: number }>,
+        ) => {
+          const base = {
+            file: file.relative,
+            file_id: fileIdFor(o.collection, file.relative),
+            ms: Math.round(performance.now() - started),
+          };
+          if (r.status === 'fulfilled') progress.record({ ...base, ok: true, chunks: r.value.chunks });
+          else progress.record({ ...base, ok: false, chunks: 0, ...errorMessage(r.reason) });
         };
-        await Promise.all(Array.from({ length: Math.min(o.concurrency, files.length) }, worker));
+        const ingestMany = backend.ingestMany?.bind(backend);
+        if (ingestMany) {
+          // Local: many files per pipeline pass (one chunking task, one embedding call, one group
+          // commit), two passes in flight so one converts while the other writes.
+          const passes = await passesOf(files, o.batch);
+          let next = 0;
+          const worker = async () => {
+            for (let i = next++; i < passes.length; i = next++) {
+              const pass = passes[i]!;
+              const started = performance.now();
+              const settled = await ingestMany(pass.map(argsOf));
+              pass.forEach((file, k) => {
+                record(file, started, settled[k]!);
+              });
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(2, passes.length) }, worker));
+        } else {
+          let next = 0;
+          const worker = async () => {
+            for (let i = next++; i < files.length; i = next++) {
+              const file = files[i] as (typeof files)[number];
+              const started = performance.now();
+              const r = await backend.ingest(argsOf(file)).then(
+                (value) => ({ status: 'fulfilled' as const, value }),
+                (reason: unknown) => ({ status: 'rejected' as const, reason }),
+              );
+              record(file, started, r);
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(o.concurrency, files.length) }, worker));
+        }
         const summary = progress.finish();
         if (io.out.isTTY !== true) io.out.write(`${JSON.stringify({ summary })}\n`);
         io.err.write(
@@ -427,4 +459,40 @@ export function registerCommands(program: Command, io: CliIo): void {
       io.out.write(`${JSON.stringify(await backend.chunks(fileId, query), null, 2)}\n`);
     });
   });
+}
+
+/** Files per pipeline pass of the local `kilde ingest` (`--batch`). */
+const DEFAULT_PASS_FILES = 128;
+/** Most bytes of files in one pass; a file larger than this goes alone. */
+const PASS_BYTES = 1 << 20;
+
+/**
+ * The local ingest's passes: consecutive files, at most `maxFiles` and about `PASS_BYTES` per pass
+ * (a pass holds its files' texts and chunks at once), a larger file alone.
+ */
+async function passesOf<T extends { path: string }>(files: readonly T[], maxFiles: number): Promise<T[][]> {
+  const { stat } = await import('node:fs/promises');
+  const sizes = await Promise.all(
+    files.map((f) =>
+      stat(f.path).then(
+        (s) => s.size,
+        () => 0,
+      ),
+    ),
+  );
+  const out: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  files.forEach((f, i) => {
+    const size = sizes[i]!;
+    if (current.length > 0 && (current.length >= maxFiles || bytes + size > PASS_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(f);
+    bytes += size;
+  });
+  if (current.length > 0) out.push(current);
+  return out;
 }

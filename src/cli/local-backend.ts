@@ -12,7 +12,14 @@ import { evalRunSchema, type RunSummary } from '../eval/run.js';
 import { buildApp, type KildeApp, startParts } from '../http/app.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type IndexConfigFields, resolveIndexUri } from '../index/settings-from-config.js';
-import { type Backend, errorFromBody, type SearchResult, summarise } from './backend.js';
+import {
+  type Backend,
+  errorFromBody,
+  type IngestArgs,
+  type IngestedFile,
+  type SearchResult,
+  summarise,
+} from './backend.js';
 
 /** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
 export function localSchema() {
@@ -98,6 +105,46 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     return body as Record<string, unknown>;
   }
 
+  async function ingestMany(list: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]> {
+    const { stat } = await import('node:fs/promises');
+    const max = Number((config as Record<string, unknown>).MAX_UPLOAD_BYTES);
+    const service = (await ingestion()).pipeline().service;
+    const sizes = list.map((a) => stat(a.path).then((s) => s.size));
+    // A file that vanished since the walk fails alone, in its load.
+    for (const size of sizes) size.catch(() => undefined);
+    const outcomes = await service.ingestMany(
+      list.map((a, i) => ({
+        target: {
+          fileId: a.fileId,
+          filename: a.filename,
+          collectionName: a.collection,
+          collectionType: 'file',
+          userId: a.userId,
+          overwrite: true,
+          source: a.source,
+        },
+        load: async () => {
+          const bytes = await sizes[i]!;
+          // Held to MAX_UPLOAD_BYTES like an upload, before a byte is read: a huge file is one
+          // clear failure, not a process out of memory.
+          if (bytes > max) {
+            throw new KildeError(
+              'INVALID_REQUEST',
+              413,
+              `File is ${bytes} bytes, over MAX_UPLOAD_BYTES (${max} bytes); raise MAX_UPLOAD_BYTES to ingest it`,
+            );
+          }
+          return { path: a.path, filename: a.filename, bytes };
+        },
+      })),
+    );
+    return outcomes.map((o) =>
+      o.status === 'fulfilled'
+        ? { status: 'fulfilled', value: { chunks: o.value.chunksCount, engine: o.value.extraction.engine } }
+        : o,
+    );
+  }
+
   return {
     mode: 'local',
     where: resolveIndexUri(config as unknown as IndexConfigFields),
@@ -114,32 +161,11 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       await open([]);
     },
     async ingest(a) {
-      // Held to MAX_UPLOAD_BYTES like an upload, before a byte is read: a huge file is one clear
-      // failure, not a process out of memory.
-      const { stat } = await import('node:fs/promises');
-      const bytes = (await stat(a.path)).size;
-      const max = Number((config as Record<string, unknown>).MAX_UPLOAD_BYTES);
-      if (bytes > max) {
-        throw new KildeError(
-          'INVALID_REQUEST',
-          413,
-          `File is ${bytes} bytes, over MAX_UPLOAD_BYTES (${max} bytes); raise MAX_UPLOAD_BYTES to ingest it`,
-        );
-      }
-      const outcome = await (await ingestion()).pipeline().service.ingest(
-        {
-          fileId: a.fileId,
-          filename: a.filename,
-          collectionName: a.collection,
-          collectionType: 'file',
-          userId: a.userId,
-          overwrite: true,
-          source: a.source,
-        },
-        async () => ({ path: a.path, filename: a.filename, bytes }),
-      );
-      return { chunks: outcome.chunksCount, engine: outcome.extraction.engine };
+      const [settled] = await ingestMany([a]);
+      if (settled!.status === 'rejected') throw settled!.reason;
+      return settled!.value;
     },
+    ingestMany,
     async search(args) {
       return (await call(['retrieve'], 'search', 'POST', '/search', args)) as unknown as SearchResult;
     },

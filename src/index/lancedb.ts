@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
+import { PresenceProbe } from './lancedb-presence.js';
 import {
   denseSizeOf,
   type LexicalLayout,
@@ -113,6 +114,8 @@ class LanceIndex implements VectorIndex {
   private readonly language: FtsLanguage;
   private readonly exec: { timeoutMs: number };
   private readonly vectorIndex: VectorIndexSettings;
+  /** Whether a file has chunks in a collection, for `writeVersion`: concurrent questions share one read. */
+  private readonly presence: PresenceProbe;
   private closed = false;
   private readonly maintenance: TableMaintenance;
 
@@ -127,6 +130,7 @@ class LanceIndex implements VectorIndex {
     this.denseDim = settings.denseDim;
     this.language = settings.language ?? 'english';
     this.exec = { timeoutMs: settings.timeoutMs };
+    this.presence = new PresenceProbe(this.exec);
     this.vectorIndex = { ...DEFAULT_VECTOR_INDEX, ...settings.vectorIndex };
     this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
     this.maintenance = new TableMaintenance({
@@ -215,10 +219,12 @@ class LanceIndex implements VectorIndex {
       await this.upsert([v.committed]);
       return { writing: true };
     }
-    const others = await this.count({ fileId: v.fileId, collectionNames: [v.collectionName] });
+    // The versions written in one pass (or by concurrent requests) ask together: one read, and their
+    // upserts below are group-committed into one merge-insert (lancedb-batch.ts).
+    const others = await this.presence.has(await this.requireTable(), v.fileId, v.collectionName);
     v.signal?.throwIfAborted();
-    await this.upsert([...v.points, ...(others > 0 ? [v.writing()] : []), v.committed]);
-    return { writing: others > 0 };
+    await this.upsert([...v.points, ...(others ? [v.writing()] : []), v.committed]);
+    return { writing: others };
   }
 
   async stageVersion(b: StagedBatch): Promise<void> {

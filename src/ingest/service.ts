@@ -11,13 +11,15 @@ import {
   listVersions,
   type VersionSummary,
 } from './knowledge.js';
-import { DELETED_SCOPE, type FileLock, InProcessFileLock } from './lock.js';
+import { DELETED_SCOPE, type FileLock, InProcessFileLock, type Lease } from './lock.js';
 import {
+  type BatchFile,
   cancelledIf,
   type IngestResult,
   type PipelineOptions,
   type PipelineParts,
   runPipeline,
+  runPipelineBatch,
   timed,
 } from './pipeline.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
@@ -30,6 +32,12 @@ export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
 
 export interface IngestOutcome extends IngestResult {
   bytes: number;
+}
+
+/** One file of `IngestService.ingestMany`. */
+export interface BatchRequest {
+  target: IngestTarget;
+  load: SourceLoader;
 }
 
 export interface ChunkPage {
@@ -136,6 +144,128 @@ export class IngestService {
       );
       return { ...result, bytes: file.bytes };
     });
+  }
+
+  /**
+   * Ingests many files in one pipeline pass (`runPipelineBatch`): each becomes a new version of its
+   * `file_id` exactly as `ingest` would make it, and each settles on its own (one file's failure
+   * leaves its previous version and fails nothing else). The pass holds every file's lock, taken in
+   * `file_id` order (so two passes cannot wait for each other); a `file_id` named twice is ingested
+   * again after the pass, as a second `ingest` would be.
+   */
+  async ingestMany(
+    requests: readonly BatchRequest[],
+    signal?: AbortSignal,
+  ): Promise<PromiseSettledResult<IngestOutcome>[]> {
+    const results: PromiseSettledResult<IngestOutcome>[] = requests.map(() => ({
+      status: 'rejected',
+      reason: new Error('not ingested'),
+    }));
+    const first = new Map<string, number>();
+    const again: number[] = [];
+    requests.forEach((r, i) => {
+      try {
+        checkCollection(r.target);
+      } catch (err) {
+        results[i] = { status: 'rejected', reason: err };
+        return;
+      }
+      if (first.has(r.target.fileId)) again.push(i);
+      else first.set(r.target.fileId, i);
+    });
+    const order = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, i]) => i);
+    if (order.length > 0) {
+      const leases = new Map<number, Lease>();
+      const locked = async (k: number): Promise<void> => {
+        if (k < order.length) {
+          const i = order[k]!;
+          return this.#lock.run(requests[i]!.target.fileId, async (lease) => {
+            leases.set(i, lease);
+            await locked(k + 1);
+          });
+        }
+        await this.#pass(requests, order, leases, results, signal);
+      };
+      await locked(0);
+    }
+    for (const i of again) {
+      const r = requests[i]!;
+      results[i] = await this.ingest(r.target, r.load, signal).then(
+        (value) => ({ status: 'fulfilled' as const, value }),
+        (reason: unknown) => ({ status: 'rejected' as const, reason }),
+      );
+    }
+    return results;
+  }
+
+  /** The body of `ingestMany` under every file's lock. */
+  async #pass(
+    requests: readonly BatchRequest[],
+    order: readonly number[],
+    leases: ReadonlyMap<number, Lease>,
+    results: PromiseSettledResult<IngestOutcome>[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const { index, observer, log } = this.parts;
+    const files: Array<BatchFile & { at: number; bytes: number }> = [];
+    await Promise.all(
+      order.map(async (i) => {
+        const { target, load } = requests[i]!;
+        const lease = leases.get(i)!;
+        try {
+          cancelledIf(signal);
+          if (!target.overwrite) {
+            const exists = await timed(
+              observer,
+              'write',
+              { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
+              () => hasIndexedVersion(index, target.fileId, target.collectionName),
+            );
+            if (exists) {
+              throw invalid(
+                409,
+                `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
+              );
+            }
+          }
+          const file = await load();
+          const version = lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence);
+          files.push({ at: i, target, file, version, lease, bytes: file.bytes });
+        } catch (err) {
+          results[i] = { status: 'rejected', reason: err };
+        }
+      }),
+    );
+    files.sort((a, b) => a.at - b.at);
+    const started = performance.now();
+    for (const f of files) this.#writing.add(f.version);
+    try {
+      const outcomes = await runPipelineBatch(this.parts, files, signal);
+      const ms = Math.round(performance.now() - started);
+      outcomes.forEach((o, k) => {
+        const f = files[k]!;
+        if (!o.ok) {
+          results[f.at] = { status: 'rejected', reason: o.error };
+          return;
+        }
+        log.info(
+          {
+            fileId: f.target.fileId,
+            collection: f.target.collectionName,
+            chunks: o.result.chunksCount,
+            version: f.version,
+            engine: o.result.extraction.engine,
+            bytes: f.bytes,
+            ms,
+            batch: files.length,
+          },
+          'ingested',
+        );
+        results[f.at] = { status: 'fulfilled', value: { ...o.result, bytes: f.bytes } };
+      });
+    } finally {
+      for (const f of files) this.#writing.delete(f.version);
+    }
   }
 
   /**
