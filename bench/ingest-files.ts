@@ -4,7 +4,9 @@
  * Each SciFact abstract becomes one small .txt file. Prints files/s and where the time goes: the
  * pipeline stages plus the index calls (upsert, deleteWhere, count) timed around the adapter.
  * Prints figures; asserts nothing.
- * Usage: npm run bench:ingest-files [-- --files N --concurrency C --reingest]
+ * Usage: npm run bench:ingest-files [-- --files N --concurrency C --batch B --reingest]
+ *   --batch B   files per `IngestService.ingestMany` pass (the local CLI's path: 128), two passes in
+ *               flight; 0 (default): one `ingest` per file, C in flight (the server's path).
  *   --reingest  ingests every file a second time (the replace path: an old version exists).
  */
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -26,11 +28,13 @@ const { values } = parseArgs({
   options: {
     files: { type: 'string', default: '1000' },
     concurrency: { type: 'string', default: '2' },
+    batch: { type: 'string', default: '0' },
     reingest: { type: 'boolean', default: false },
   },
 });
 const FILES = Number(values.files);
-const CONCURRENCY = Number(values.concurrency);
+const BATCH = Number(values.batch);
+const CONCURRENCY = BATCH > 0 ? 2 : Number(values.concurrency);
 const log = pino({ level: 'warn' });
 
 /** Wall time spent inside each index call (summed over concurrent calls). */
@@ -89,23 +93,49 @@ async function pass(label: string, paths: string[]) {
   let chunks = 0;
   let failed = 0;
   const t0 = performance.now();
+  const target = (filename: string) => ({
+    fileId: `f-${filename}`,
+    filename,
+    collectionName: 'scifact',
+    collectionType: 'file' as const,
+    userId: 'bench',
+    overwrite: true,
+    source: filename,
+  });
+  const passes = Array.from({ length: Math.ceil(paths.length / Math.max(1, BATCH)) }, (_, p) =>
+    paths.slice(p * BATCH, (p + 1) * BATCH),
+  );
+  const passWorker = async () => {
+    for (let p = next++; p < passes.length; p = next++) {
+      const outcomes = await built.service.ingestMany(
+        passes[p]!.map((path) => {
+          const filename = path.split('/').at(-1)!;
+          return {
+            target: target(filename),
+            load: async () => ({ path, filename, bytes: (await stat(path)).size }),
+          };
+        }),
+      );
+      for (const o of outcomes) {
+        if (o.status === 'fulfilled') chunks += o.value.chunksCount;
+        else {
+          failed += 1;
+          if (failed <= 3) console.error(String(o.reason));
+        }
+      }
+    }
+  };
   const worker = async () => {
+    if (BATCH > 0) return passWorker();
     for (let i = next++; i < paths.length; i = next++) {
       const path = paths[i]!;
       const filename = path.split('/').at(-1)!;
       try {
-        const out = await built.service.ingest(
-          {
-            fileId: `f-${filename}`,
-            filename,
-            collectionName: 'scifact',
-            collectionType: 'file',
-            userId: 'bench',
-            overwrite: true,
-            source: filename,
-          },
-          async () => ({ path, filename, bytes: (await stat(path)).size }),
-        );
+        const out = await built.service.ingest(target(filename), async () => ({
+          path,
+          filename,
+          bytes: (await stat(path)).size,
+        }));
         chunks += out.chunksCount;
       } catch (err) {
         failed += 1;
@@ -129,7 +159,9 @@ async function pass(label: string, paths: string[]) {
 
 try {
   const paths = await writeCorpus(await mkdtemp(join(work, 'corpus-')), FILES);
-  console.log(`${paths.length} SciFact abstracts as .txt files, concurrency ${CONCURRENCY}`);
+  console.log(
+    `${paths.length} SciFact abstracts as .txt files, ${BATCH > 0 ? `passes of ${BATCH} files, 2 in flight` : `concurrency ${CONCURRENCY}`}`,
+  );
   await pass('ingest', paths);
   if (values.reingest) await pass('re-ingest', paths);
   console.log(`rows in the index: ${await inner.count({})}`);

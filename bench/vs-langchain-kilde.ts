@@ -1,8 +1,8 @@
 /**
  * Kilde's side of `npm run bench:vs-langchain`, one set per process:
  *   tsx bench/vs-langchain-kilde.ts <files.json> <work dir> <chunk tokens> <overlap tokens>
- * The service path `kilde ingest` runs (buildIngestPipeline: worker pool, group commit), eight files
- * in flight as the CLI does, with a zero-cost dense embedder (one fixed unit vector per text, as on
+ * The service path `kilde ingest` runs (buildIngestPipeline: worker pool, group commit), in the CLI's
+ * passes (src/cli/passes.ts: up to 128 files or 1 MiB per `IngestService.ingestMany`, two in flight), with a zero-cost dense embedder (one fixed unit vector per text, as on
  * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line.
  */
 import { readFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createPooledChunker } from '../src/chunk/pooled-chunker.js';
+import { DEFAULT_PASS_FILES, passesOf } from '../src/cli/passes.js';
 import { ingestSchema } from '../src/config/ingest.js';
 import { parseConfig } from '../src/config/parse.js';
 import { createPooledLexicalStage } from '../src/embed/bm25/lexical-stage.js';
@@ -27,7 +28,7 @@ const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
 ];
 const files = JSON.parse(readFileSync(listPath, 'utf8')) as string[];
 const DIM = 384;
-const IN_FLIGHT = 8;
+const IN_FLIGHT = 2;
 const log = pino({ level: 'warn' });
 
 const zeroCost: DenseEmbedder = {
@@ -73,26 +74,36 @@ const service = new IngestService({
 const ready = performance.now();
 let chunks = 0;
 let next = 0;
+const passes = await passesOf(
+  files.map((path, i) => ({ path, i })),
+  DEFAULT_PASS_FILES,
+);
 const worker = async () => {
-  for (let i = next++; i < files.length; i = next++) {
-    const path = files[i]!;
-    const filename = path.split('/').at(-1)!;
-    const out = await service.ingest(
-      {
-        fileId: `f${i}`,
-        filename,
-        collectionName: 'bench',
-        collectionType: 'file',
-        userId: 'bench',
-        overwrite: true,
-        source: filename,
-      },
-      async () => ({ path, filename, bytes: (await stat(path)).size }),
+  for (let p = next++; p < passes.length; p = next++) {
+    const outcomes = await service.ingestMany(
+      passes[p]!.map(({ path, i }) => {
+        const filename = path.split('/').at(-1)!;
+        return {
+          target: {
+            fileId: `f${i}`,
+            filename,
+            collectionName: 'bench',
+            collectionType: 'file' as const,
+            userId: 'bench',
+            overwrite: true,
+            source: filename,
+          },
+          load: async () => ({ path, filename, bytes: (await stat(path)).size }),
+        };
+      }),
     );
-    chunks += out.chunksCount;
+    for (const o of outcomes) {
+      if (o.status === 'rejected') throw o.reason;
+      chunks += o.value.chunksCount;
+    }
   }
 };
-await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, files.length) }, worker));
+await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, passes.length) }, worker));
 const ingested = performance.now();
 // Closing waits for the queued optimize (full-text index, compaction): part of a searchable index.
 await index.close();

@@ -51,8 +51,12 @@ const scifact = benchData('scifact', 'corpus.jsonl');
 const danish = benchData('da-citizenship', 'corpus');
 
 if (!existsSync(join(LC_DIR, 'node_modules'))) {
-  console.log('installing the LangChain.js side into bench/vs-langchain/ (npm ci --legacy-peer-deps) ...');
-  execFileSync('npm', ['ci', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], {
+  // `npm install` from the lockfile: npm 11's `npm ci` refuses it (the lockfile lists only the
+  // platform binaries of LanceDB that were installed), where `install` takes the locked versions.
+  console.log(
+    'installing the LangChain.js side into bench/vs-langchain/ (npm install --legacy-peer-deps) ...',
+  );
+  execFileSync('npm', ['install', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], {
     cwd: LC_DIR,
     stdio: 'inherit',
   });

@@ -14,6 +14,7 @@ import { createHttpBackend } from './http-backend.js';
 import type { JobClient } from './job-client.js';
 import { failuresByCode, ingestWithJobs, manifestPath } from './job-ingest.js';
 import { createLocalBackend } from './local-backend.js';
+import { DEFAULT_PASS_FILES, passesOf } from './passes.js';
 import { createProgress } from './progress.js';
 import { renderHits } from './render.js';
 import { type FoundFile, findFiles } from './walk.js';
@@ -459,40 +460,4 @@ export function registerCommands(program: Command, io: CliIo): void {
       io.out.write(`${JSON.stringify(await backend.chunks(fileId, query), null, 2)}\n`);
     });
   });
-}
-
-/** Files per pipeline pass of the local `kilde ingest` (`--batch`). */
-const DEFAULT_PASS_FILES = 128;
-/** Most bytes of files in one pass; a file larger than this goes alone. */
-const PASS_BYTES = 1 << 20;
-
-/**
- * The local ingest's passes: consecutive files, at most `maxFiles` and about `PASS_BYTES` per pass
- * (a pass holds its files' texts and chunks at once), a larger file alone.
- */
-async function passesOf<T extends { path: string }>(files: readonly T[], maxFiles: number): Promise<T[][]> {
-  const { stat } = await import('node:fs/promises');
-  const sizes = await Promise.all(
-    files.map((f) =>
-      stat(f.path).then(
-        (s) => s.size,
-        () => 0,
-      ),
-    ),
-  );
-  const out: T[][] = [];
-  let current: T[] = [];
-  let bytes = 0;
-  files.forEach((f, i) => {
-    const size = sizes[i]!;
-    if (current.length > 0 && (current.length >= maxFiles || bytes + size > PASS_BYTES)) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(f);
-    bytes += size;
-  });
-  if (current.length > 0) out.push(current);
-  return out;
 }

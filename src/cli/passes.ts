@@ -1,0 +1,38 @@
+import { stat } from 'node:fs/promises';
+/** Files per pipeline pass of the local `kilde ingest` (`--batch`). */
+export const DEFAULT_PASS_FILES = 128;
+/** Most bytes of files in one pass; a file larger than this goes alone. */
+export const PASS_BYTES = 1 << 20;
+
+/**
+ * The local ingest's passes: consecutive files, at most `maxFiles` and about `PASS_BYTES` per pass
+ * (a pass holds its files' texts and chunks at once), a larger file alone.
+ */
+export async function passesOf<T extends { path: string }>(
+  files: readonly T[],
+  maxFiles: number,
+): Promise<T[][]> {
+  const sizes = await Promise.all(
+    files.map((f) =>
+      stat(f.path).then(
+        (s) => s.size,
+        () => 0,
+      ),
+    ),
+  );
+  const out: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  files.forEach((f, i) => {
+    const size = sizes[i]!;
+    if (current.length > 0 && (current.length >= maxFiles || bytes + size > PASS_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(f);
+    bytes += size;
+  });
+  if (current.length > 0) out.push(current);
+  return out;
+}
