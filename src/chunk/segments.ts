@@ -36,7 +36,8 @@ export function segmentSpans(text: string, maxChars: number): Segment[] {
   return out;
 }
 
-function cutPoint(text: string, start: number, limit: number): number {
+/** Where a segment starting at `start` ends, at most at `limit` (see `segmentSpans`). */
+export function cutPoint(text: string, start: number, limit: number): number {
   const floor = start + Math.floor((limit - start) / 2);
   // Searched in the window's second half only (a search over the whole text would cost O(n) per cut).
   const base = floor - 1;

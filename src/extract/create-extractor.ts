@@ -48,8 +48,9 @@ type Factory = (settings: ExtractionSettings, deps: FactoryDeps) => Extractor;
 
 /** One entry per concrete engine; `auto` is built over this registry by `createExtractor`. */
 const FACTORIES: Record<ConcreteEngine, Factory> = {
-  inprocess: (_s, d) => createPooledExtractor(d.pool, { name: 'inprocess' }),
-  'pdf-inprocess': (_s, d) => createPooledExtractor(d.pool, { name: 'pdf-inprocess', only: ['pdf'] }),
+  inprocess: (s, d) => createPooledExtractor(d.pool, { name: 'inprocess', limits: extractionLimits(s) }),
+  'pdf-inprocess': (s, d) =>
+    createPooledExtractor(d.pool, { name: 'pdf-inprocess', only: ['pdf'], limits: extractionLimits(s) }),
   'sidecar-http': (s, d) =>
     createKreuzbergExtractor({
       baseUrl: required(s.EXTRACTION_SIDECAR_URL, 'EXTRACTION_SIDECAR_URL', 'sidecar-http'),

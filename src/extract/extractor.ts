@@ -63,12 +63,28 @@ export interface ExtractOptions {
 }
 
 /** Every extraction engine implements this. Failures throw KildeError('EXTRACTION_FAILED', ...). */
+/** A document whose text comes in pieces (`Extractor.openText`). */
+export interface StreamedText {
+  /** The document as `extract` would return it, its `text` empty. */
+  doc: ExtractedDocument;
+  pieces(signal?: AbortSignal): AsyncGenerator<string>;
+}
+
 export interface Extractor {
   /** Engine name as in EXTRACTION_ENGINE (`inprocess`, `sidecar-http`, ...). */
   readonly name: string;
   /** Whether the engine accepts a `profile` (vision engines only). */
   readonly acceptsProfile: boolean;
   extract(file: SourceFile, options?: ExtractOptions): Promise<ExtractedDocument[]>;
+  /**
+   * A plain-text or Markdown file larger than `minBytes`, opened as a stream (memory bounded by a
+   * read buffer, not the file): its document without its text, and the text piece by piece, exactly
+   * as `extract` would return it. Undefined for any other file (the caller extracts it as usual).
+   */
+  openText?(
+    file: SourceFile,
+    options: { minBytes: number; signal?: AbortSignal },
+  ): Promise<StreamedText | undefined>;
   probe?(signal: AbortSignal): Promise<void>;
   close?(): Promise<void>;
 }

@@ -82,7 +82,36 @@ const MAX_SAMPLES = 5;
  * runs on the event loop, after extraction).
  */
 export function detectLanguages(text: string): string[] {
-  const samples = samplesOf(text);
+  return rankSamples(samplesOf(text));
+}
+
+/**
+ * Where `detectLanguages` reads a text of `length` characters that is too long to clean whole:
+ * the [start, end) windows whose texts `detectLanguagesInWindows` takes. Undefined for a short
+ * text (it is read whole). A streamed text (a large plain-text file) reads just these windows and
+ * gets exactly the languages the whole text would.
+ */
+export function languageWindows(length: number): Array<[number, number]> | undefined {
+  const window = SAMPLE * 2;
+  if (length <= MAX_SAMPLES * window) return undefined;
+  const step = (length - window) / (MAX_SAMPLES - 1);
+  return Array.from({ length: MAX_SAMPLES }, (_, i) => {
+    const start = Math.round(i * step);
+    return [start, start + window];
+  });
+}
+
+/** `detectLanguages` of a long text, given the texts of its `languageWindows`. */
+export function detectLanguagesInWindows(windows: readonly string[]): string[] {
+  const samples: string[] = [];
+  for (const w of windows) {
+    const sample = clean(w).slice(0, SAMPLE);
+    if (sample.length >= 20) samples.push(sample);
+  }
+  return rankSamples(samples);
+}
+
+function rankSamples(samples: readonly string[]): string[] {
   const leads = new Map<string, { count: number; score: number }>();
   for (const sample of samples) {
     const [top] = lib()
@@ -124,12 +153,9 @@ function samplesOf(text: string): string[] {
       return all.slice(start, start + SAMPLE);
     });
   }
-  const n = MAX_SAMPLES;
-  const step = n > 1 ? (text.length - window) / (n - 1) : 0;
   const out: string[] = [];
-  for (let i = 0; i < n; i++) {
-    const start = Math.round(i * step);
-    const sample = clean(text.slice(start, start + window)).slice(0, SAMPLE);
+  for (const [start, end] of languageWindows(text.length) ?? []) {
+    const sample = clean(text.slice(start, end)).slice(0, SAMPLE);
     if (sample.length >= 20) out.push(sample);
   }
   return out;

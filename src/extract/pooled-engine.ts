@@ -1,7 +1,11 @@
+import { stat } from 'node:fs/promises';
+import { KildeError } from '../errors.js';
 import type { WorkerPool } from '../pool/worker-pool.js';
-import { toDocument } from './document.js';
+import { extractionFailed, toDocument } from './document.js';
 import type { Extractor } from './extractor.js';
-import type { FileKind } from './file-type.js';
+import { detectFileType, type FileKind } from './file-type.js';
+import { openPlainText } from './inprocess/text-stream.js';
+import { checkTextSize, type ExtractionLimits } from './limits.js';
 
 export interface PooledExtractorOptions {
   /** Engine name, as in EXTRACTION_ENGINE. */
@@ -9,6 +13,8 @@ export interface PooledExtractorOptions {
   only?: readonly FileKind[];
   /** Close the pool with the extractor (when it was made for this extractor alone). */
   ownsPool?: boolean;
+  /** The text limit of a streamed file (`openText`); the pool's workers hold the others. */
+  limits?: Pick<ExtractionLimits, 'maxTextChars'>;
 }
 
 /**
@@ -35,6 +41,27 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         { signal: options?.signal },
       );
       return [toDocument(content, mime, [], languages)];
+    },
+    /**
+     * A large .txt/.md file is read in this thread as a stream (text-stream.ts), never whole: the
+     * worker would build the whole string, copy it to this thread and hold the file's bytes while
+     * decoding (three copies of a 100 MB file). Reading plain text needs none of the pool's isolation.
+     */
+    async openText(file, { minBytes, signal }) {
+      if ((await stat(file.path)).size <= minBytes) return undefined;
+      const type = await detectFileType(file.path, file.filename, file.mimeType);
+      if (type.kind !== 'text' && type.kind !== 'markdown') return undefined;
+      if (opts.only && !opts.only.includes(type.kind)) return undefined;
+      let text: Awaited<ReturnType<typeof openPlainText>>;
+      try {
+        text = await openPlainText(file.path, signal);
+      } catch (err) {
+        if (err instanceof KildeError || signal?.aborted) throw err;
+        throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${String(err)}`, 422, err);
+      }
+      if (opts.limits) checkTextSize(text.chars, opts.limits);
+      const content = { text: '', metadata: text.title ? { title: text.title } : {} };
+      return { doc: toDocument(content, type.mime, [], text.languages), pieces: text.pieces };
     },
     ...(opts.ownsPool ? { close: () => pool.close() } : {}),
   };

@@ -1,12 +1,14 @@
 import type { Logger } from 'pino';
 import type { Chunk, Chunker } from '../chunk/chunker.js';
+import type { Heading } from '../chunk/markdown-sections.js';
+import { headingsAfter } from '../chunk/markdown-sections.js';
 import type { BatchChunker } from '../chunk/pooled-chunker.js';
-import { type ChunkInput, documentSegments } from '../chunk/segments.js';
+import { type ChunkInput, cutPoint, documentSegments } from '../chunk/segments.js';
 import { type Bm25Language, contextualText, lexicalLanguageOf } from '../embed/bm25/analysis.js';
 import type { LexicalStage } from '../embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../embed/dense.js';
 import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
-import type { ExtractedDocument, Extractor, SourceFile } from '../extract/extractor.js';
+import type { ExtractedDocument, Extractor, SourceFile, StreamedText } from '../extract/extractor.js';
 import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
@@ -147,6 +149,8 @@ export async function runPipeline(
 export interface Extracted {
   docs: ExtractedDocument[];
   extraction: IngestResult['extraction'];
+  /** A large plain-text file read as a stream: its one document's text (`docs[0].text` is empty). */
+  stream?: StreamedText;
 }
 
 /** The convert stage of one file. */
@@ -156,11 +160,22 @@ async function extractFile(
   file: SourceFile,
   signal: AbortSignal | undefined,
 ): Promise<Extracted> {
-  const docs = await timed(
-    parts.observer,
-    'convert',
-    { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
-    () => parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
+  const failure = { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' } as const;
+  // A plain-text file larger than one segment is streamed: its text is never held whole.
+  const { openText } = parts.extractor;
+  if (openText) {
+    const minBytes = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
+    const stream = await timed(parts.observer, 'convert', failure, () =>
+      openText.call(parts.extractor, file, { minBytes, ...opt(signal) }),
+    );
+    if (stream) {
+      parts.log.debug({ fileId: target.fileId }, 'plain text streamed (not held whole)');
+      cancelledIf(signal);
+      return { docs: [stream.doc], extraction: { engine: parts.extractor.name, profile: null }, stream };
+    }
+  }
+  const docs = await timed(parts.observer, 'convert', failure, () =>
+    parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
   );
   cancelledIf(signal);
   const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
@@ -206,7 +221,11 @@ async function writeExtracted(
     // once the last batch is reached (a file written in one batch knows it at once).
     const tally: Tally = { report, done: 0 };
     try {
-      for (const group of chunkGroups(clean, parts.segmentChars ?? DEFAULT_SEGMENT_CHARS)) {
+      const segmentChars = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
+      const groups = extracted.stream
+        ? streamedGroups(extracted.stream, segmentChars, signal)
+        : chunkGroups(clean, segmentChars);
+      for await (const group of groups) {
         const chunked = await timed(
           summed,
           'chunk',
@@ -340,6 +359,10 @@ export async function runPipelineBatch(
   const large: number[] = [];
   extracted.forEach((x, i) => {
     if (!x) return;
+    if (x.stream) {
+      large.push(i);
+      return;
+    }
     const chars = x.docs.reduce((n, d) => n + d.text.length, 0);
     (chars > segmentChars ? large : small).push(i);
   });
@@ -637,6 +660,39 @@ function* chunkGroups(docs: readonly ExtractedDocument[], segmentChars: number):
     }
   }
   if (group.length > 0) yield group;
+}
+
+/**
+ * A streamed text's segments (one document), as `chunkGroups` cuts a whole one: pieces are
+ * gathered until more than `segmentChars` are held, then one segment is cut where `segmentSpans`
+ * would cut it (segments.ts). Page furniture is dropped per segment (a table-of-contents line cut
+ * by a segment boundary is judged in two halves: the one difference from a text held whole).
+ */
+async function* streamedGroups(
+  stream: StreamedText,
+  segmentChars: number,
+  signal: AbortSignal | undefined,
+): AsyncGenerator<Piece[]> {
+  let held = '';
+  let offset = 0;
+  let outer: Heading[] = [];
+  const segment = (raw: string): Piece[] => {
+    const text = dropTableOfContents({ ...stream.doc, text: raw }).text;
+    const piece: Piece = { doc: 0, offset, input: { text, ...(outer.length > 0 ? { outer } : {}) } };
+    outer = headingsAfter(text, 0, text.length, outer);
+    offset += text.length;
+    return [piece];
+  };
+  for await (const piece of stream.pieces(signal)) {
+    held += piece;
+    while (held.length > segmentChars) {
+      const end = cutPoint(held, 0, segmentChars);
+      const raw = held.slice(0, end);
+      held = held.slice(end);
+      yield segment(raw);
+    }
+  }
+  if (held.length > 0) yield segment(held);
 }
 
 /** A segment's chunk with its offsets moved into the whole document. */

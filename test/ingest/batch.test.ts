@@ -124,7 +124,9 @@ describe('ingestMany', () => {
     expect(broken?.status === 'rejected' && (broken.reason as { code?: string }).code).toBe(
       'EXTRACTION_FAILED',
     );
-    expect(emptied?.status === 'rejected' && (emptied.reason as { statusCode?: number }).statusCode).toBe(422);
+    expect(emptied?.status === 'rejected' && (emptied.reason as { statusCode?: number }).statusCode).toBe(
+      422,
+    );
 
     // The good file: its new version alone is visible, with its new text.
     const goodPoints = await pointsOf(h.index, 'good');
