@@ -161,22 +161,29 @@ async function extractFile(
   signal: AbortSignal | undefined,
 ): Promise<Extracted> {
   const failure = { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' } as const;
-  // A plain-text file larger than one segment is streamed: its text is never held whole.
-  const { openText } = parts.extractor;
-  if (openText) {
-    const minBytes = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
-    const stream = await timed(parts.observer, 'convert', failure, () =>
-      openText.call(parts.extractor, file, { minBytes, ...opt(signal) }),
-    );
-    if (stream) {
-      parts.log.debug({ fileId: target.fileId }, 'plain text streamed (not held whole)');
-      cancelledIf(signal);
-      return { docs: [stream.doc], extraction: { engine: parts.extractor.name, profile: null }, stream };
+  // One convert observation per file, whichever way it was read.
+  const started = performance.now();
+  let docs: ExtractedDocument[];
+  try {
+    // A plain-text file larger than one segment is streamed: its text is never held whole.
+    const { openText } = parts.extractor;
+    if (openText) {
+      const minBytes = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
+      const stream = await timed(undefined, 'convert', failure, () =>
+        openText.call(parts.extractor, file, { minBytes, ...opt(signal) }),
+      );
+      if (stream) {
+        parts.log.debug({ fileId: target.fileId }, 'plain text streamed (not held whole)');
+        cancelledIf(signal);
+        return { docs: [stream.doc], extraction: { engine: parts.extractor.name, profile: null }, stream };
+      }
     }
+    docs = await timed(undefined, 'convert', failure, () =>
+      parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
+    );
+  } finally {
+    parts.observer?.stage('convert', (performance.now() - started) / 1000);
   }
-  const docs = await timed(parts.observer, 'convert', failure, () =>
-    parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
-  );
   cancelledIf(signal);
   const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;

@@ -7,6 +7,7 @@ import { createPooledLexicalStage } from '../../src/embed/bm25/lexical-stage.js'
 import type { StoredPoint } from '../../src/index/contract.js';
 import { IngestService } from '../../src/ingest/service.js';
 import { DANISH_CORPUS } from '../fixtures/index.js';
+import { AUTH } from '../helpers/app.js';
 import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
 
 /**
@@ -131,5 +132,15 @@ describe('a large plain-text file', () => {
       statusCode: 422,
     });
     expect(versionsOf(await pointsOf(h.index, 'book'))).toEqual([v2.ingestVersion]);
+  });
+
+  it('a small file is read whole, and each file counts one convert stage', async () => {
+    const path = join(dir, 'small.md');
+    await writeFile(path, '# Small\n\nA short note.');
+    const { service } = h.part.pipeline();
+    await service.ingest(target('small', 'docs'), async () => ({ path, filename: 'small.md', bytes: 23 }));
+    expect(h.logs.lines.some((l) => l.msg === 'plain text streamed (not held whole)')).toBe(false);
+    const text = (await h.app.inject({ url: '/metrics', headers: AUTH })).body;
+    expect(text).toMatch(/pipeline_stage_duration_seconds_count\{stage="convert"\} 1\n/);
   });
 });
