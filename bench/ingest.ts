@@ -4,7 +4,8 @@
  * a zero-cost dense embedder, so the figures measure Kilde rather than an embedding model.
  * Sets: the docling fixtures, the Danish textbook, and one large generated PDF.
  * Last, one large text file (SciFact abstracts repeated, 100 MiB by default) goes through the CLI's
- * ingest path in a fresh process (bench/ingest-large.ts) for its peak RSS.
+ * ingest path, a multipart upload and an S3 object, each in a fresh process (bench/ingest-large.ts),
+ * for its peak RSS.
  * Prints figures; asserts nothing.
  * Usage: npm run bench:ingest [-- <pages of the generated PDF> [<MiB of the large text file, 0: skip>]]
  */
@@ -126,9 +127,12 @@ try {
     const big = join(work, 'large.txt');
     writeLargeText(big, TEXT_MIB * 1024 * 1024);
     const child = fileURLToPath(new URL('./ingest-large.ts', import.meta.url));
-    process.stdout.write(
-      execFileSync(process.execPath, ['--import', 'tsx', child, big], { encoding: 'utf8' }),
-    );
+    // The three ways a file comes in, each in a fresh process: the CLI, a multipart upload, S3.
+    for (const via of ['cli', 'multipart', 's3']) {
+      process.stdout.write(
+        execFileSync(process.execPath, ['--import', 'tsx', child, big, '--via', via], { encoding: 'utf8' }),
+      );
+    }
   }
 } finally {
   await index.close();
