@@ -21,7 +21,7 @@ import { openIndex } from '../src/index/open.js';
 import { indexSettingsFrom } from '../src/index/settings-from-config.js';
 import type { VectorIndex } from '../src/index/store.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
-import type { Stage } from '../src/ingest/pipeline.js';
+import type { Stage } from '../src/ingest/stages.js';
 import { benchData } from './lib/data.js';
 
 const { values } = parseArgs({

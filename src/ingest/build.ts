@@ -18,9 +18,9 @@ import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import { WorkerPool } from '../pool/worker-pool.js';
 import type { FileLock } from './lock.js';
-import type { StageObserver } from './pipeline.js';
 import { connectRedis, RedisFileLock } from './redis-lock.js';
 import { IngestService } from './service.js';
+import type { StageObserver } from './stages.js';
 
 export interface BuildDeps {
   log: Logger;

@@ -1,5 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { Stage, StageObserver } from './pipeline.js';
+import type { Stage, StageObserver } from './stages.js';
 
 /** The ingestion service's own metrics, on the app's explicit registry. */
 export interface IngestMetrics extends StageObserver {

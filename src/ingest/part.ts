@@ -12,8 +12,8 @@ import { registerJobRoutes } from './jobs/routes.js';
 import { createJobRunner, spoolRoot, sweepSpool } from './jobs/runner.js';
 import { createIngestMetrics, type IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
-import type { Stage } from './pipeline.js';
 import { registerIngestRoutes } from './routes.js';
+import type { Stage } from './stages.js';
 import { sweepTempDirs } from './temp-dir.js';
 
 /** A spooled upload on a shared volume younger than this may still be arriving elsewhere. */

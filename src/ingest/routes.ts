@@ -13,7 +13,6 @@ import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
-import { timed } from './pipeline.js';
 import {
   checkCollection,
   FORM_FIELDS,
@@ -25,6 +24,7 @@ import {
 } from './request.js';
 import { chunksDocs, deleteDocs, extractDocs, ingestDocs } from './route-docs.js';
 import type { IngestOutcome } from './service.js';
+import { timed } from './stages.js';
 import { successBody } from './success-body.js';
 import { sourcePath, withTempDir } from './temp-dir.js';
 

@@ -12,17 +12,10 @@ import {
   type VersionSummary,
 } from './knowledge.js';
 import { DELETED_SCOPE, type FileLock, InProcessFileLock, type Lease } from './lock.js';
-import {
-  type BatchFile,
-  cancelledIf,
-  type IngestResult,
-  type PipelineOptions,
-  type PipelineParts,
-  runPipeline,
-  runPipelineBatch,
-  timed,
-} from './pipeline.js';
+import { type IngestResult, type PipelineOptions, type PipelineParts, runPipeline } from './pipeline.js';
+import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
+import { cancelledIf, timed } from './stages.js';
 import { fencedVersion, hasIndexedVersion, newIngestVersion } from './version-ledger.js';
 import { restoreVersion } from './version-restore.js';
 import { type SweepReport, sweepVersions } from './version-sweep.js';

@@ -5,7 +5,7 @@ import { KildeError } from '../../errors.js';
 import type { BuiltPipeline } from '../build.js';
 import { tooLarge } from '../byte-limit.js';
 import type { ObjectStore } from '../object-store.js';
-import { type Stage, type StageObserver, timed } from '../pipeline.js';
+import { type Stage, type StageObserver, timed } from '../stages.js';
 import { successBody } from '../success-body.js';
 import { isAlive, sourcePath, withTempDir } from '../temp-dir.js';
 import type { JobHandler, JobPayload, JobQueue, JobStage } from './job.js';

@@ -1,0 +1,78 @@
+import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
+
+/*
+ * What every stage of an ingest shares: the stage names, the observer that times them, the
+ * progress a running ingest reports, the error mapping of a failed stage and the cancellation check.
+ */
+
+/** Pipeline stages in the order they run; `fetch` is the object-storage download before them. */
+export type Stage = 'fetch' | 'convert' | 'chunk' | 'dense' | 'sparse' | 'write';
+
+export interface StageObserver {
+  stage(stage: Stage, seconds: number): void;
+  /** One `auto` routing decision: the engine chosen and the signal that decided. */
+  route?(engine: string, signal: string): void;
+}
+
+/**
+ * What a running ingest reports to its caller (a job's progress): the stage it enters and, once the
+ * file is chunked, how many chunks there are and how many have passed the embedding stages.
+ */
+export interface PipelineProgress {
+  stage: Stage;
+  chunksTotal?: number;
+  chunksDone?: number;
+}
+
+/** Times `fn` as one stage and turns whatever it throws into that stage's error code. */
+export async function timed<T>(
+  observer: StageObserver | undefined,
+  stage: Stage,
+  failure: { code: ErrorCode; status: number; message: string },
+  fn: () => Promise<T> | T,
+): Promise<T> {
+  const started = performance.now();
+  try {
+    return await fn();
+  } catch (err) {
+    throw asStageError(err, failure);
+  } finally {
+    observer?.stage(stage, (performance.now() - started) / 1000);
+  }
+}
+
+function asStageError(err: unknown, f: { code: ErrorCode; status: number; message: string }): KildeError {
+  if (err instanceof KildeError) {
+    // Gating errors (413 on a download) pass unchanged.
+    if (err.code === 'INVALID_REQUEST') return err;
+    // The per-file_id lease (Redis) was lost or unreachable: say so, whichever stage found out.
+    if (err.code === 'LOCK_FAILED') return err;
+    if (err.code === f.code) return err;
+    // A document over an extraction limit (hit while reading, chunking or encoding it in the
+    // worker pool) says so, whichever stage found out.
+    if (err.code === 'EXTRACTION_FAILED' && err.statusCode === 422) return err;
+    // Another stage's code becomes this stage's; a 5xx keeps its message for the log and DEBUG (the
+    // kernel shows clients the code's public message), a 4xx is about the caller's file and stays.
+    const allowed: readonly number[] = ERRORS[f.code].statuses;
+    return new KildeError(f.code, err.message, {
+      status: allowed.includes(err.statusCode) ? err.statusCode : f.status,
+      cause: err,
+      expose: err.exposed,
+      retryable: err.retryable,
+      ...(err.detail === undefined ? {} : { detail: err.detail }),
+    });
+  }
+  return new KildeError(f.code, f.status, f.message, { cause: err });
+}
+
+/** The error of an ingest whose client went away before its version was committed. */
+export function cancelledIf(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new KildeError('INVALID_REQUEST', 499, 'The client closed the request; nothing was committed');
+  }
+}
+
+/** `{ signal }` when there is one (for options objects under exactOptionalPropertyTypes). */
+export function opt(signal: AbortSignal | undefined): { signal?: AbortSignal } {
+  return signal ? { signal } : {};
+}
