@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import type { Env } from '../config/parse.js';
-import { type CliIo, registerCommands } from './commands.js';
+import type { CliIo } from './commands.js';
+import { registerDocumentsCommands } from './documents-command.js';
 import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
+import { registerIngestCommand } from './ingest-command.js';
 import { runQuickstart } from './quickstart.js';
+import { registerSearchCommands } from './search-command.js';
 import { startService } from './serve.js';
 import { SERVICES } from './services.js';
 
@@ -46,7 +49,9 @@ export function buildProgram(io: CliIo): Command {
       await runQuickstart(io.env, io.out);
     });
 
-  registerCommands(program, io);
+  registerIngestCommand(program, io);
+  registerSearchCommands(program, io);
+  registerDocumentsCommands(program, io);
   registerEvalCommands(program, io);
   return program;
 }

@@ -1,0 +1,183 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { dataPiece } from '../config/index-settings.js';
+import { fileIdFor } from '../index/identifiers.js';
+import {
+  type CliIo,
+  collection,
+  errorMessage,
+  positiveInt,
+  type Remote,
+  remoteOptions,
+  withBackend,
+} from './commands.js';
+import { CliError } from './fail.js';
+import type { JobClient } from './job-client.js';
+import { failuresByCode, ingestWithJobs, manifestPath } from './job-ingest.js';
+import { DEFAULT_PASS_FILES, passesOf } from './passes.js';
+import { createProgress } from './progress.js';
+import { type FoundFile, findFiles } from './walk.js';
+
+/* `kilde ingest`: local passes of many files, or one job per file on a server (`--url`). */
+
+/**
+ * `kilde ingest … --url`: one job per file on the server, followed through its events; Ctrl-C stops
+ * following (the server keeps running what was submitted) and the same command resumes.
+ */
+async function ingestJobs(
+  io: CliIo,
+  jobs: JobClient,
+  url: string,
+  files: FoundFile[],
+  o: { collection: string; concurrency: number; user: string; force?: boolean },
+  progress: ReturnType<typeof createProgress>,
+): Promise<void> {
+  const stop = new AbortController();
+  const onSigint = () => stop.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const dataDir = resolve(dataPiece.KILDE_DATA_DIR.parse(io.env.KILDE_DATA_DIR));
+    await ingestWithJobs({
+      client: jobs,
+      files,
+      collection: o.collection,
+      userId: o.user,
+      url,
+      manifest: manifestPath(dataDir, url, o.collection),
+      force: o.force === true,
+      concurrency: o.concurrency,
+      record: (outcome) => progress.record(outcome),
+      stage: (file, job) =>
+        progress.status(file, job.state === 'running' ? (job.stage ?? 'running') : job.state),
+      signal: stop.signal,
+    });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  const summary = progress.finish();
+  if (io.out.isTTY !== true) io.out.write(`${JSON.stringify({ summary })}\n`);
+  const done = summary.ok + summary.failed;
+  io.err.write(
+    `ingested ${summary.ok} of ${done} file(s) into "${o.collection}": ${summary.chunks} chunks in ${summary.seconds} s` +
+      (summary.skipped > 0 ? ` (${summary.skipped} unchanged, skipped)` : '') +
+      (summary.failed > 0 ? `; ${summary.failed} failed:\n` : '\n'),
+  );
+  if (summary.failed > 0) {
+    const byCode = failuresByCode(summary.failures);
+    io.err.write(`  by code: ${byCode.map(([code, n]) => `${code} ×${n}`).join(', ')}\n`);
+    for (const f of summary.failures)
+      io.err.write(`  ${f.file}: ${f.error}${f.code ? ` (${f.code})` : ''}\n`);
+    process.exitCode = 1;
+  }
+  if (stop.signal.aborted) {
+    io.err.write(
+      `interrupted after ${done} of ${files.length} file(s); jobs already submitted keep running on the server. Run the same command again to resume.\n`,
+    );
+    process.exitCode = 130;
+  }
+}
+
+export function registerIngestCommand(program: Command, io: CliIo): void {
+  remoteOptions(
+    program
+      .command('ingest')
+      .description('ingest files, folders or globs into a collection (re-ingesting replaces each file)')
+      .argument('<paths...>', 'files, folders (walked recursively) or globs')
+      .requiredOption('-c, --collection <name>', 'collection name', collection)
+      .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
+      // 8: enough for the server's group commit to merge the writes of small files (~7x 2's files/s)
+      .option('--concurrency <n>', 'with --url: files in flight', positiveInt('--concurrency', 64), 8)
+      .option(
+        '--batch <n>',
+        'local: most files per pipeline pass (one chunking task, one embedding call, one commit); files over 1 MiB go alone',
+        positiveInt('--batch', 1024),
+        DEFAULT_PASS_FILES,
+      )
+      .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli')
+      .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged'),
+  ).action(
+    async (
+      paths: string[],
+      o: Remote & {
+        collection: string;
+        engine?: string;
+        concurrency: number;
+        batch: number;
+        user: string;
+        force?: boolean;
+      },
+    ) => {
+      const files = await findFiles(paths);
+      if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
+      await withBackend(io, o, o.engine, async (backend) => {
+        const progress = createProgress(files.length, io.out.isTTY === true, io.out);
+        if (backend.jobs && backend.url) {
+          await ingestJobs(io, backend.jobs, backend.url, files, o, progress);
+          return;
+        }
+        const argsOf = (file: (typeof files)[number]) => ({
+          path: file.path,
+          fileId: fileIdFor(o.collection, file.relative),
+          filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+          collection: o.collection,
+          userId: o.user,
+          source: file.relative,
+        });
+        const record = (
+          file: (typeof files)[number],
+          started: number,
+          r: PromiseSettledResult<{ chunks: number }>,
+        ) => {
+          const base = {
+            file: file.relative,
+            file_id: fileIdFor(o.collection, file.relative),
+            ms: Math.round(performance.now() - started),
+          };
+          if (r.status === 'fulfilled') progress.record({ ...base, ok: true, chunks: r.value.chunks });
+          else progress.record({ ...base, ok: false, chunks: 0, ...errorMessage(r.reason) });
+        };
+        const ingestMany = backend.ingestMany?.bind(backend);
+        if (ingestMany) {
+          // Local: many files per pipeline pass (one chunking task, one embedding call, one group
+          // commit), two passes in flight so one converts while the other writes.
+          const passes = await passesOf(files, o.batch);
+          let next = 0;
+          const worker = async () => {
+            for (let i = next++; i < passes.length; i = next++) {
+              const pass = passes[i]!;
+              const started = performance.now();
+              const settled = await ingestMany(pass.map(argsOf));
+              pass.forEach((file, k) => {
+                record(file, started, settled[k]!);
+              });
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(2, passes.length) }, worker));
+        } else {
+          let next = 0;
+          const worker = async () => {
+            for (let i = next++; i < files.length; i = next++) {
+              const file = files[i] as (typeof files)[number];
+              const started = performance.now();
+              const r = await backend.ingest(argsOf(file)).then(
+                (value) => ({ status: 'fulfilled' as const, value }),
+                (reason: unknown) => ({ status: 'rejected' as const, reason }),
+              );
+              record(file, started, r);
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(o.concurrency, files.length) }, worker));
+        }
+        const summary = progress.finish();
+        if (io.out.isTTY !== true) io.out.write(`${JSON.stringify({ summary })}\n`);
+        io.err.write(
+          `ingested ${summary.ok} of ${summary.ok + summary.failed} file(s) into "${o.collection}": ${summary.chunks} chunks in ${summary.seconds} s` +
+            (summary.failed > 0 ? `; ${summary.failed} failed:\n` : '\n'),
+        );
+        for (const f of summary.failures)
+          io.err.write(`  ${f.file}: ${f.error}${f.code ? ` (${f.code})` : ''}\n`);
+        if (summary.failed > 0) process.exitCode = 1;
+      });
+    },
+  );
+}
