@@ -211,11 +211,12 @@ async function mergeRows(
 }
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
-function lastById(rows: LanceRow[]): LanceRow[] {
-  const byId = new Map<unknown, LanceRow>();
+export function lastById<T extends object>(rows: readonly T[]): T[] {
+  const byId = new Map<unknown, T>();
   for (const r of rows) {
-    byId.delete(r.id);
-    byId.set(r.id, r);
+    const id = (r as { id?: unknown }).id;
+    byId.delete(id);
+    byId.set(id, r);
   }
   return [...byId.values()];
 }

@@ -3,6 +3,7 @@ import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
+import { lastById } from './lancedb-batch.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
 import { PresenceProbe } from './lancedb-presence.js';
@@ -13,10 +14,7 @@ import {
   lexicalLayoutOf,
   movedRow,
   POINT_COLUMNS,
-  plainTerms,
   pointToRow,
-  rowToDenseHit,
-  rowToLexicalHit,
   rowToPoint,
 } from './lancedb-rows.js';
 import {
@@ -24,10 +22,10 @@ import {
   type FtsLanguage,
   fallbackLanguages,
   hasFtsIndex,
-  lexicalColumnOf,
   openOrCreateTable,
 } from './lancedb-schema-check.js';
-import { DEFAULT_VECTOR_INDEX, tuneVectorQuery, type VectorIndexSettings } from './lancedb-vector-index.js';
+import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
+import { DEFAULT_VECTOR_INDEX, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
@@ -76,19 +74,6 @@ export interface LanceIndexOptions {
   onVectorIndexBuild?: () => Promise<void> | void;
 }
 
-/** Bound on the extra rows one lexical query fetches while the full-text index is still empty. */
-const MAX_UNINDEXED_FETCH = 20_000;
-
-/** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */
-function lastById(points: readonly IndexPoint[]): IndexPoint[] {
-  const byId = new Map<string, IndexPoint>();
-  for (const p of points) {
-    byId.delete(p.id);
-    byId.set(p.id, p);
-  }
-  return [...byId.values()];
-}
-
 /** The embedded `VectorIndex`: one LanceDB table in a local directory. */
 export async function createLanceIndex(
   settings: IndexSettings,
@@ -106,8 +91,8 @@ class LanceIndex implements VectorIndex {
   /** The open table's lexical layout (read with its schema when the table is opened). */
   private layout: LexicalLayout = 'terms';
   private fts = false;
-  /** Whether the open table's full-text index holds rows (see `searchLexical`). */
-  private ftsPopulated = false;
+  /** Whether the open table's full-text index holds rows (see `searchLexical`, lancedb-search.ts). */
+  private readonly ftsState = { populated: false };
   private readonly writer: TableWriter;
   private readonly name: string;
   private readonly denseDim: number | undefined;
@@ -338,67 +323,11 @@ class LanceIndex implements VectorIndex {
   }
 
   async searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]> {
-    if (this.denseDim === undefined) {
-      throw new Error(`LanceDB table "${this.name}" is lexical-only: it has no ${DENSE_VECTOR} vector`);
-    }
-    if (vector.length !== this.denseDim) {
-      throw new Error(`query vector has ${vector.length} dimensions, the index expects ${this.denseDim}`);
-    }
-    const filterSql = filterToSql(filter);
-    if (filterSql === 'false' || limit <= 0) return [];
-    const table = await this.requireTable();
-    // No `text-dense IS NOT NULL` clause: LanceDB skips rows without a vector itself, and the extra
-    // predicate cost a scan of the vector column on every query. The filter is a prefilter (LanceDB's
-    // default): with a vector index too, only the tenant's rows are ever candidates.
-    let query = tuneVectorQuery(table.vectorSearch(vector), this.vectorIndex)
-      .column(DENSE_VECTOR)
-      .distanceType('cosine')
-      .select([...POINT_COLUMNS, '_distance'])
-      .limit(limit);
-    if (filterSql !== undefined) query = query.where(filterSql);
-    const rows: unknown[] = await query.toArray(this.exec);
-    return rows.map(rowToDenseHit);
+    return searchDense(this.reader(), vector, filter, limit);
   }
 
   async searchLexical(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
-    const where = filterToSql(filter);
-    if (where === 'false' || limit <= 0) return [];
-    const table = await this.requireTable();
-    // New tables match the query's analysed terms against the chunks' (each term once: a repeated
-    // term would count twice); older ones let LanceDB analyse the raw text over `content`.
-    const text =
-      this.layout === 'terms'
-        ? [...new Set(query.terms ?? plainTerms(query.text))].join(' ')
-        : query.text.trim();
-    if (text === '') return [];
-    // LanceDB (0.37.1) scores the rows not yet in the full-text index (written since the last
-    // optimize) by brute force and ranks them with the indexed ones, except while the index holds no
-    // row at all (a new table before its first optimize): then it returns matches in table order,
-    // cut at the limit, so only then are they all fetched and ranked here. Once the index holds rows
-    // (optimize only ever adds them) this takes no look-up: one query per search.
-    const pending = this.ftsPopulated ? 0 : await this.unindexedWhileEmpty(table);
-    let q = table
-      .query()
-      .fullTextSearch(text, { columns: lexicalColumnOf(this.layout) })
-      .select([...POINT_COLUMNS, '_score'])
-      .limit(limit + pending);
-    if (where !== undefined) q = q.where(where);
-    const rows: unknown[] = await q.toArray(this.exec);
-    const hits = rows.map(rowToLexicalHit);
-    return pending === 0 ? hits : hits.sort((a, b) => b.score - a.score).slice(0, limit);
-  }
-
-  /** Rows outside the full-text index while it holds none (0 once it holds some, from then on). */
-  private async unindexedWhileEmpty(table: Table): Promise<number> {
-    const column = lexicalColumnOf(this.layout);
-    const fts = (await table.listIndices()).find((i) => i.columns.join(',') === column);
-    if (!fts) return 0;
-    const stats = await table.indexStats(fts.name);
-    if ((stats?.numIndexedRows ?? 0) > 0) {
-      this.ftsPopulated = true;
-      return 0;
-    }
-    return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
+    return searchLexical(this.reader(), query, filter, limit);
   }
 
   async searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]> {
@@ -408,6 +337,19 @@ class LanceIndex implements VectorIndex {
     if (query.dense === undefined || this.denseDim === undefined) return fuseRrf([await lexical], limit);
     const [denseHits, lexicalHits] = await Promise.all([this.searchDense(query.dense, filter, n), lexical]);
     return fuseRrf([denseHits, lexicalHits], limit);
+  }
+
+  /** What the searches read (lancedb-search.ts). */
+  private reader(): TableReader {
+    return {
+      name: this.name,
+      denseDim: this.denseDim,
+      layout: this.layout,
+      exec: this.exec,
+      vectorIndex: this.vectorIndex,
+      fts: this.ftsState,
+      table: () => this.requireTable(),
+    };
   }
 
   writeEpoch(): number {

@@ -1,0 +1,100 @@
+import type { Table } from '@lancedb/lancedb';
+import { DENSE_VECTOR, type IndexFilter, type SearchHit } from './contract.js';
+import { filterToSql } from './lancedb-filter.js';
+import {
+  type LexicalLayout,
+  POINT_COLUMNS,
+  plainTerms,
+  rowToDenseHit,
+  rowToLexicalHit,
+} from './lancedb-rows.js';
+import { lexicalColumnOf } from './lancedb-schema-check.js';
+import { tuneVectorQuery, type VectorIndexSettings } from './lancedb-vector-index.js';
+import type { HybridQuery } from './store.js';
+
+/** Bound on the extra rows one lexical query fetches while the full-text index is still empty. */
+const MAX_UNINDEXED_FETCH = 20_000;
+
+/** What a search reads of one LanceDB index object (lancedb.ts). */
+export interface TableReader {
+  name: string;
+  denseDim: number | undefined;
+  layout: LexicalLayout;
+  exec: { timeoutMs: number };
+  vectorIndex: VectorIndexSettings;
+  /** Whether the table's full-text index holds rows: once true, it stays true. */
+  fts: { populated: boolean };
+  table(): Promise<Table>;
+}
+
+export async function searchDense(
+  r: TableReader,
+  vector: number[],
+  filter: IndexFilter,
+  limit: number,
+): Promise<SearchHit[]> {
+  if (r.denseDim === undefined) {
+    throw new Error(`LanceDB table "${r.name}" is lexical-only: it has no ${DENSE_VECTOR} vector`);
+  }
+  if (vector.length !== r.denseDim) {
+    throw new Error(`query vector has ${vector.length} dimensions, the index expects ${r.denseDim}`);
+  }
+  const filterSql = filterToSql(filter);
+  if (filterSql === 'false' || limit <= 0) return [];
+  const table = await r.table();
+  // No `text-dense IS NOT NULL` clause: LanceDB skips rows without a vector itself, and the extra
+  // predicate cost a scan of the vector column on every query. The filter is a prefilter (LanceDB's
+  // default): with a vector index too, only the tenant's rows are ever candidates.
+  let query = tuneVectorQuery(table.vectorSearch(vector), r.vectorIndex)
+    .column(DENSE_VECTOR)
+    .distanceType('cosine')
+    .select([...POINT_COLUMNS, '_distance'])
+    .limit(limit);
+  if (filterSql !== undefined) query = query.where(filterSql);
+  const rows: unknown[] = await query.toArray(r.exec);
+  return rows.map(rowToDenseHit);
+}
+
+export async function searchLexical(
+  r: TableReader,
+  query: HybridQuery,
+  filter: IndexFilter,
+  limit: number,
+): Promise<SearchHit[]> {
+  const where = filterToSql(filter);
+  if (where === 'false' || limit <= 0) return [];
+  const table = await r.table();
+  // New tables match the query's analysed terms against the chunks' (each term once: a repeated
+  // term would count twice); older ones let LanceDB analyse the raw text over `content`.
+  const text =
+    r.layout === 'terms' ? [...new Set(query.terms ?? plainTerms(query.text))].join(' ') : query.text.trim();
+  if (text === '') return [];
+  // LanceDB (0.37.1) scores the rows not yet in the full-text index (written since the last
+  // optimize) by brute force and ranks them with the indexed ones, except while the index holds no
+  // row at all (a new table before its first optimize): then it returns matches in table order,
+  // cut at the limit, so only then are they all fetched and ranked here. Once the index holds rows
+  // (optimize only ever adds them) this takes no look-up: one query per search.
+  const pending = r.fts.populated ? 0 : await unindexedWhileEmpty(r, table);
+  let q = table
+    .query()
+    .fullTextSearch(text, { columns: lexicalColumnOf(r.layout) })
+    .select([...POINT_COLUMNS, '_score'])
+    .limit(limit + pending);
+  if (where !== undefined) q = q.where(where);
+  const rows: unknown[] = await q.toArray(r.exec);
+  const hits = rows.map(rowToLexicalHit);
+  return pending === 0 ? hits : hits.sort((a, b) => b.score - a.score).slice(0, limit);
+}
+
+/** Rows outside the full-text index while it holds none (0 once it holds some, from then on). */
+async function unindexedWhileEmpty(r: TableReader, table: Table): Promise<number> {
+  const column = lexicalColumnOf(r.layout);
+  const fts = (await table.listIndices()).find((i) => i.columns.join(',') === column);
+  if (!fts) return 0;
+  const stats = await table.indexStats(fts.name);
+  if ((stats?.numIndexedRows ?? 0) > 0) {
+    r.fts.populated = true;
+    return 0;
+  }
+  return Math.min(stats?.numUnindexedRows ?? 0, MAX_UNINDEXED_FETCH);
+}
