@@ -27,8 +27,17 @@ import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
 import { createQueryLexical } from '../src/retrieve/query-lexical.js';
 import { createSearchService } from '../src/retrieve/search-service.js';
 import { kildeVersion } from '../src/version.js';
+import { DANISH_AUDIT } from './da-citizenship-audit.js';
 import { benchData } from './lib/data.js';
-import { breadcrumbHas, sectionOf } from './quality-metrics.js';
+import {
+  type AuditEntry,
+  auditedTargets,
+  auditProblems,
+  breadcrumbHas,
+  breadcrumbNames,
+  sectionOf,
+  sectionTexts,
+} from './quality-metrics.js';
 
 /**
  * `npm run bench:quality`: retrieval quality of the offline default (lexical-only, embedded LanceDB)
@@ -43,6 +52,8 @@ import { breadcrumbHas, sectionOf } from './quality-metrics.js';
  *   --only scifact|danish
  *   --concurrency N     files ingested at once (default 4)
  *   --runs DIR          also write each SciFact search's evaluation run there (`kilde eval compare` reads them)
+ *   --misses            print each Danish question the offline default misses in its top five, with
+ *                       the label and the sections it found (what to look at before changing the analysis)
  */
 const { values: args } = parseArgs({
   options: {
@@ -50,6 +61,7 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
     runs: { type: 'string' },
+    misses: { type: 'boolean', default: false },
   },
 });
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
@@ -254,21 +266,48 @@ async function scifact(): Promise<void> {
 // ----------------------------------------------------------------------------------------- Danish
 
 interface Question {
+  _id: string;
   text: string;
   section: string;
 }
 
-async function evalDanish(search: Search, questions: readonly Question[], target: (q: Question) => string) {
+/** The innermost heading of a chunk's breadcrumb, shortened, to print a miss. */
+const sectionName = (m: ChunkMeta) => {
+  const headers = Array.isArray(m.headers) ? m.headers.map(String) : [];
+  return (headers.at(-1) ?? String(m.source ?? '?')).slice(0, 40);
+};
+
+async function evalDanish(
+  search: Search,
+  questions: readonly Question[],
+  target: (q: Question) => string,
+  audit: ReadonlyMap<string, AuditEntry>,
+  misses = false,
+) {
   const hits = { top1: 0, top5: 0, near1: 0, near5: 0 };
+  const audited = { top1: 0, top5: 0 };
   for (const q of questions) {
     const metas = await search(q.text, 5);
+    const targets = auditedTargets(target(q), audit.get(q._id));
+    const names = (m: ChunkMeta | undefined) => targets.some((t) => breadcrumbNames(m, t));
+    if (names(metas[0])) audited.top1 += 1;
+    if (metas.some(names)) audited.top5 += 1;
+    if (misses && !metas.some((m) => breadcrumbHas(m, q.section))) {
+      const reachable = target(q) === q.section ? '' : ` (nearest ${target(q)})`;
+      console.log(
+        `miss ${q.section}${reachable}: ${q.text}\n     found: ${metas.map(sectionName).join(' | ')}`,
+      );
+    }
     if (breadcrumbHas(metas[0], q.section)) hits.top1 += 1;
     if (metas.some((m) => breadcrumbHas(m, q.section))) hits.top5 += 1;
     if (breadcrumbHas(metas[0], target(q))) hits.near1 += 1;
     if (metas.some((m) => breadcrumbHas(m, target(q)))) hits.near5 += 1;
   }
   const n = questions.length;
-  return [hits.top1 / n, hits.top5 / n, hits.near1 / n, hits.near5 / n];
+  return {
+    scores: [hits.top1 / n, hits.top5 / n, hits.near1 / n, hits.near5 / n],
+    audited: [audited.top1 / n, audited.top5 / n],
+  };
 }
 
 async function danish(): Promise<void> {
@@ -284,11 +323,27 @@ async function danish(): Promise<void> {
   // breadcrumb can name them: the second pair of columns scores those against the nearest
   // numbered ancestor heading instead, which tells ranking misses from unreachable labels.
   const headings = new Set<string>();
+  const sections = new Map<string, string>();
   for (const name of names) {
-    for (const line of (await readFile(join(corpus, name), 'utf8')).split('\n')) {
+    const markdown = await readFile(join(corpus, name), 'utf8');
+    for (const line of markdown.split('\n')) {
       const section = line.startsWith('#') ? sectionOf(line.replace(/^#+/, '')) : undefined;
       if (section) headings.add(section);
     }
+    for (const [title, text] of sectionTexts(markdown)) {
+      sections.set(title, sections.has(title) ? `${sections.get(title)} ${text}` : text);
+    }
+  }
+  // The audited labels (bench/da-citizenship-audit.ts), each checked against the textbook first.
+  const byId = new Map(questions.map((q) => [q._id, q]));
+  const audit = new Map<string, AuditEntry>();
+  const problems: string[] = [];
+  for (const entry of DANISH_AUDIT) {
+    const q = byId.get(entry.id);
+    if (!q) continue;
+    const wrong = auditProblems(entry, q.section, sections);
+    if (wrong.length === 0) audit.set(entry.id, entry);
+    problems.push(...wrong);
   }
   const nearest = (q: Question) => {
     let s = q.section;
@@ -311,10 +366,10 @@ async function danish(): Promise<void> {
     await backend.close();
     await settle(work);
     const settled = createLocalBackend(envFor(work, 'english'), log);
-    const lexical = await evalDanish(viaBackend(settled), questions, nearest);
+    const lexical = await evalDanish(viaBackend(settled), questions, nearest, audit, args.misses);
     await settled.close();
     const client = await clientBm25(work, 'english');
-    const clientScores = await evalDanish(client.search, questions, nearest);
+    const clientScores = await evalDanish(client.search, questions, nearest, audit);
     await client.close();
     const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
     const row = (name: string, before: readonly number[], now: number[]) => [
@@ -327,13 +382,27 @@ async function danish(): Promise<void> {
     printTable(
       ['search', 'top-1', 'top-5', 'top-1 (nearest)', 'top-5 (nearest)'],
       [
-        row('lexical: LanceDB full-text (the offline default)', BEFORE.danish.lexical, lexical),
-        row('client-side BM25 (Qdrant/bm25 encoder)', BEFORE.danish.client, clientScores),
+        row('lexical: LanceDB full-text (the offline default)', BEFORE.danish.lexical, lexical.scores),
+        row('client-side BM25 (Qdrant/bm25 encoder)', BEFORE.danish.client, clientScores.scores),
       ],
     );
     console.log(
       `(nearest: ${unreachable} of ${questions.length} labels name a section without a numbered heading; those count their nearest numbered ancestor)`,
     );
+    const kinds = (k: AuditEntry['kind']) => [...audit.values()].filter((e) => e.kind === k).length;
+    console.log(
+      `\nAudited labels (bench/da-citizenship-audit.ts; nearest as above, and for ${audit.size} missed questions checked against the textbook:` +
+        `\n  ${kinds('elsewhere')} answered in another section than labelled, scored there; ${kinds('also')} answered in another section too, either counts;` +
+        `\n  ${kinds('absent')} ask what the textbook does not say). An upper bound: only misses were audited.`,
+    );
+    printTable(
+      ['search', 'top-1 (audited)', 'top-5 (audited)'],
+      [
+        ['lexical: LanceDB full-text (the offline default)', ...lexical.audited.map(pct)],
+        ['client-side BM25 (Qdrant/bm25 encoder)', ...clientScores.audited.map(pct)],
+      ],
+    );
+    for (const p of problems) console.log(`audit entry no longer holds, not used: ${p}`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

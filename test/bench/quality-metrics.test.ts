@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { breadcrumbHas, scoreRanking, sectionOf } from '../../bench/quality-metrics.js';
+import {
+  type AuditEntry,
+  auditedTargets,
+  auditProblems,
+  breadcrumbHas,
+  breadcrumbNames,
+  scoreRanking,
+  sectionOf,
+  sectionTexts,
+} from '../../bench/quality-metrics.js';
 
 describe('bench:quality measures', () => {
   it('nDCG@k with graded gains and the ideal ranking from the qrels, as trec_eval ndcg_cut', () => {
@@ -30,5 +39,67 @@ describe('bench:quality measures', () => {
     expect(breadcrumbHas(meta as never, '1.9.1')).toBe(false);
     expect(breadcrumbHas(meta as never, '1.1')).toBe(false);
     expect(breadcrumbHas(undefined, '1.9')).toBe(false);
+  });
+
+  const chapter = [
+    '# 2.3 Det danske retssamfund',
+    '## 2.3.1 Rettigheder i grundloven',
+    'Ytringsfriheden\tgælder for alle.',
+    '## 2.3.4 Borgernes pligter',
+    '### Straf',
+    'I Danmark er den kriminelle lav-',
+    'alder 15 år.',
+  ].join('\n');
+
+  it('a section holds the running text under its heading and its sub-headings', () => {
+    const sections = sectionTexts(chapter);
+    expect(sections.get('Straf')).toBe('I Danmark er den kriminelle lavalder 15 år.');
+    expect(sections.get('2.3.4 Borgernes pligter')).toBe(sections.get('Straf'));
+    expect(sections.get('2.3.1 Rettigheder i grundloven')).toBe('Ytringsfriheden gælder for alle.');
+    expect(sections.get('2.3 Det danske retssamfund')).toContain(
+      'Ytringsfriheden gælder for alle. I Danmark',
+    );
+  });
+
+  it('an audit entry is checked against the textbook: the evidence where it says, not in a label it calls wrong', () => {
+    const sections = sectionTexts(chapter);
+    const elsewhere: AuditEntry = {
+      id: 'q1',
+      kind: 'elsewhere',
+      answerIn: ['Straf'],
+      evidence: 'kriminelle lavalder',
+    };
+    expect(auditProblems(elsewhere, '2.3.1', sections)).toEqual([]);
+    // The label holds the evidence after all, or the named section does not.
+    expect(auditProblems(elsewhere, '2.3.4', sections)).toEqual([
+      'q1: "kriminelle lavalder" is in label 2.3.4',
+    ]);
+    const misplaced: AuditEntry = { ...elsewhere, answerIn: ['2.3.1 Rettigheder i grundloven'] };
+    expect(auditProblems(misplaced, '2.3', sections)).toHaveLength(2);
+    const also: AuditEntry = { id: 'q2', kind: 'also', answerIn: ['Straf'], evidence: '15 år' };
+    expect(auditProblems(also, '2.3.4', sections)).toEqual([]);
+    expect(auditProblems(also, '2.3.1', sections)).toEqual(['q2: "15 år" is not in label 2.3.1']);
+    expect(
+      auditProblems({ id: 'q3', kind: 'absent', evidence: 'Loyal to Familia' }, '2.3.4', sections),
+    ).toEqual([]);
+    expect(auditProblems({ id: 'q4', kind: 'absent', evidence: 'lavalder' }, '2.3.4', sections)).toEqual([
+      'q4: "lavalder" is in "2.3 Det danske retssamfund"',
+    ]);
+  });
+
+  it('an audited question is scored against the sections that answer it', () => {
+    const straf = { headers: ['2.3 Det danske retssamfund', '2.3.4 Borgernes pligter', 'Straf'] } as never;
+    const rights = { headers: ['2.3 Det danske retssamfund', '2.3.1 Rettigheder i grundloven'] } as never;
+    const entry: AuditEntry = { id: 'q1', kind: 'elsewhere', answerIn: ['Straf'], evidence: 'x' };
+    expect(auditedTargets('2.3.1', entry)).toEqual(['Straf']);
+    expect(auditedTargets('2.3.1', { ...entry, kind: 'also' })).toEqual(['2.3.1', 'Straf']);
+    expect(auditedTargets('2.3.1', { id: 'q1', kind: 'absent', evidence: 'x' })).toEqual(['2.3.1']);
+    expect(auditedTargets('2.3.1', undefined)).toEqual(['2.3.1']);
+    expect(breadcrumbNames(straf, 'Straf')).toBe(true);
+    expect(breadcrumbNames(straf, '2.3.4')).toBe(true);
+    expect(breadcrumbNames(rights, 'Straf')).toBe(false);
+    expect(breadcrumbNames(rights, '2.3.4')).toBe(false);
+    // A title names a heading whole, not a part of one.
+    expect(breadcrumbNames(straf, 'Borgernes pligter')).toBe(false);
   });
 });
