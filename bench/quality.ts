@@ -391,9 +391,10 @@ async function danish(): Promise<void> {
     );
     const kinds = (k: AuditEntry['kind']) => [...audit.values()].filter((e) => e.kind === k).length;
     console.log(
-      `\nAudited labels (bench/da-citizenship-audit.ts; nearest as above, and for ${audit.size} missed questions checked against the textbook:` +
+      `\nAudited labels (bench/da-citizenship-audit.ts; nearest as above, and ${audit.size} entries checked against the textbook:` +
         `\n  ${kinds('elsewhere')} answered in another section than labelled, scored there; ${kinds('also')} answered in another section too, either counts;` +
-        `\n  ${kinds('absent')} ask what the textbook does not say). An upper bound: only misses were audited.`,
+        `\n  ${kinds('absent')} ask what the textbook does not say, scored against their label as before).` +
+        `\n  An upper bound: hits whose first result lies in the labelled section were not audited.`,
     );
     printTable(
       ['search', 'top-1 (audited)', 'top-5 (audited)'],
