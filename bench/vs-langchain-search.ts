@@ -1,0 +1,447 @@
+/**
+ * `npm run bench:vs-langchain-search`: Kilde's `POST /search` against what a TypeScript user would
+ * deploy instead, LangChain.js's LanceDB store (`similaritySearch`) behind a minimal `node:http`
+ * server, on the same chunks, the same vectors and the same embedder. Prints figures; asserts nothing.
+ *
+ * - Corpus: SciFact abstracts (KILDE_BENCH_DATA), fifty to a .txt file, chunked once by Kilde's own
+ *   `kilde ingest` (word chunks, no overlap) into its LanceDB index; about `--chunks` chunks. Past one
+ *   pass over the corpus (≈ 11k chunks) each further pass is chunked at a slightly larger size, so
+ *   every chunk's text is distinct (Kilde's search drops duplicate texts; a peer would not).
+ * - The same chunks and the very vectors Kilde wrote are put into LangChain's store through its own
+ *   `addVectors` (bench/vs-langchain/search-build.mjs): one set of document vectors for both.
+ * - One embedder for every query: the tests' wire-exact fake OpenAI embeddings server in its own
+ *   process (a hashed bag of words, no model cost); Kilde reaches it with `EMBEDDING_PROVIDER=http-compat`,
+ *   LangChain with `OpenAIEmbeddings`; both send the bare query (Kilde's query prefix set empty).
+ * - Every server is a fresh process per round (`kilde serve retrieve` from dist/; `node
+ *   bench/vs-langchain/search-server.mjs`); the order of the variants rotates between rounds. Each
+ *   runs every query at concurrency 1 and then 8 (after a warm-up); q/s per round (median printed),
+ *   p50/p99 over all rounds' latencies, peak RSS of the server's process tree.
+ * - Like for like: overlap@k of each Kilde variant's result texts with LangChain's, per query.
+ *   LangChain's store has no full-text or hybrid search, so Kilde's hybrid and lexical variants are
+ *   printed without a ratio. LlamaIndex.TS has no LanceDB vector store (docs/performance.md).
+ *
+ * Usage: npm run bench:vs-langchain-search [-- --chunks 10000 --queries 200 --rounds 3 --k 10
+ *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical --dir <keep the indexes>]
+ */
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { connect } from '@lancedb/lancedb';
+import { DENSE_VECTOR } from '../src/index/contract.js';
+import { benchData, FIXTURE_TOKENIZER } from './lib/data.js';
+import { percentile } from './lib/stats.js';
+import { treeRss } from './lib/tree-rss.js';
+
+const { values: args } = parseArgs({
+  options: {
+    chunks: { type: 'string', default: '10000' },
+    queries: { type: 'string', default: '200' },
+    rounds: { type: 'string', default: '3' },
+    k: { type: 'string', default: '10' },
+    words: { type: 'string', default: '100' },
+    variants: { type: 'string', default: 'kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical' },
+    dir: { type: 'string' },
+  },
+});
+const CHUNKS = Number(args.chunks);
+const QUERIES = Number(args.queries);
+const ROUNDS = Number(args.rounds);
+const K = Number(args.k);
+/** Words per chunk in the first pass over the corpus; pass p uses WORDS + 3p. */
+const WORDS = Number(args.words);
+const DIM = 384;
+const COLLECTION = 'scifact';
+const TABLE = 'ingestion_files';
+const MODEL = 'fake-embed';
+const API_KEY = 'bench-key-0123456789abcdef';
+const CONCURRENCY = [1, 8];
+const ABSTRACTS_PER_FILE = 50;
+
+const VARIANTS = ['kilde-dense', 'langchain-dense', 'kilde-hybrid', 'kilde-lexical'] as const;
+type Variant = (typeof VARIANTS)[number];
+const variants = args.variants
+  .split(',')
+  .filter((v): v is Variant => (VARIANTS as readonly string[]).includes(v));
+
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const ROOT = here('../');
+const LC_DIR = here('./vs-langchain/');
+const load = () => loadavg()[0]!.toFixed(1);
+
+const corpusPath = benchData('scifact', 'corpus.jsonl');
+const queriesPath = benchData('scifact', 'queries-train.jsonl');
+
+if (!existsSync(join(ROOT, 'dist/cli/main.js'))) {
+  console.error('bench: dist/ is missing; run `npm run build` first (kilde serve runs from dist/).');
+  process.exit(2);
+}
+if (!existsSync(join(LC_DIR, 'node_modules'))) {
+  console.log('installing the LangChain.js side into bench/vs-langchain/ (npm ci --legacy-peer-deps) ...');
+  execFileSync('npm', ['ci', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], {
+    cwd: LC_DIR,
+    stdio: 'inherit',
+  });
+}
+
+/** A child process whose output is watched for a line, then drained (a full pipe would stall it). */
+function start(cmd: string[], env: NodeJS.ProcessEnv, ready: RegExp, name: string) {
+  const child = spawn(cmd[0]!, cmd.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let tail = '';
+  const url = new Promise<string>((resolve, reject) => {
+    const watch = (chunk: Buffer) => {
+      tail = (tail + chunk.toString('utf8')).slice(-20_000);
+      const m = ready.exec(tail);
+      if (m) resolve(m[1]!);
+    };
+    child.stdout!.on('data', watch);
+    child.stderr!.on('data', watch);
+    child.on('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${tail}`)));
+  });
+  return { child, url, output: () => tail };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function kildeEnv(dir: string, embedUrl: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    API_KEY,
+    KILDE_DATA_DIR: join(dir, 'kilde-data'),
+    VECTORDB_URI: join(dir, 'kilde-lancedb'),
+    EMBEDDING_PROVIDER: 'http-compat',
+    EMBEDDING_API_BASE_URL: embedUrl,
+    EMBEDDING_MODEL: MODEL,
+    EMBEDDING_DIM: String(DIM),
+    EMBEDDING_PREFIX_DOC: '',
+    EMBEDDING_PREFIX_QUERY: '',
+    TOKENIZER_MODEL: FIXTURE_TOKENIZER,
+    EXTRACTION_ENGINE: 'inprocess',
+    ENABLE_QUERY_GENERATION: 'false',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    ...extra,
+  };
+}
+
+interface Built {
+  chunks: number;
+  passes: number;
+  files: number;
+  ingestSeconds: number;
+}
+
+/** Writes the corpus as files, ingests them with `kilde ingest`, exports chunks and vectors, builds LangChain's store. */
+async function build(dir: string, embedUrl: string): Promise<Built> {
+  const abstracts = (await readFile(corpusPath, 'utf8'))
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => {
+      const row = JSON.parse(l) as { title: string; text: string };
+      return `${row.title}\n\n${row.text}`;
+    });
+  const groups: string[] = [];
+  for (let i = 0; i < abstracts.length; i += ABSTRACTS_PER_FILE) {
+    groups.push(abstracts.slice(i, i + ABSTRACTS_PER_FILE).join('\n\n'));
+  }
+  const wordsOf = (s: string) => s.split(/\s+/).filter(Boolean).length;
+  let estimated = 0;
+  let passes = 0;
+  let files = 0;
+  let ingestSeconds = 0;
+  for (let pass = 0; estimated < CHUNKS; pass++) {
+    const size = WORDS + 3 * pass;
+    const folder = join(dir, `corpus-${pass}`);
+    await mkdir(folder, { recursive: true });
+    for (const [g, text] of groups.entries()) {
+      if (estimated >= CHUNKS) break;
+      // File names carry the pass: the CLI's file_id comes from the name, and a repeat would replace.
+      await writeFile(join(folder, `p${pass}-g${g}.txt`), text);
+      estimated += Math.ceil(wordsOf(text) / size);
+      files++;
+    }
+    const t0 = performance.now();
+    const res = spawnSync(
+      process.execPath,
+      [join(ROOT, 'bin/kilde.js'), 'ingest', folder, '--collection', COLLECTION, '--concurrency', '8'],
+      {
+        env: kildeEnv(dir, embedUrl, {
+          CHUNK_SPLIT_BY: 'word',
+          CHUNK_SIZE: String(size),
+          CHUNK_OVERLAP: '0',
+          LOG_LEVEL: 'warn',
+        }),
+        encoding: 'utf8',
+        maxBuffer: 256 * 1024 * 1024,
+      },
+    );
+    ingestSeconds += (performance.now() - t0) / 1000;
+    if (res.status !== 0) throw new Error(`kilde ingest failed (${res.status}):\n${res.stderr.slice(-4000)}`);
+    console.log(`  pass ${pass}: ${res.stderr.trim().split('\n').at(-1)} (load ${load()})`);
+    passes++;
+  }
+
+  // Export what Kilde wrote: the chunk texts and their vectors, for the other store.
+  const db = await connect(join(dir, 'kilde-lancedb'));
+  const table = await db.openTable(TABLE);
+  const rows = (await table
+    .query()
+    .where(`collection_name = '${COLLECTION}'`)
+    .select(['id', 'content', DENSE_VECTOR])
+    .toArray()) as Array<{ id: string; content: string; [DENSE_VECTOR]: { toArray(): Float32Array } }>;
+  table.close();
+  db.close();
+  const vectors = new Float32Array(rows.length * DIM);
+  rows.forEach((r, i) => {
+    vectors.set(r[DENSE_VECTOR].toArray(), i * DIM);
+  });
+  await writeFile(
+    join(dir, 'chunks.jsonl'),
+    rows.map((r) => JSON.stringify({ id: r.id, text: r.content })).join('\n'),
+  );
+  await writeFile(join(dir, 'vectors.f32'), new Uint8Array(vectors.buffer));
+  const lc = spawnSync(
+    process.execPath,
+    [
+      join(LC_DIR, 'search-build.mjs'),
+      join(dir, 'chunks.jsonl'),
+      join(dir, 'vectors.f32'),
+      String(DIM),
+      join(dir, 'langchain-lancedb'),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (lc.status !== 0)
+    throw new Error(`LangChain store build failed (${lc.status}):\n${lc.stderr.slice(-4000)}`);
+  const built: Built = { chunks: rows.length, passes, files, ingestSeconds };
+  await writeFile(join(dir, 'built.json'), JSON.stringify(built));
+  return built;
+}
+
+interface Server {
+  child: ChildProcess;
+  search: (q: string) => Promise<string[]>;
+}
+
+async function startServer(variant: Variant, dir: string, embedUrl: string): Promise<Server> {
+  if (variant === 'langchain-dense') {
+    const s = start(
+      [process.execPath, join(LC_DIR, 'search-server.mjs'), join(dir, 'langchain-lancedb'), embedUrl, MODEL],
+      { PATH: process.env.PATH, HOME: process.env.HOME },
+      /listening (http:\/\/\S+)/,
+      variant,
+    );
+    const url = await s.url;
+    return {
+      child: s.child,
+      search: async (query) => {
+        const res = await fetch(`${url}/search`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ query, k: K }),
+        });
+        if (res.status !== 200) throw new Error(`LangChain ${res.status}: ${await res.text()}`);
+        return ((await res.json()) as { documents: string[] }).documents;
+      },
+    };
+  }
+  const extra: Record<string, string> = { LOG_LEVEL: 'info' };
+  if (variant === 'kilde-hybrid') extra.ENABLE_HYBRID_SEARCH = 'true';
+  if (variant === 'kilde-lexical') {
+    extra.EMBEDDING_PROVIDER = 'none';
+  }
+  const s = start(
+    [process.execPath, join(ROOT, 'bin/kilde.js'), 'serve', 'retrieve'],
+    kildeEnv(dir, embedUrl, extra),
+    /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"kilde listening"/,
+    variant,
+  );
+  const url = await s.url;
+  return {
+    child: s.child,
+    search: async (query) => {
+      const res = await fetch(`${url}/search`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ queries: [query], collection_names: [COLLECTION], k: K }),
+      });
+      if (res.status !== 200) throw new Error(`Kilde ${res.status}: ${await res.text()}`);
+      return ((await res.json()) as { documents: string[][] }).documents[0]!;
+    },
+  };
+}
+
+/** Every query once, `concurrency` clients pulling from one queue; latencies and wall time. */
+async function drive(queries: string[], concurrency: number, search: (q: string) => Promise<string[]>) {
+  const lat: number[] = [];
+  const results: string[][] = new Array(queries.length);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < queries.length; i = next++) {
+        const s = performance.now();
+        results[i] = await search(queries[i]!);
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
+  return { lat, qps: (queries.length / (performance.now() - t0)) * 1000, results };
+}
+
+interface Cell {
+  lat: number[];
+  qps: number[];
+}
+
+async function main(): Promise<void> {
+  const dir = args.dir ?? (await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-search-')));
+  await mkdir(dir, { recursive: true });
+  const embed = start(
+    [process.execPath, '--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
+    { PATH: process.env.PATH, HOME: process.env.HOME },
+    /(http:\/\/\S+\/v1)/,
+    'embeddings server',
+  );
+  const embedUrl = await embed.url;
+  try {
+    console.log(
+      `search vs LangChain.js: ~${CHUNKS} chunks, ${QUERIES} queries, k=${K}, ${ROUNDS} rounds, ${dir}`,
+    );
+    console.log(`load average at start ${load()}`);
+    let built: Built;
+    if (existsSync(join(dir, 'built.json'))) {
+      built = JSON.parse(await readFile(join(dir, 'built.json'), 'utf8')) as Built;
+      console.log('reusing the indexes in --dir');
+    } else {
+      console.log(
+        'building: kilde ingest (word chunks), then the same chunks and vectors into LangChain’s store',
+      );
+      built = await build(dir, embedUrl);
+    }
+    console.log(
+      `corpus: ${built.chunks} chunks from ${built.files} files (${built.passes} pass(es) over SciFact, ${WORDS}+3·pass words a chunk); kilde ingest ${built.ingestSeconds.toFixed(1)} s`,
+    );
+
+    const queries = (await readFile(queriesPath, 'utf8'))
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(0, QUERIES)
+      .map((l) => (JSON.parse(l) as { text: string }).text);
+
+    const cells = new Map<string, Cell>();
+    const firstResults = new Map<Variant, string[][]>();
+    const peakRss = new Map<Variant, number>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
+      for (const variant of order) {
+        const server = await startServer(variant, dir, embedUrl);
+        let peak = 0;
+        const sampler = setInterval(() => {
+          peak = Math.max(peak, treeRss(server.child.pid));
+        }, 50);
+        try {
+          for (const q of queries.slice(0, 20)) await server.search(q); // warm-up
+          for (const c of CONCURRENCY) {
+            const r = await drive(queries, c, server.search);
+            const cell = cells.get(`${variant}/${c}`) ?? { lat: [], qps: [] };
+            cell.lat.push(...r.lat);
+            cell.qps.push(r.qps);
+            cells.set(`${variant}/${c}`, cell);
+            if (c === 1 && !firstResults.has(variant)) firstResults.set(variant, r.results);
+          }
+        } finally {
+          clearInterval(sampler);
+          peak = Math.max(peak, treeRss(server.child.pid));
+          await stop(server.child);
+        }
+        peakRss.set(variant, Math.max(peakRss.get(variant) ?? 0, peak));
+      }
+      console.log(`round ${round + 1}/${ROUNDS} done (${order.join(', ')}); load ${load()}`);
+    }
+
+    const median = (xs: number[]) => {
+      const s = [...xs].sort((a, b) => a - b);
+      return (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2;
+    };
+    const fig = (variant: Variant, c: number) => {
+      const cell = cells.get(`${variant}/${c}`)!;
+      const lat = [...cell.lat].sort((a, b) => a - b);
+      return { qps: median(cell.qps), p50: percentile(lat, 50), p99: percentile(lat, 99) };
+    };
+    const peer = variants.includes('langchain-dense') ? firstResults.get('langchain-dense') : undefined;
+    const rows: string[][] = [];
+    for (const variant of variants) {
+      const overlap = peer
+        ? (() => {
+            const mine = firstResults.get(variant)!;
+            let shared = 0;
+            let wanted = 0;
+            mine.forEach((docs, i) => {
+              const theirs = new Set(peer[i]);
+              shared += docs.filter((d) => theirs.has(d)).length;
+              wanted += Math.min(K, peer[i]!.length);
+            });
+            return (shared / wanted).toFixed(3);
+          })()
+        : '-';
+      for (const c of CONCURRENCY) {
+        const f = fig(variant, c);
+        const lc = variants.includes('langchain-dense') ? fig('langchain-dense', c) : undefined;
+        rows.push([
+          variant,
+          String(c),
+          f.qps.toFixed(1),
+          f.p50.toFixed(2),
+          f.p99.toFixed(2),
+          `${((peakRss.get(variant) ?? 0) / 1024 / 1024).toFixed(0)}`,
+          variant === 'kilde-dense' && lc ? `${(f.qps / lc.qps).toFixed(2)}×` : '-',
+          variant === 'kilde-dense' && lc ? `${(f.p50 / lc.p50).toFixed(2)}` : '-',
+          overlap,
+        ]);
+      }
+    }
+    printTable(
+      [
+        'variant',
+        'conc',
+        'q/s (median)',
+        'p50 ms',
+        'p99 ms',
+        'peak RSS MiB',
+        'q/s Kilde/LC',
+        'p50 Kilde/LC',
+        `overlap@${K} with LC`,
+      ],
+      rows,
+    );
+    console.log(
+      `load average at end ${load()}. Ratios: kilde-dense over langchain-dense (LangChain's store has no lexical or hybrid search; those rows have no peer, their overlap shows how far their results differ).`,
+    );
+  } finally {
+    await stop(embed.child);
+    if (!args.dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i < 1 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of rows) console.log(line(r));
+}
+
+await main();
