@@ -13,7 +13,7 @@
  * --legacy-peer-deps, which Kilde's own install must not); it is installed there on first use.
  *
  * Usage: npm run bench:vs-langchain [-- --rounds 2 --files 1000 --pages 300]
- * Not measured yet: token-budget chunking alone, /search against similaritySearch and LlamaIndex.TS.
+ * The search side is `npm run bench:vs-langchain-search` (bench/vs-langchain-search.ts). Not measured: token-budget chunking alone.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
