@@ -89,23 +89,7 @@ export class IngestService {
     checkCollection(target);
     return this.#lock.run(target.fileId, async (lease) => {
       cancelledIf(signal);
-      const { index, observer } = this.parts;
-      if (!target.overwrite) {
-        const exists = await timed(
-          observer,
-          'write',
-          { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
-          () => hasIndexedVersion(index, target.fileId, target.collectionName),
-        );
-        if (exists) {
-          throw invalid(
-            409,
-            `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
-          );
-        }
-      }
-      const file = await load();
-      const version = lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence);
+      const { file, version } = await this.#prepare(target, load, lease);
       const started = performance.now();
       this.#writing.add(version);
       let result: IngestResult;
@@ -137,6 +121,34 @@ export class IngestService {
       );
       return { ...result, bytes: file.bytes };
     });
+  }
+
+  /**
+   * Under the file's lock, before its pipeline runs: `overwrite=false` refuses a file already
+   * indexed in the collection (409), then the file is loaded and its new version named (fenced
+   * under a Redis lease).
+   */
+  async #prepare(
+    target: IngestTarget,
+    load: SourceLoader,
+    lease: Lease,
+  ): Promise<{ file: SourceFile & { bytes: number }; version: string }> {
+    if (!target.overwrite) {
+      const exists = await timed(
+        this.parts.observer,
+        'write',
+        { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
+        () => hasIndexedVersion(this.parts.index, target.fileId, target.collectionName),
+      );
+      if (exists) {
+        throw invalid(
+          409,
+          `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
+        );
+      }
+    }
+    const file = await load();
+    return { file, version: lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence) };
   }
 
   /**
@@ -199,7 +211,7 @@ export class IngestService {
     results: PromiseSettledResult<IngestOutcome>[],
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const { index, observer, log } = this.parts;
+    const { log } = this.parts;
     const files: Array<BatchFile & { at: number; bytes: number }> = [];
     await Promise.all(
       order.map(async (i) => {
@@ -207,22 +219,7 @@ export class IngestService {
         const lease = leases.get(i)!;
         try {
           cancelledIf(signal);
-          if (!target.overwrite) {
-            const exists = await timed(
-              observer,
-              'write',
-              { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
-              () => hasIndexedVersion(index, target.fileId, target.collectionName),
-            );
-            if (exists) {
-              throw invalid(
-                409,
-                `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
-              );
-            }
-          }
-          const file = await load();
-          const version = lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence);
+          const { file, version } = await this.#prepare(target, load, lease);
           files.push({ at: i, target, file, version, lease, bytes: file.bytes });
         } catch (err) {
           results[i] = { status: 'rejected', reason: err };
