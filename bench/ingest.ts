@@ -21,13 +21,13 @@ import { loadTokenCounter } from '../src/chunk/tokenizer.js';
 import { extractionSchema } from '../src/config/extraction.js';
 import { parseConfig } from '../src/config/parse.js';
 import { createLexicalStage } from '../src/embed/bm25/lexical-stage.js';
-import type { DenseEmbedder } from '../src/embed/dense.js';
 import { createExtractor } from '../src/extract/create-extractor.js';
 import { openIndex } from '../src/index/open.js';
 import { IngestService } from '../src/ingest/service.js';
 import type { Stage } from '../src/ingest/stages.js';
 import { benchData, FIXTURE_DOCUMENTS, FIXTURE_TOKENIZER } from './lib/data.js';
 import { treeRss } from './lib/tree-rss.js';
+import { zeroCostEmbedder } from './lib/zero-cost.js';
 import { writeTextPdf } from './text-pdf.js';
 
 const PDF_PAGES = Number(process.argv[2] ?? 300);
@@ -35,18 +35,7 @@ const TEXT_MIB = Number(process.argv[3] ?? 100);
 const DIM = 384;
 const log = pino({ level: 'warn' });
 
-/** Answers one fixed unit vector per text: the pipeline's cost without a model's. */
-const zeroCostEmbedder: DenseEmbedder = {
-  provider: 'zero-cost',
-  model: 'none',
-  dim: DIM,
-  embedDocuments: async (texts) => {
-    const v = new Array<number>(DIM).fill(0);
-    v[0] = 1;
-    return texts.map(() => v);
-  },
-  embedQuery: async () => [1, ...new Array<number>(DIM - 1).fill(0)],
-};
+const embedder = zeroCostEmbedder(DIM);
 
 let peakSampled = 0;
 const sampler = setInterval(() => {
@@ -65,7 +54,7 @@ await index.ensureCollection();
 const service = new IngestService({
   extractor: createExtractor('inprocess', parseConfig(extractionSchema, {}), { log }),
   chunker: createChunker({ mode: 'token', size: 400, overlap: 80, prefixTokens: 3, maxTokens: 512 }, counter),
-  dense: zeroCostEmbedder,
+  dense: embedder,
   lexical: createLexicalStage({ sparseModel: 'Qdrant/bm25' }),
   fallbackLanguage: 'english',
   index,

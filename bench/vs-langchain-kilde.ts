@@ -14,11 +14,11 @@ import { DEFAULT_PASS_FILES, passesOf } from '../src/cli/passes.js';
 import { ingestSchema } from '../src/config/ingest.js';
 import { parseConfig } from '../src/config/parse.js';
 import { createPooledLexicalStage } from '../src/embed/bm25/lexical-stage.js';
-import type { DenseEmbedder } from '../src/embed/dense.js';
 import { openIndex } from '../src/index/open.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import { IngestService } from '../src/ingest/service.js';
 import { treeRss } from './lib/tree-rss.js';
+import { zeroCostEmbedder } from './lib/zero-cost.js';
 
 const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
   string,
@@ -31,17 +31,7 @@ const DIM = 384;
 const IN_FLIGHT = 2;
 const log = pino({ level: 'warn' });
 
-const zeroCost: DenseEmbedder = {
-  provider: 'zero-cost',
-  model: 'none',
-  dim: DIM,
-  embedDocuments: async (texts) => {
-    const v = new Array<number>(DIM).fill(0);
-    v[0] = 1;
-    return texts.map(() => v);
-  },
-  embedQuery: async () => [1, ...new Array<number>(DIM - 1).fill(0)],
-};
+const zeroCost = zeroCostEmbedder(DIM);
 
 let peak = treeRss();
 const sampler = setInterval(() => {
