@@ -15,13 +15,15 @@ COPY console ./console
 COPY scripts/build-console.ts ./scripts/
 RUN npm run build:console
 
-# Runtime stage: production dependencies only, no compiler, not root.
+# Runtime stage: production dependencies only, no compiler, not root. GLIBC_TUNABLES pins glibc's
+# mmap threshold so that LanceDB's freed index-build buffers go back to the kernel (src/cli/malloc.ts).
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8000 \
     KILDE_DATA_DIR=/data \
-    LOG_FORMAT=json
+    LOG_FORMAT=json \
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
+import { withMallocTunables } from '../src/cli/malloc.js';
 import { extractionSchema } from '../src/config/extraction.js';
 import { parseConfig } from '../src/config/parse.js';
 import { createLexicalStage } from '../src/embed/bm25/lexical-stage.js';
@@ -116,10 +117,23 @@ try {
     const big = join(work, 'large.txt');
     writeLargeText(big, TEXT_MIB * 1024 * 1024);
     const child = fileURLToPath(new URL('./ingest-large.ts', import.meta.url));
-    // The three ways a file comes in, each in a fresh process: the CLI, a multipart upload, S3.
-    for (const via of ['cli', 'multipart', 's3']) {
+    // The three ways a file comes in, each in a fresh process: the CLI, a multipart upload, S3;
+    // with the allocator tunable the Docker image and `npm start` set (src/cli/malloc.ts), then the
+    // CLI path once more with glibc's defaults, to show what the tunable is worth.
+    const tuned = { ...process.env, GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES) };
+    const untuned = { ...process.env };
+    delete untuned.GLIBC_TUNABLES;
+    for (const [via, env] of [
+      ['cli', tuned],
+      ['multipart', tuned],
+      ['s3', tuned],
+      ['cli', untuned],
+    ] as const) {
       process.stdout.write(
-        execFileSync(process.execPath, ['--import', 'tsx', child, big, '--via', via], { encoding: 'utf8' }),
+        execFileSync(process.execPath, ['--import', 'tsx', child, big, '--via', via], {
+          encoding: 'utf8',
+          env,
+        }),
       );
     }
   }

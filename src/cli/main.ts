@@ -6,6 +6,7 @@ import { registerDocumentsCommands } from './documents-command.js';
 import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { registerIngestCommand } from './ingest-command.js';
+import { applyMallocTunables } from './malloc.js';
 import { runQuickstart } from './quickstart.js';
 import { registerSearchCommands } from './search-command.js';
 import { startService } from './serve.js';
@@ -59,6 +60,8 @@ export function buildProgram(io: CliIo): Command {
 /** Entry point of bin/kilde.js. Every failure is one line on stderr and a non-zero exit code. */
 export async function main(argv: string[], env: Env = process.env) {
   const io: CliIo = { env, out: process.stdout, err: process.stderr };
+  // For the processes started from here (the extraction pool); this one read its own at start.
+  if (env === process.env) applyMallocTunables(process.env);
   try {
     await buildProgram(io).parseAsync(argv);
   } catch (err) {
