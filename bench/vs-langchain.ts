@@ -3,8 +3,8 @@
  * same files, chunk budgets of the same size (400 tokens, 80 overlap on Kilde's side; 1600 and 320
  * characters for RecursiveCharacterTextSplitter, about four characters a token), a zero-cost
  * embedder on both sides and LanceDB on both sides. Every variant runs in a fresh process
- * (bench/vs-langchain-kilde.ts, bench/vs-langchain/runner.mjs), rounds interleaved (the order
- * alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
+ * (bench/vs-langchain-kilde.ts over the built dist/, as `kilde ingest` runs it, built first;
+ * bench/vs-langchain/runner.mjs), rounds interleaved (the order alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
  * means Kilde is faster) and peak RSS. Asserts nothing.
  *
  * Sets: small files (SciFact abstracts as .txt), mixed real documents (the PDF and DOCX fixtures and
@@ -12,7 +12,7 @@
  * The LangChain side lives in bench/vs-langchain/ with its own lockfile (its peer tree needs
  * --legacy-peer-deps, which Kilde's own install must not); it is installed there on first use.
  *
- * Usage: npm run bench:vs-langchain [-- --rounds 2 --files 1000 --pages 300]
+ * Usage: npm run bench:vs-langchain [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf]
  * The search side is `npm run bench:vs-langchain-search` (bench/vs-langchain-search.ts). Not measured: token-budget chunking alone.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '2' },
     files: { type: 'string', default: '1000' },
     pages: { type: 'string', default: '300' },
+    sets: { type: 'string', default: 'small,mixed,pdf' },
   },
 });
 const ROUNDS = Number(values.rounds);
@@ -62,9 +63,16 @@ if (!existsSync(join(LC_DIR, 'node_modules'))) {
   });
 }
 
+// Kilde's side runs dist/: bring it up to date with src/ first.
+console.log('building dist/ (tsc -b tsconfig.build.json) ...');
+execFileSync(process.execPath, [here('../node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
+  cwd: here('../'),
+  stdio: 'inherit',
+});
+
 const work = await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-'));
 
-async function writeSets(): Promise<Array<{ name: string; files: string[] }>> {
+async function writeSets(): Promise<Array<{ key: string; name: string; files: string[] }>> {
   const small = join(work, 'small');
   await rm(small, { recursive: true, force: true });
   const { mkdir } = await import('node:fs/promises');
@@ -83,17 +91,29 @@ async function writeSets(): Promise<Array<{ name: string; files: string[] }>> {
   const chapters = (await readdir(danish)).filter((f) => f.endsWith('.md')).map((f) => join(danish, f));
   const pdf = join(work, 'large.pdf');
   await writeFile(pdf, writeTextPdf(Number(values.pages), 45));
+  const chosen = new Set(values.sets.split(','));
   return [
-    { name: `small .txt ×${smallFiles.length}`, files: smallFiles },
-    { name: `mixed ×${fixtures.length + chapters.length}`, files: [...fixtures, ...chapters] },
-    { name: `pdf ${values.pages} pages`, files: [pdf] },
-  ];
+    { key: 'small', name: `small .txt ×${smallFiles.length}`, files: smallFiles },
+    { key: 'mixed', name: `mixed ×${fixtures.length + chapters.length}`, files: [...fixtures, ...chapters] },
+    { key: 'pdf', name: `pdf ${values.pages} pages`, files: [pdf] },
+  ].filter((s) => chosen.has(s.key));
 }
 
 function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
+  // Kilde's side runs the built code (dist/), as `kilde ingest` does: no TypeScript compiled in the
+  // timed process or its workers (use-dist.mjs; Node strips the bench file's own types).
   const args =
     side === 'kilde'
-      ? ['--import', 'tsx', here('./vs-langchain-kilde.ts'), list, dir, '400', '80']
+      ? [
+          '--disable-warning=ExperimentalWarning',
+          '--import',
+          here('./lib/use-dist.mjs'),
+          here('./vs-langchain-kilde.ts'),
+          list,
+          dir,
+          '400',
+          '80',
+        ]
       : [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'];
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
   const line = res.stdout.trim().split('\n').at(-1) ?? '';

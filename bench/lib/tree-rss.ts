@@ -16,7 +16,8 @@ function children(pid: number): number[] {
   }
 }
 
-function rssOf(pid: number): number {
+/** Bytes resident in one process (0 when it is gone). */
+export function rssOf(pid: number): number {
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Number(m[1]) * 1024 : 0;
