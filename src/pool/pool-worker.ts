@@ -22,6 +22,10 @@ const send = (msg: FromWorker): void => {
   process.send?.(msg);
 };
 
+// Profiled (`--cpu-prof`, passed on by the pool): the pool's SIGTERM ends this process through
+// `exit`, so the profile is written. Only then: a handler cannot run while a task holds the thread.
+if (process.execArgv.some((a) => a.startsWith('--cpu-prof'))) process.on('SIGTERM', () => process.exit(0));
+
 process.on('message', (msg: ToWorker) => {
   if (msg.type === 'setup') {
     setup = msg.setup;

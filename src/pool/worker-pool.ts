@@ -32,6 +32,11 @@ const STDERR_TAIL = 4096;
  */
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
+/**
+ * A parent started with `--cpu-prof` (and its `--cpu-prof-dir=…`, `--cpu-prof-interval=…`) profiles
+ * its workers too: each writes its own profile when it exits (docs/performance.md, "Profile").
+ */
+const PROFILE_FLAGS = process.execArgv.filter((a) => /^--cpu-prof(?:$|-)/.test(a));
 
 interface Job {
   id: number;
@@ -149,6 +154,7 @@ export class WorkerPool {
       execArgv: [
         ...(FROM_SOURCE ? ['--import', 'tsx/esm'] : []),
         `--max-old-space-size=${this.#settings.heapMb}`,
+        ...PROFILE_FLAGS,
       ],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
