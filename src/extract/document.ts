@@ -1,4 +1,4 @@
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import type { ExtractedDocument } from './extractor.js';
 import type { ReadContent } from './inprocess/content.js';
 import { detectLanguages, toIso6391 } from './languages.js';

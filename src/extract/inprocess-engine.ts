@@ -1,4 +1,4 @@
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind } from './file-type.js';

@@ -1,5 +1,5 @@
-import { type ExtractionLimits, LIMIT_DEFAULTS } from '../config/extraction.js';
-import type { KildeError } from '../http/errors.js';
+import { type ExtractionLimits, LIMIT_DEFAULTS } from '../config/extraction-limits.js';
+import type { KildeError } from '../errors.js';
 import { extractionFailed } from './document.js';
 
 export type { ExtractionLimits };

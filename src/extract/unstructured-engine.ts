@@ -6,7 +6,7 @@ import type { Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
 import { postFile, probeUrl, upstreamStatus } from './http-upload.js';
 import { joinPages, type ReadContent, tidyMarkdown } from './inprocess/content.js';
-import { htmlToMarkdown } from './inprocess/html.js';
+import { htmlToTidyMarkdown } from './inprocess/html-markdown.js';
 import { DEFAULT_LIMITS } from './limits.js';
 
 export interface UnstructuredOptions {
@@ -96,7 +96,7 @@ function markdownOf(el: Element): string {
     case 'ListItem':
       return text ? `- ${text}` : '';
     case 'Table':
-      return el.metadata?.text_as_html ? htmlToMarkdown(el.metadata.text_as_html, DEFAULT_LIMITS) : text;
+      return el.metadata?.text_as_html ? htmlToTidyMarkdown(el.metadata.text_as_html, DEFAULT_LIMITS) : text;
     case 'CodeSnippet':
       return text ? `\`\`\`\n${text}\n\`\`\`` : '';
     default:

@@ -3,9 +3,9 @@ import { createChunker } from '../chunk/create-chunker.js';
 import { loadTokenCounter } from '../chunk/tokenizer.js';
 import { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
+import { KildeError } from '../errors.js';
 import { readDocument } from '../extract/inprocess-engine.js';
 import { detectLanguages } from '../extract/languages.js';
-import { KildeError } from '../http/errors.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
 /*

@@ -3,7 +3,7 @@ import mammoth from 'mammoth';
 import type { ExtractionLimits } from '../limits.js';
 import { readCoreProperties } from '../ooxml-core.js';
 import type { ReadContent } from './content.js';
-import { htmlToMarkdown } from './html.js';
+import { htmlToTidyMarkdown } from './html-markdown.js';
 
 /** Word's Title/Subtitle paragraph styles are headings for the breadcrumb; mammoth maps only Heading N. */
 const STYLE_MAP = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'] => h2:fresh"];
@@ -18,5 +18,5 @@ export async function readDocx(path: string, limits: ExtractionLimits): Promise<
     { buffer },
     { styleMap: STYLE_MAP, convertImage: noImages },
   );
-  return { text: htmlToMarkdown(html, limits), metadata: readCoreProperties(new Uint8Array(buffer)) };
+  return { text: htmlToTidyMarkdown(html, limits), metadata: readCoreProperties(new Uint8Array(buffer)) };
 }

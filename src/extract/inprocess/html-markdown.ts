@@ -1,6 +1,15 @@
 import { Parser } from 'htmlparser2';
 import { nestingExceeded } from '../limits.js';
 import { markdownTable } from '../markdown-table.js';
+import { tidyMarkdown } from './content.js';
+
+/**
+ * `htmlToMarkdown` with the blank-line runs collapsed: what the HTML and DOCX readers return. Here,
+ * not in html.ts, so reading a DOCX does not load html.ts's DOM (linkedom, ~0.15 s of CPU per worker).
+ */
+export function htmlToTidyMarkdown(html: string, opts: { maxNesting: number }): string {
+  return tidyMarkdown(htmlToMarkdown(html, opts));
+}
 
 /**
  * HTML → Markdown in one streaming pass over htmlparser2's events, so time and memory grow

@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { toIsoDate } from '../dates.js';
 import type { ExtractionLimits } from '../limits.js';
 import { decodeXml, splitAuthors } from '../ooxml-core.js';
-import { type ReadContent, tidyMarkdown } from './content.js';
-import { htmlToMarkdown as convert } from './html-markdown.js';
+import type { ReadContent } from './content.js';
+import { htmlToTidyMarkdown } from './html-markdown.js';
 import { mainContentHtml } from './main-content.js';
 import { decodeText } from './text.js';
 
@@ -12,7 +12,7 @@ import { decodeText } from './text.js';
  * their text and images are dropped (URLs and icons cost tokens and say little).
  */
 export function htmlToMarkdown(html: string, limits: Pick<ExtractionLimits, 'maxNesting'>): string {
-  return tidyMarkdown(convert(html, limits));
+  return htmlToTidyMarkdown(html, limits);
 }
 
 export async function readHtml(path: string, limits: ExtractionLimits): Promise<ReadContent> {
