@@ -188,6 +188,7 @@ export function createExtractor(
     name: extractor.name,
     acceptsProfile: extractor.acceptsProfile,
     extract: extractor.extract.bind(extractor),
+    ...(extractor.extractMany ? { extractMany: extractor.extractMany.bind(extractor) } : {}),
     ...(extractor.probe ? { probe: extractor.probe.bind(extractor) } : {}),
     async close() {
       await inner?.();

@@ -77,6 +77,15 @@ export interface Extractor {
   readonly acceptsProfile: boolean;
   extract(file: SourceFile, options?: ExtractOptions): Promise<ExtractedDocument[]>;
   /**
+   * Many files at once (a pipeline pass over small files), each exactly as `extract` would return
+   * it or fail: one result per file, in order. Engines that can share the work (the worker pool's
+   * round trips) implement it; the caller falls back to `extract` per file otherwise.
+   */
+  extractMany?(
+    files: readonly SourceFile[],
+    options?: { signal?: AbortSignal },
+  ): Promise<Array<PromiseSettledResult<ExtractedDocument[]>>>;
+  /**
    * A plain-text or Markdown file larger than `minBytes`, opened as a stream (memory bounded by a
    * read buffer, not the file): its document without its text, and the text piece by piece, exactly
    * as `extract` would return it. Undefined for any other file (the caller extracts it as usual).

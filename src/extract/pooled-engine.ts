@@ -1,8 +1,9 @@
 import { stat } from 'node:fs/promises';
 import { KildeError } from '../errors.js';
-import type { WorkerPool } from '../pool/worker-pool.js';
+import type { TaskOutputs } from '../pool/tasks.js';
+import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
 import { extractionFailed, toDocument } from './document.js';
-import type { Extractor } from './extractor.js';
+import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind } from './file-type.js';
 import { openPlainText } from './inprocess/text-stream.js';
 import { checkTextSize, type ExtractionLimits } from './limits.js';
@@ -23,24 +24,63 @@ export interface PooledExtractorOptions {
  * the event loop's busy time when ingesting many small files; docs/performance.md).
  */
 export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOptions): Extractor {
+  const only = opts.only ? { only: opts.only } : {};
+  const documentOf = ({ content, mime, languages }: TaskOutputs['extract']): ExtractedDocument[] => [
+    toDocument(content, mime, [], languages),
+  ];
   return {
     name: opts.name,
     acceptsProfile: false,
     async extract(file, options) {
-      const { content, mime, languages } = await pool.run(
-        {
-          kind: 'extract',
-          file: {
-            path: file.path,
-            filename: file.filename,
-            ...(file.mimeType ? { mimeType: file.mimeType } : {}),
-          },
-          engine: opts.name,
-          ...(opts.only ? { only: opts.only } : {}),
-        },
+      const read = await pool.run(
+        { kind: 'extract', file: wireFile(file), engine: opts.name, ...only },
         { signal: options?.signal },
       );
-      return [toDocument(content, mime, [], languages)];
+      return documentOf(read);
+    },
+    /**
+     * The files in a few `extract-many` tasks (two per worker), so a pass of small files costs a
+     * few IPC round trips instead of one per file. Each file keeps its own time limit, result and
+     * error: should a task fail as a whole (its worker timed out, ran out of heap or died), a file
+     * that ran past its time limit gets that error and the others are read again, without it.
+     */
+    async extractMany(files, options) {
+      const signal = options?.signal;
+      const out: Array<PromiseSettledResult<ExtractedDocument[]>> = [];
+      const group = async (ids: readonly number[]): Promise<void> => {
+        if (ids.length === 0) return;
+        let results: TaskOutputs['extract-many'];
+        try {
+          results = await pool.run(
+            { kind: 'extract-many', files: ids.map((i) => wireFile(files[i]!)), engine: opts.name, ...only },
+            { signal },
+          );
+        } catch (err) {
+          const late = timedOutItem(err);
+          if (ids.length === 1 || signal?.aborted) {
+            for (const i of ids) out[i] = { status: 'rejected', reason: err };
+          } else if (late !== undefined) {
+            out[ids[late]!] = { status: 'rejected', reason: err };
+            await group(ids.filter((_, k) => k !== late));
+          } else {
+            // Out of heap or a crash: each file alone, so the error lands on the file that caused it.
+            await Promise.all(ids.map((i) => group([i])));
+          }
+          return;
+        }
+        results.forEach((r, k) => {
+          out[ids[k]!] = r.ok
+            ? { status: 'fulfilled', value: documentOf(r.value) }
+            : { status: 'rejected', reason: new KildeError(r.error.code, r.error.status, r.error.message) };
+        });
+      };
+      const groups = Math.min(files.length, pool.size * 2);
+      await Promise.all(
+        Array.from({ length: groups }, (_, g) =>
+          group(files.flatMap((_, i) => (Math.floor((i * groups) / files.length) === g ? [i] : []))),
+        ),
+      );
+      return out;
     },
     /**
      * A large .txt/.md file is read in this thread as a stream (text-stream.ts), never whole: the
@@ -65,4 +105,9 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     },
     ...(opts.ownsPool ? { close: () => pool.close() } : {}),
   };
+}
+
+/** What the worker needs of a file (no other property crosses the process boundary). */
+function wireFile(file: SourceFile): SourceFile {
+  return { path: file.path, filename: file.filename, ...(file.mimeType ? { mimeType: file.mimeType } : {}) };
 }

@@ -9,7 +9,7 @@ import {
   commitOptions,
   DEFAULT_BATCH_CHUNKS,
   DEFAULT_SEGMENT_CHARS,
-  extractFile,
+  extractFiles,
   type IngestResult,
   type PipelineParts,
   writeExtracted,
@@ -59,14 +59,11 @@ export async function runPipelineBatch(
   };
   const segmentChars = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
   const batchChunks = Math.max(1, parts.batchChunks ?? DEFAULT_BATCH_CHUNKS);
-  const extracted = await Promise.all(
-    files.map((f, i) =>
-      extractFile(parts, f.target, f.file, signal).catch((err: unknown) => {
-        fail(i, err);
-        return undefined;
-      }),
-    ),
-  );
+  const extracted = (await extractFiles(parts, files, signal)).map((r, i) => {
+    if (r.status === 'fulfilled') return r.value;
+    fail(i, r.reason);
+    return undefined;
+  });
   // Small files share the rest of the pass; a large one is written alone, in its bounded batches.
   const small: number[] = [];
   const large: number[] = [];

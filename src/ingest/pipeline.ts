@@ -13,7 +13,16 @@ import type { Lease } from './lock.js';
 import { encode, type Tally } from './pipeline-encode.js';
 import { chunkAll, chunkGroups, shifted, streamedGroups } from './pipeline-pieces.js';
 import type { IngestTarget } from './request.js';
-import { cancelledIf, opt, type PipelineProgress, type Stage, type StageObserver, timed } from './stages.js';
+import {
+  asStageError,
+  cancelled,
+  cancelledIf,
+  opt,
+  type PipelineProgress,
+  type Stage,
+  type StageObserver,
+  timed,
+} from './stages.js';
 import type { VersionScope } from './version-ledger.js';
 import { commitVersion, discardVersion, stageBatch } from './versioning.js';
 
@@ -93,6 +102,8 @@ export interface Extracted {
   stream?: StreamedText;
 }
 
+const CONVERT_FAILURE = { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' } as const;
+
 /** The convert stage of one file. */
 export async function extractFile(
   parts: PipelineParts,
@@ -100,31 +111,105 @@ export async function extractFile(
   file: SourceFile,
   signal: AbortSignal | undefined,
 ): Promise<Extracted> {
-  const failure = { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' } as const;
   // One convert observation per file, whichever way it was read.
   const started = performance.now();
   let docs: ExtractedDocument[];
   try {
-    // A plain-text file larger than one segment is streamed: its text is never held whole.
-    const { openText } = parts.extractor;
-    if (openText) {
-      const minBytes = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
-      const stream = await timed(undefined, 'convert', failure, () =>
-        openText.call(parts.extractor, file, { minBytes, ...opt(signal) }),
-      );
-      if (stream) {
-        parts.log.debug({ fileId: target.fileId }, 'plain text streamed (not held whole)');
-        cancelledIf(signal);
-        return { docs: [stream.doc], extraction: { engine: parts.extractor.name, profile: null }, stream };
-      }
-    }
-    docs = await timed(undefined, 'convert', failure, () =>
+    const streamed = await openStreamed(parts, target, file, signal);
+    if (streamed) return streamed;
+    docs = await timed(undefined, 'convert', CONVERT_FAILURE, () =>
       parts.extractor.extract(file, { fileId: target.fileId, ...opt(signal) }),
     );
   } finally {
     parts.observer?.stage('convert', (performance.now() - started) / 1000);
   }
   cancelledIf(signal);
+  return extractedOf(parts, docs);
+}
+
+/**
+ * The convert stage of many files (a pipeline pass): each file's outcome exactly as `extractFile`
+ * gives it, but the files that are not streamed are read together when the engine can
+ * (`Extractor.extractMany`: a few worker-pool round trips for the whole pass instead of one per
+ * file). Each file's time is observed once, as its share of the shared read.
+ */
+export async function extractFiles(
+  parts: PipelineParts,
+  items: ReadonlyArray<{ target: IngestTarget; file: SourceFile }>,
+  signal: AbortSignal | undefined,
+): Promise<Array<PromiseSettledResult<Extracted>>> {
+  const { extractor, observer } = parts;
+  if (!extractor.extractMany) {
+    return Promise.all(items.map((it) => settle(extractFile(parts, it.target, it.file, signal))));
+  }
+  const out: Array<PromiseSettledResult<Extracted>> = [];
+  const rest: number[] = [];
+  const checked: number[] = [];
+  await Promise.all(
+    items.map(async (it, i) => {
+      const started = performance.now();
+      try {
+        const streamed = await openStreamed(parts, it.target, it.file, signal);
+        if (streamed) {
+          out[i] = { status: 'fulfilled', value: streamed };
+          observer?.stage('convert', (performance.now() - started) / 1000);
+          return;
+        }
+        rest.push(i);
+        checked[i] = (performance.now() - started) / 1000;
+      } catch (err) {
+        out[i] = { status: 'rejected', reason: err };
+        observer?.stage('convert', (performance.now() - started) / 1000);
+      }
+    }),
+  );
+  if (rest.length === 0) return out;
+  rest.sort((a, b) => a - b);
+  const started = performance.now();
+  const read = await extractor
+    .extractMany(
+      rest.map((i) => items[i]!.file),
+      opt(signal),
+    )
+    .catch((reason: unknown) =>
+      rest.map((): PromiseSettledResult<ExtractedDocument[]> => ({ status: 'rejected', reason })),
+    );
+  const share = (performance.now() - started) / 1000 / rest.length;
+  rest.forEach((i, k) => {
+    observer?.stage('convert', (checked[i] ?? 0) + share);
+    const r = read[k]!;
+    if (r.status === 'rejected') {
+      out[i] = { status: 'rejected', reason: asStageError(r.reason, CONVERT_FAILURE) };
+    } else if (signal?.aborted) {
+      out[i] = { status: 'rejected', reason: cancelled() };
+    } else {
+      out[i] = { status: 'fulfilled', value: extractedOf(parts, r.value) };
+    }
+  });
+  return out;
+}
+
+/** A plain-text file larger than one segment, opened as a stream: its text is never held whole. */
+async function openStreamed(
+  parts: PipelineParts,
+  target: IngestTarget,
+  file: SourceFile,
+  signal: AbortSignal | undefined,
+): Promise<Extracted | undefined> {
+  const { openText } = parts.extractor;
+  if (!openText) return undefined;
+  const minBytes = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
+  const stream = await timed(undefined, 'convert', CONVERT_FAILURE, () =>
+    openText.call(parts.extractor, file, { minBytes, ...opt(signal) }),
+  );
+  if (!stream) return undefined;
+  parts.log.debug({ fileId: target.fileId }, 'plain text streamed (not held whole)');
+  cancelledIf(signal);
+  return { docs: [stream.doc], extraction: { engine: parts.extractor.name, profile: null }, stream };
+}
+
+/** The extracted documents with page furniture dropped, and the engine, profile and route that read them. */
+function extractedOf(parts: PipelineParts, docs: ExtractedDocument[]): Extracted {
   const engine = docs.find((d) => d.extractor)?.extractor ?? parts.extractor.name;
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
   const routing = docs.find((d) => d.routing)?.routing;
@@ -133,6 +218,13 @@ export async function extractFile(
     docs: docs.map(dropTableOfContents),
     extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
   };
+}
+
+function settle<T>(p: Promise<T>): Promise<PromiseSettledResult<T>> {
+  return p.then(
+    (value) => ({ status: 'fulfilled' as const, value }),
+    (reason: unknown) => ({ status: 'rejected' as const, reason }),
+  );
 }
 
 /** chunk → dense → sparse → write of one extracted file, in bounded batches (see `runPipeline`). */

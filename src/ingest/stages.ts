@@ -41,7 +41,11 @@ export async function timed<T>(
   }
 }
 
-function asStageError(err: unknown, f: { code: ErrorCode; status: number; message: string }): KildeError {
+/** What `timed` makes of an error thrown in a stage (exported for stages that settle many files). */
+export function asStageError(
+  err: unknown,
+  f: { code: ErrorCode; status: number; message: string },
+): KildeError {
   if (err instanceof KildeError) {
     // Gating errors (413 on a download) pass unchanged.
     if (err.code === 'INVALID_REQUEST') return err;
@@ -67,9 +71,11 @@ function asStageError(err: unknown, f: { code: ErrorCode; status: number; messag
 
 /** The error of an ingest whose client went away before its version was committed. */
 export function cancelledIf(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) {
-    throw new KildeError('INVALID_REQUEST', 499, 'The client closed the request; nothing was committed');
-  }
+  if (signal?.aborted) throw cancelled();
+}
+
+export function cancelled(): KildeError {
+  return new KildeError('INVALID_REQUEST', 499, 'The client closed the request; nothing was committed');
 }
 
 /** `{ signal }` when there is one (for options objects under exactOptionalPropertyTypes). */

@@ -4,6 +4,8 @@ import { loadTokenCounter } from '../chunk/tokenizer.js';
 import { LexicalAnalyzer } from '../embed/bm25/analysis.js';
 import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
 import { KildeError } from '../errors.js';
+import type { SourceFile } from '../extract/extractor.js';
+import type { FileKind } from '../extract/file-type.js';
 import { readDocument } from '../extract/inprocess-engine.js';
 import { detectLanguages } from '../extract/languages.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
@@ -32,13 +34,20 @@ process.on('message', (msg: ToWorker) => {
     return;
   }
   send({ type: 'started', id: msg.id });
-  void run(msg.input).then((result) => send({ type: 'result', id: msg.id, result }));
+  const id = msg.id;
+  void run(msg.input, (item) => send({ type: 'started', id, item })).then((result) =>
+    send({ type: 'result', id, result }),
+  );
 });
 process.on('disconnect', () => process.exit(0));
 
-async function run(input: TaskInput): Promise<TaskResult<TaskInput['kind']>> {
+/** `started(item)`: a task over many items says when each item after the first starts. */
+async function run(
+  input: TaskInput,
+  started: (item: number) => void = () => undefined,
+): Promise<TaskResult<TaskInput['kind']>> {
   try {
-    return { ok: true, value: await perform(input) };
+    return { ok: true, value: await perform(input, started) };
   } catch (err) {
     if (err instanceof KildeError) {
       return { ok: false, error: { code: err.code, status: err.statusCode, message: err.message } };
@@ -53,15 +62,27 @@ function setupOf(): WorkerSetup {
   return setup;
 }
 
-async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]> {
+async function perform(
+  input: TaskInput,
+  started: (item: number) => void,
+): Promise<TaskOutputs[TaskInput['kind']]> {
   switch (input.kind) {
-    case 'extract': {
-      const read = await readDocument(input.file, {
-        name: input.engine,
-        limits: setupOf().limits,
-        ...(input.only ? { only: input.only } : {}),
-      });
-      return { ...read, languages: detectLanguages(read.content.text) };
+    case 'extract':
+      return extract(input.file, input.engine, input.only);
+    case 'extract-many': {
+      const out: TaskOutputs['extract-many'] = [];
+      for (const [k, file] of input.files.entries()) {
+        if (k > 0) started(k);
+        out.push(
+          (await run({
+            kind: 'extract',
+            file,
+            engine: input.engine,
+            ...(input.only ? { only: input.only } : {}),
+          })) as TaskResult<'extract'>,
+        );
+      }
+      return out;
     }
     case 'chunk': {
       const c = await chunkerOf();
@@ -90,6 +111,19 @@ async function perform(input: TaskInput): Promise<TaskOutputs[TaskInput['kind']]
         text: input.text,
       });
   }
+}
+
+async function extract(
+  file: SourceFile,
+  engine: string,
+  only: readonly FileKind[] | undefined,
+): Promise<TaskOutputs['extract']> {
+  const read = await readDocument(file, {
+    name: engine,
+    limits: setupOf().limits,
+    ...(only ? { only } : {}),
+  });
+  return { ...read, languages: detectLanguages(read.content.text) };
 }
 
 function chunkerOf(): Promise<Chunker> {

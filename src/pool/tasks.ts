@@ -19,6 +19,12 @@ export interface WorkerSetup {
 
 export type TaskInput =
   | { kind: 'extract'; file: SourceFile; engine: string; only?: readonly FileKind[] }
+  /**
+   * Many files read one after another in one task (a pipeline pass over small files): one IPC round
+   * trip for all of them. Each file gets its own time limit (the worker says when each starts) and
+   * its own result or error.
+   */
+  | { kind: 'extract-many'; files: SourceFile[]; engine: string; only?: readonly FileKind[] }
   | { kind: 'chunk'; docs: ChunkInput[] }
   /** Chunks' lexical side (src/embed/bm25/lexical-stage.ts): terms, and BM25 vectors when `sparse`. */
   | { kind: 'lexical'; items: LexicalItem[]; sparse: boolean }
@@ -34,15 +40,18 @@ export type ToWorker = { type: 'setup'; setup: WorkerSetup } | { type: 'task'; i
 
 /**
  * What a worker answers: that the task has started (its time limit runs from then, not from when
- * it was queued), then its result.
+ * it was queued), then its result. A task over many items (`extract-many`) says when each item
+ * after the first starts: the time limit runs again from there, per item.
  */
 export type FromWorker =
-  | { type: 'started'; id: number }
+  | { type: 'started'; id: number; item?: number }
   | { type: 'result'; id: number; result: TaskResult<TaskInput['kind']> };
 
 export interface TaskOutputs {
   /** The document as read, and its languages as `detectLanguages` finds them. */
   extract: ReadDocument & { languages: string[] };
+  /** One result per file, in order: the file as `extract` reads it, or its error. */
+  'extract-many': Array<TaskResult<'extract'>>;
   chunk: Chunk[][];
   lexical: { lexical: string[]; sparse?: PackedSparse };
   render: RenderedPdf;

@@ -45,6 +45,8 @@ interface Job {
   resolve(value: unknown): void;
   reject(err: unknown): void;
   deadline?: Timer;
+  /** The item running now, in a task over many (`extract-many`). */
+  item?: number;
   settled?: true;
 }
 
@@ -106,6 +108,11 @@ export class WorkerPool {
       this.#queue.push(job);
       this.#pump();
     });
+  }
+
+  /** Most worker processes (`EXTRACTION_WORKERS`). */
+  get size(): number {
+    return this.#settings.size;
   }
 
   /** Worker processes now running and tasks waiting for one. */
@@ -178,8 +185,12 @@ export class WorkerPool {
 
   #onMessage(worker: Worker, msg: FromWorker): void {
     const job = worker.job;
-    if (!job || msg.id !== job.id) return;
+    // A job already settled (stopped at its time limit) takes no more messages from its worker.
+    if (!job || msg.id !== job.id || job.settled) return;
     if (msg.type === 'started') {
+      // Each item of a task over many has its own time limit, from when it starts.
+      job.deadline?.cancel();
+      job.item = msg.item ?? 0;
       job.deadline = this.#clock.schedule(() => this.#timeOut(worker, job), this.#settings.timeoutMs);
       return;
     }
@@ -205,7 +216,9 @@ export class WorkerPool {
       { task: job.input.kind, limitSeconds: seconds },
       'worker task over its time limit: worker replaced',
     );
-    this.#settle(job, limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT'));
+    const err = limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT');
+    timedOut.set(err, job.item ?? 0);
+    this.#settle(job, err);
     void this.#kill(worker, 'SIGKILL');
   }
 
@@ -275,6 +288,18 @@ export class WorkerPool {
     queueMicrotask(() => this.#pump());
     return exited;
   }
+}
+
+/** The errors of tasks stopped at their time limit, with the item that was running (0 for a one-item task). */
+const timedOut = new WeakMap<object, number>();
+
+/**
+ * Which item of a task over many (`extract-many`) ran past its time limit, when `err` is that task's
+ * time-out; undefined for any other error. The items before it had finished (their results were lost
+ * with the worker), the ones after it had not started.
+ */
+export function timedOutItem(err: unknown): number | undefined {
+  return typeof err === 'object' && err !== null ? timedOut.get(err) : undefined;
 }
 
 /** A busy worker keeps this process alive (its caller waits on it); an idle one does not. */

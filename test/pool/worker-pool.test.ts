@@ -95,6 +95,72 @@ describe('the worker pool', () => {
   });
 });
 
+describe('many files in one task (a pass of small files)', () => {
+  it('reads each file exactly as one task per file would, each with its own error', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-many-'));
+    try {
+      await writeFile(join(tmp, 'a.md'), '# Notes\n\nDet er en kort dansk tekst om vejret i dag.');
+      await writeFile(join(tmp, 'junk.bin'), Buffer.from([0, 1, 2, 3, 0, 0, 7]));
+      const files = [
+        { path: join(DOCUMENTS, 'word_tables.docx'), filename: 'word_tables.docx' },
+        { path: join(tmp, 'a.md'), filename: 'a.md' },
+        { path: join(tmp, 'junk.bin'), filename: 'junk.bin' },
+        { path: join(DOCUMENTS, 'wiki_duck.html'), filename: 'wiki_duck.html' },
+      ];
+      const extractor = createPooledExtractor(pool, { name: 'inprocess' });
+      const many = await extractor.extractMany!(files);
+      const one = await Promise.allSettled(files.map((f) => extractor.extract(f)));
+      expect(many).toEqual(one);
+      expect(many.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+      expect((many[2] as PromiseRejectedResult).reason).toBeInstanceOf(KildeError);
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('gives each file its own time limit: the file that ran past it fails alone, the others are read', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-late-'));
+    // The second time limit the pool sets (the second file's, as it starts) is over at once.
+    let limits = 0;
+    const lateSecond = {
+      now: () => Date.now(),
+      sleep: async () => undefined,
+      schedule(fn: () => void) {
+        limits += 1;
+        if (limits === 2) fn();
+        return { cancel: () => undefined };
+      },
+    };
+    const late = new WorkerPool(
+      { size: 1, heapMb: 256, timeoutMs: 5_000, setup: { limits: DEFAULT_LIMITS } },
+      { log: pino({ level: 'silent' }), clock: lateSecond },
+    );
+    try {
+      const files = await Promise.all(
+        ['one', 'two', 'three'].map(async (name) => {
+          const path = join(tmp, `${name}.txt`);
+          await writeFile(path, `File ${name} holds a short English sentence.`);
+          return { path, filename: `${name}.txt` };
+        }),
+      );
+      const read = await createPooledExtractor(late, { name: 'inprocess' }).extractMany!(files);
+      expect(read.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((read[1] as PromiseRejectedResult).reason).toMatchObject({
+        code: 'EXTRACTION_FAILED',
+        message: 'Document exceeds an extraction limit: processing took longer than 5 s (EXTRACTION_TIMEOUT)',
+      });
+      expect((read[2] as PromiseFulfilledResult<ExtractedDocument[]>).value[0]?.text).toBe(
+        'File three holds a short English sentence.',
+      );
+      // Two tasks: the one stopped under the second file, then the first and third again.
+      expect(limits).toBe(4);
+    } finally {
+      await late.close();
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('a worker process that dies under a task', () => {
   it('out of heap: EXTRACTION_FAILED naming EXTRACTION_MAX_HEAP_MB, and the pool goes on', async () => {
     const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-oom-'));
