@@ -39,14 +39,25 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       return documentOf(read);
     },
     /**
-     * The files in a few `extract-many` tasks (two per worker), so a pass of small files costs a
-     * few IPC round trips instead of one per file. Each file keeps its own time limit, result and
-     * error: should a task fail as a whole (its worker timed out, ran out of heap or died), a file
-     * that ran past its time limit gets that error and the others are read again, without it.
+     * Small files in a few `extract-many` tasks (two per worker), so a pass of them costs a few IPC
+     * round trips instead of one per file; a larger file (a PDF, say) gets a task of its own, so
+     * the workers share uneven files as they free up. Each file keeps its own time limit, result
+     * and error: should a task fail as a whole (its worker timed out, ran out of heap or died), a
+     * file that ran past its time limit gets that error and the others are read again, without it.
      */
     async extractMany(files, options) {
       const signal = options?.signal;
       const out: Array<PromiseSettledResult<ExtractedDocument[]>> = [];
+      const sizes = await Promise.all(
+        files.map((f) =>
+          stat(f.path).then(
+            (s) => s.size,
+            () => 0,
+          ),
+        ),
+      );
+      const alone = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [i] : []));
+      const small = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [] : [i]));
       const group = async (ids: readonly number[]): Promise<void> => {
         if (ids.length === 0) return;
         let results: TaskOutputs['extract-many'];
@@ -74,12 +85,13 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
             : { status: 'rejected', reason: new KildeError(r.error.code, r.error.status, r.error.message) };
         });
       };
-      const groups = Math.min(files.length, pool.size * 2);
-      await Promise.all(
-        Array.from({ length: groups }, (_, g) =>
-          group(files.flatMap((_, i) => (Math.floor((i * groups) / files.length) === g ? [i] : []))),
+      const groups = Math.min(small.length, pool.size * 2);
+      await Promise.all([
+        ...alone.map((i) => group([i])),
+        ...Array.from({ length: groups }, (_, g) =>
+          group(small.filter((_, k) => Math.floor((k * groups) / small.length) === g)),
         ),
-      );
+      ]);
       return out;
     },
     /**
@@ -106,6 +118,9 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     ...(opts.ownsPool ? { close: () => pool.close() } : {}),
   };
 }
+
+/** Files up to this size are read together in `extract-many` tasks; a larger one has a task of its own. */
+const GROUPED_FILE_BYTES = 64 * 1024;
 
 /** What the worker needs of a file (no other property crosses the process boundary). */
 function wireFile(file: SourceFile): SourceFile {

@@ -38,10 +38,10 @@ export interface BatchFile {
 export type BatchOutcome = { ok: true; result: IngestResult } | { ok: false; error: unknown };
 
 /**
- * Many files through one pipeline pass: each file is converted on its own (the pool runs two at a
- * time), then the small ones are chunked together in one pool task per worker, embedded in one
- * call, analysed together, and their versions are written together, so the index group-commits
- * them into one merge-insert (lancedb-batch.ts) after one shared presence read. Every file keeps
+ * Many files through one pipeline pass: the files are converted together (`extractFiles`: small
+ * ones in a few pool tasks), then the small ones are chunked together in one pool task per worker,
+ * embedded in one call, analysed together, and their versions are written together, so the index
+ * group-commits them into one merge-insert (lancedb-batch.ts) after one shared presence read. Every file keeps
  * its own version semantics: its own version id, its own `writeVersion` (all or nothing), and a
  * failure anywhere in its path fails only that file, whose previous version stays. A shared stage
  * that fails is retried file by file, so the error lands on the file that caused it. A file larger
