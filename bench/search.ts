@@ -1,5 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { connect, type Table } from '@lancedb/lancedb';
@@ -14,6 +14,8 @@ import {
   buildVectorIndexIfDue,
   DEFAULT_VECTOR_INDEX,
   isDenseIndex,
+  isQuantizedIndex,
+  tuneVectorQuery,
   type VectorIndexSettings,
 } from '../src/index/lancedb-vector-index.js';
 import { RRF_K } from '../src/index/rrf.js';
@@ -23,6 +25,7 @@ import { createRetrieveMetrics } from '../src/retrieve/metrics.js';
 import { createQueryLexical } from '../src/retrieve/query-lexical.js';
 import { createSearchService, type SearchService } from '../src/retrieve/search-service.js';
 import { mulberry32, percentile } from './lib/stats.js';
+import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.js';
 
 /**
  * `npm run bench:search`: latency (p50/p99) and queries/s of dense, hybrid and lexical search through
@@ -33,7 +36,10 @@ import { mulberry32, percentile } from './lib/stats.js';
  * dense vector index as `kilde ingest` would. With `--chunks` above 100k the table is measured at
  * 100k first, then grown to `--chunks` and measured again. Prints figures only; asserts nothing.
  *   --chunks 100000 --queries 200 --k 5 --tenants 10 --dim 384 --modes dense,hybrid,lexical
- *   --min-rows 50000 --ef 100 --dir <keep the index here>
+ *   --min-rows 5000 --ann-min-rows 200000 --ef 100 --refine 0 --dir <keep the index here>
+ * `--grid 100,200,400,800 [--refines none,2,5,10]` adds, at each size, recall@10 and p50/p99 of the
+ * raw dense query over every ef × refine factor (bench/lib/vector-grid.ts); `--grid-only` skips the
+ * service measurements.
  */
 const { values: args } = parseArgs({
   options: {
@@ -44,7 +50,12 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     modes: { type: 'string', default: 'dense,hybrid,lexical' },
     'min-rows': { type: 'string', default: String(DEFAULT_VECTOR_INDEX.minRows) },
+    'ann-min-rows': { type: 'string', default: String(DEFAULT_VECTOR_INDEX.annMinRows) },
     ef: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.ef) },
+    refine: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.refine) },
+    grid: { type: 'string' },
+    refines: { type: 'string', default: 'none,2,5,10' },
+    'grid-only': { type: 'boolean', default: false },
     dir: { type: 'string' },
   },
 });
@@ -56,7 +67,9 @@ const DIM = Number(args.dim);
 const COLLECTION = 'bench';
 const VECTOR_INDEX: VectorIndexSettings = {
   minRows: Number(args['min-rows']),
+  annMinRows: Number(args['ann-min-rows']),
   ef: Number(args.ef),
+  refine: Number(args.refine),
 };
 /** The sizes measured: 100k first when more is asked for, so one run shows how latency grows. */
 const STEPS = CHUNKS > 100_000 ? [100_000, CHUNKS] : [CHUNKS];
@@ -180,15 +193,13 @@ async function serviceFor(mode: Mode, dir: string, vectors: Map<string, number[]
 }
 
 /** The same query straight against LanceDB: what the adapter sends, with nothing around it. */
-function floorFor(mode: Mode, table: Table): (q: Query) => Promise<unknown> {
+function floorFor(mode: Mode, table: Table, quantized: boolean): (q: Query) => Promise<unknown> {
   // The pipeline over-fetches 2 × k for dedup; the hybrid adapter takes 20 per side before fusion.
   const fetchN = K * 2;
   const sideN = Math.max(fetchN * 2, 20);
   const tenantSql = (q: Query) => `collection_name IN ('${q.tenant}')`;
   const dense = (q: Query, n: number) =>
-    table
-      .vectorSearch(q.vector)
-      .ef(VECTOR_INDEX.ef)
+    tuneVectorQuery(table.vectorSearch(q.vector), VECTOR_INDEX, n, quantized)
       .column(DENSE_VECTOR)
       .distanceType('cosine')
       .where(tenantSql(q))
@@ -359,12 +370,14 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
   const db = await connect(dir);
   const table = await db.openTable(COLLECTION);
   const out: string[][] = [];
-  const modes = args.modes.split(',').filter((m): m is Mode => (MODES as readonly string[]).includes(m));
+  const modes = args['grid-only']
+    ? []
+    : args.modes.split(',').filter((m): m is Mode => (MODES as readonly string[]).includes(m));
   for (const mode of modes) {
     const service = await serviceFor(mode, dir, vectors);
     const viaService = (q: Query) =>
       service.search({ queries: [q.text], collection_names: [q.tenant], k: K });
-    const floor = floorFor(mode, table);
+    const floor = floorFor(mode, table, (await table.listIndices()).some(isQuantizedIndex));
     // A sanity figure: a bench of searches that find nothing would measure nothing.
     const sample = await Promise.all(queries.slice(0, 20).map(viaService));
     const found = sample.reduce((n, r) => n + (r.documents[0]?.length ?? 0), 0);
@@ -404,6 +417,18 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
     const r = await recall(dir, table, queries.slice(0, 100));
     console.log(
       `dense recall@10 vs exact search at ${rows} chunks: ${r.recall.toFixed(3)} (100 queries; ef ${VECTOR_INDEX.ef}); exact search p50 ${r.exactP50.toFixed(1)} ms, p99 ${r.exactP99.toFixed(1)} ms`,
+    );
+  }
+  if (args.grid !== undefined) {
+    const grid = await vectorGrid(
+      table,
+      queries.slice(0, 100).map((q) => ({ vector: q.vector, where: `collection_name IN ('${q.tenant}')` })),
+      gridOf(args.grid.split(',').map(Number), parseRefines(args.refines)),
+      { k: 10, limit: 10, rounds: 2 },
+    );
+    printGrid(
+      grid,
+      `ef × refine at ${rows} chunks (clustered vectors; 100 queries × 2 rounds, tenant-filtered, limit 10; load ${loadavg()[0]!.toFixed(1)}):`,
     );
   }
   table.close();

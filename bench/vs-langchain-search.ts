@@ -20,8 +20,14 @@
  *   LangChain's store has no full-text or hybrid search, so Kilde's hybrid and lexical variants are
  *   printed without a ratio. LlamaIndex.TS has no LanceDB vector store (docs/performance.md).
  *
+ * - Kilde's index is settled after the ingest (one optimize, then the dense index the writer's next
+ *   optimize would build), as a running `kilde serve ingest` leaves it.
+ *
  * Usage: npm run bench:vs-langchain-search [-- --chunks 10000 --queries 200 --rounds 3 --k 10
- *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical --dir <keep the indexes>]
+ *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical --dir <keep the indexes>
+ *        --min-rows 5000 --ann-min-rows 200000 --ef 100 --refine 0 (Kilde's LANCEDB_VECTOR_INDEX_*)
+ *        --grid 100,200,400,800 --refines none,2,5,10 (recall@10 and latency of the raw dense query
+ *        over every ef × refine factor, against exact search)]
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -31,10 +37,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
+import pino from 'pino';
 import { DENSE_VECTOR } from '../src/index/contract.js';
+import {
+  buildVectorIndexIfDue,
+  DEFAULT_VECTOR_INDEX,
+  isDenseIndex,
+  type VectorIndexSettings,
+} from '../src/index/lancedb-vector-index.js';
+import { hashEmbedding } from '../test/fakes/hash-embedding.js';
 import { benchData, FIXTURE_TOKENIZER } from './lib/data.js';
 import { percentile } from './lib/stats.js';
 import { treeRss } from './lib/tree-rss.js';
+import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,6 +60,12 @@ const { values: args } = parseArgs({
     words: { type: 'string', default: '100' },
     variants: { type: 'string', default: 'kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical' },
     dir: { type: 'string' },
+    'min-rows': { type: 'string', default: String(DEFAULT_VECTOR_INDEX.minRows) },
+    'ann-min-rows': { type: 'string', default: String(DEFAULT_VECTOR_INDEX.annMinRows) },
+    ef: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.ef) },
+    refine: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.refine) },
+    grid: { type: 'string' },
+    refines: { type: 'string', default: 'none,2,5,10' },
   },
 });
 const CHUNKS = Number(args.chunks);
@@ -60,6 +81,13 @@ const MODEL = 'fake-embed';
 const API_KEY = 'bench-key-0123456789abcdef';
 const CONCURRENCY = [1, 8];
 const ABSTRACTS_PER_FILE = 50;
+/** Kilde's dense index settings, for its ingest, the settling step and its server alike. */
+const VECTOR_INDEX: VectorIndexSettings = {
+  minRows: Number(args['min-rows']),
+  annMinRows: Number(args['ann-min-rows']),
+  ef: Number(args.ef),
+  refine: Number(args.refine),
+};
 
 const VARIANTS = ['kilde-dense', 'langchain-dense', 'kilde-hybrid', 'kilde-lexical'] as const;
 type Variant = (typeof VARIANTS)[number];
@@ -129,6 +157,10 @@ function kildeEnv(dir: string, embedUrl: string, extra: Record<string, string> =
     TOKENIZER_MODEL: FIXTURE_TOKENIZER,
     EXTRACTION_ENGINE: 'inprocess',
     ENABLE_QUERY_GENERATION: 'false',
+    LANCEDB_VECTOR_INDEX_MIN_ROWS: String(VECTOR_INDEX.minRows),
+    LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS: String(VECTOR_INDEX.annMinRows),
+    LANCEDB_VECTOR_INDEX_EF: String(VECTOR_INDEX.ef),
+    LANCEDB_VECTOR_INDEX_REFINE: String(VECTOR_INDEX.refine),
     HOST: '127.0.0.1',
     PORT: '0',
     ...extra,
@@ -140,6 +172,7 @@ interface Built {
   passes: number;
   files: number;
   ingestSeconds: number;
+  settled?: string;
 }
 
 /** Writes the corpus as files, ingests them with `kilde ingest`, exports chunks and vectors, builds LangChain's store. */
@@ -192,9 +225,24 @@ async function build(dir: string, embedUrl: string): Promise<Built> {
     passes++;
   }
 
-  // Export what Kilde wrote: the chunk texts and their vectors, for the other store.
+  // Settle Kilde's index as a running `kilde serve ingest` would once its deferred optimize has come
+  // (`kilde ingest` exits before that: up to half the rows of the last passes would stay outside
+  // every index, searched by brute force): one optimize, then the dense index the writer's next
+  // optimize would build or replace.
   const db = await connect(join(dir, 'kilde-lancedb'));
   const table = await db.openTable(TABLE);
+  const s0 = performance.now();
+  await table.optimize();
+  await buildVectorIndexIfDue(table, VECTOR_INDEX, {
+    log: pino({ level: 'silent' }),
+    now: () => performance.now(),
+  });
+  const dense = (await table.listIndices()).filter(isDenseIndex);
+  const stats = await Promise.all(dense.map((i) => table.indexStats(i.name)));
+  const settled = `${((performance.now() - s0) / 1000).toFixed(1)} s; dense index: ${dense.map((i, n) => `${i.name} (${i.indexType}, ${stats[n]?.numIndexedRows} rows in it, ${stats[n]?.numUnindexedRows} not)`).join(', ') || 'none'}`;
+  console.log(`  settled: ${settled}`);
+
+  // Export what Kilde wrote: the chunk texts and their vectors, for the other store.
   const rows = (await table
     .query()
     .where(`collection_name = '${COLLECTION}'`)
@@ -224,7 +272,7 @@ async function build(dir: string, embedUrl: string): Promise<Built> {
   );
   if (lc.status !== 0)
     throw new Error(`LangChain store build failed (${lc.status}):\n${lc.stderr.slice(-4000)}`);
-  const built: Built = { chunks: rows.length, passes, files, ingestSeconds };
+  const built: Built = { chunks: rows.length, passes, files, ingestSeconds, settled };
   await writeFile(join(dir, 'built.json'), JSON.stringify(built));
   return built;
 }
@@ -331,7 +379,7 @@ async function main(): Promise<void> {
       built = await build(dir, embedUrl);
     }
     console.log(
-      `corpus: ${built.chunks} chunks from ${built.files} files (${built.passes} pass(es) over SciFact, ${WORDS}+3·pass words a chunk); kilde ingest ${built.ingestSeconds.toFixed(1)} s`,
+      `corpus: ${built.chunks} chunks from ${built.files} files (${built.passes} pass(es) over SciFact, ${WORDS}+3·pass words a chunk); kilde ingest ${built.ingestSeconds.toFixed(1)} s; settled ${built.settled ?? '-'}`,
     );
 
     const queries = (await readFile(queriesPath, 'utf8'))
@@ -339,6 +387,25 @@ async function main(): Promise<void> {
       .filter((l) => l.trim() !== '')
       .slice(0, QUERIES)
       .map((l) => (JSON.parse(l) as { text: string }).text);
+
+    if (args.grid !== undefined) {
+      const db = await connect(join(dir, 'kilde-lancedb'));
+      const table = await db.openTable(TABLE);
+      const grid = await vectorGrid(
+        table,
+        queries
+          .slice(0, 100)
+          .map((q) => ({ vector: hashEmbedding(q, DIM), where: `collection_name IN ('${COLLECTION}')` })),
+        gridOf(args.grid.split(',').map(Number), parseRefines(args.refines)),
+        { k: K, limit: 2 * K, rounds: 2 },
+      );
+      printGrid(
+        grid,
+        `ef × refine of Kilde's dense index (bag-of-words vectors; 100 queries × 2 rounds, limit ${2 * K} as /search over-fetches; load ${load()}):`,
+      );
+      table.close();
+      db.close();
+    }
 
     const cells = new Map<string, Cell>();
     const firstResults = new Map<Variant, string[][]>();

@@ -100,14 +100,24 @@ export const indexPiece = {
     ),
   ),
   LANCEDB_VECTOR_INDEX_MIN_ROWS: int(
-    50_000,
-    'LanceDB only: rows from which the writer builds the dense vector index (an HNSW graph over 8-bit quantized vectors) in the background (and trains it again each time the table has grown 4×); below it dense search is an exact scan. 0 never builds one (docs/performance.md, "Search").',
+    5_000,
+    'LanceDB only: rows from which the writer builds a dense vector index in the background: an exact one (IVF-Flat, one partition: every vector held in memory, rows × dimensions × 4 bytes, same results as a scan at a fraction of its cost) up to `LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS`, an approximate one past it. Below it dense search is an exact scan of the data files. 0 never builds one (docs/performance.md, "Search").',
+    { min: 0 },
+  ),
+  LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS: int(
+    200_000,
+    'LanceDB only: rows from which the dense vector index is approximate: an HNSW graph over 8-bit quantized vectors (trained again each time the table has grown 4×) replaces the exact index. At or below `LANCEDB_VECTOR_INDEX_MIN_ROWS` the first index built is already the approximate one.',
     { min: 0 },
   ),
   LANCEDB_VECTOR_INDEX_EF: int(
-    100,
-    'LanceDB only: candidates kept while searching the HNSW graph of the dense vector index (Qdrant: `hnsw_ef`). Higher: better recall, slower.',
+    400,
+    'LanceDB only: candidates kept while searching the HNSW graph of the approximate dense index (Qdrant: `hnsw_ef`); raised to k × the refine factor when that is larger. Higher: better recall, slower.',
     { min: 1 },
+  ),
+  LANCEDB_VECTOR_INDEX_REFINE: int(
+    2,
+    'LanceDB only: refine factor of the approximate dense index: k × this many candidates of the graph search are re-ranked by their full vectors (Qdrant: `quantization.rescore` with `oversampling`). 0: none, the 8-bit distances decide. Not applied to the exact index.',
+    { min: 0 },
   ),
 };
 

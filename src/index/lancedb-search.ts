@@ -25,6 +25,8 @@ export interface TableReader {
   /** Whether the table's full-text index holds rows: once true, it stays true. */
   fts: { populated: boolean };
   table(): Promise<Table>;
+  /** Whether the table's dense index is the approximate (quantized) one, as last looked up. */
+  quantized(table: Table): Promise<boolean>;
 }
 
 export async function searchDense(
@@ -45,7 +47,10 @@ export async function searchDense(
   // No `text-dense IS NOT NULL` clause: LanceDB skips rows without a vector itself, and the extra
   // predicate cost a scan of the vector column on every query. The filter is a prefilter (LanceDB's
   // default): with a vector index too, only the tenant's rows are ever candidates.
-  let query = tuneVectorQuery(table.vectorSearch(vector), r.vectorIndex)
+  // Only a quantized index has its candidates re-ranked; asking which index the table has is a
+  // metadata look-up, made at most every few seconds, and only when a refine step is configured.
+  const quantized = r.vectorIndex.refine > 0 && (await r.quantized(table));
+  let query = tuneVectorQuery(table.vectorSearch(vector), r.vectorIndex, limit, quantized)
     .column(DENSE_VECTOR)
     .distanceType('cosine')
     .select([...POINT_COLUMNS, '_distance'])

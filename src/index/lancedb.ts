@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
@@ -25,7 +25,7 @@ import {
   openOrCreateTable,
 } from './lancedb-schema-check.js';
 import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
-import { DEFAULT_VECTOR_INDEX, type VectorIndexSettings } from './lancedb-vector-index.js';
+import { DEFAULT_VECTOR_INDEX, isQuantizedIndex, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
@@ -41,6 +41,9 @@ import {
   type VectorIndex,
   type VersionWrite,
 } from './store.js';
+
+/** How long the kind of the table's dense index, once looked up, is taken as known. */
+const DENSE_KIND_TTL_MS = 10_000;
 
 export interface LanceIndexOptions {
   /**
@@ -65,7 +68,7 @@ export interface LanceIndexOptions {
    * writer's time. Default 4; 0 disables the spacing.
    */
   optimizeSpacing?: number;
-  /** Time source for optimize spacing (tests pass a manual clock). Default the system clock. */
+  /** Time source for optimize spacing and for how long the dense index kind is cached (tests pass a manual clock). Default the system clock. */
   clock?: Clock;
   /**
    * Called when a background build of the dense vector index starts, before LanceDB trains it; the
@@ -93,6 +96,12 @@ class LanceIndex implements VectorIndex {
   private fts = false;
   /** Whether the open table's full-text index holds rows (see `searchLexical`, lancedb-search.ts). */
   private readonly ftsState = { populated: false };
+  /** Which dense index the table has (another process may build or replace it), as last looked up. */
+  private readonly denseKind: { quantized: boolean; at: number; pending: Promise<boolean> | undefined } = {
+    quantized: false,
+    at: Number.NEGATIVE_INFINITY,
+    pending: undefined,
+  };
   private readonly writer: TableWriter;
   private readonly name: string;
   private readonly denseDim: number | undefined;
@@ -349,7 +358,30 @@ class LanceIndex implements VectorIndex {
       vectorIndex: this.vectorIndex,
       fts: this.ftsState,
       table: () => this.requireTable(),
+      quantized: (table) => this.quantizedIndex(table),
     };
+  }
+
+  /**
+   * Whether the dense index is the quantized one, looked up at most every DENSE_KIND_TTL_MS (the
+   * writer, maybe in another process, replaces the exact index by the approximate one as the table
+   * grows); concurrent searches share one look-up.
+   */
+  private async quantizedIndex(table: Table): Promise<boolean> {
+    const k = this.denseKind;
+    const clock = this.options.clock ?? systemClock;
+    if (clock.now() - k.at < DENSE_KIND_TTL_MS) return k.quantized;
+    k.pending ??= table
+      .listIndices()
+      .then((indices) => {
+        k.quantized = indices.some(isQuantizedIndex);
+        k.at = clock.now();
+        return k.quantized;
+      })
+      .finally(() => {
+        k.pending = undefined;
+      });
+    return k.pending;
   }
 
   writeEpoch(): number {

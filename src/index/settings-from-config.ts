@@ -16,13 +16,17 @@ export interface IndexConfigFields {
   QDRANT_WRITE_ORDERING?: 'weak' | 'medium' | 'strong' | undefined;
   QDRANT_READ_CONSISTENCY?: string | undefined;
   LANCEDB_VECTOR_INDEX_MIN_ROWS?: number | undefined;
+  LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS?: number | undefined;
   LANCEDB_VECTOR_INDEX_EF?: number | undefined;
+  LANCEDB_VECTOR_INDEX_REFINE?: number | undefined;
 }
 
 function vectorIndexFrom(c: IndexConfigFields): Partial<VectorIndexSettings> {
   const v: Partial<VectorIndexSettings> = {};
   if (c.LANCEDB_VECTOR_INDEX_MIN_ROWS !== undefined) v.minRows = c.LANCEDB_VECTOR_INDEX_MIN_ROWS;
+  if (c.LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS !== undefined) v.annMinRows = c.LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS;
   if (c.LANCEDB_VECTOR_INDEX_EF !== undefined) v.ef = c.LANCEDB_VECTOR_INDEX_EF;
+  if (c.LANCEDB_VECTOR_INDEX_REFINE !== undefined) v.refine = c.LANCEDB_VECTOR_INDEX_REFINE;
   return v;
 }
 

@@ -1,18 +1,23 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from '@lancedb/lancedb';
+import { connect, VectorQuery } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { retrieveSchema } from '../../src/config/retrieve.js';
 import { mulberry32 } from '../../src/eval/significance.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
 import { isDenseIndex, type VectorIndexSettings } from '../../src/index/lancedb-vector-index.js';
+import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import type { VectorIndex } from '../../src/index/store.js';
-import { logSink } from '../helpers/app.js';
+import { logSink, testConfig } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
 
-/** The dense vector index of the LanceDB adapter: built past a threshold, in the background, tenants exact. */
+/**
+ * The dense vector index of the LanceDB adapter: built past a threshold, in the background, exact
+ * (IVF-Flat) up to `annMinRows` and approximate (HNSW-SQ) past it, tenants exact either way.
+ */
 const DIM = 16;
 const dirs: string[] = [];
 const open: VectorIndex[] = [];
@@ -71,11 +76,23 @@ async function denseIndices(dir: string) {
   return found.map((i) => i.name);
 }
 
+async function denseIndexTypes(dir: string) {
+  const db = await connect(dir);
+  const table = await db.openTable('ingestion_files');
+  const found = (await table.listIndices()).filter(isDenseIndex);
+  table.close();
+  db.close();
+  return found.map((i) => i.indexType);
+}
+
+/** Settings that make the first index built the approximate one. */
+const ann = (minRows: number): Partial<VectorIndexSettings> => ({ minRows, annMinRows: minRows });
+
 const big = (from: number, n: number) =>
   Array.from({ length: n }, (_, i) => point('big', from + i, vector(i % 4)));
 
 describe('LanceDB dense vector index', () => {
-  it('is built in the background once the table passes the threshold, and not before', async () => {
+  it('is built in the background once the table passes the threshold, and not before: the exact one', async () => {
     const first = await lance({ minRows: 600 });
     await first.index.upsert(big(0, 500));
     await first.index.close(); // waits for the optimize and any build it started
@@ -85,34 +102,101 @@ describe('LanceDB dense vector index', () => {
     const second = await lance({ minRows: 600 }, {}, first.dir);
     await second.index.upsert(big(500, 200));
     await second.index.close();
-    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_700']);
+    // Below `annMinRows` (default 200,000): the exact index, every vector as it is.
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_flat_700']);
+    expect(await denseIndexTypes(first.dir)).toEqual(['IvfFlat']);
     expect(second.logs.lines.find((l) => l.msg === 'dense vector index built')).toMatchObject({
       rows: 700,
+      kind: 'exact',
     });
   });
 
-  it('keeps tenant filtering exact: no other tenant, and a small tenant still gets k hits', async () => {
+  it('answers exactly what a scan answers through the exact index', async () => {
     const writer = await lance({ minRows: 600 });
-    // The small tenant's vectors all point away from the query: with the filter applied after the
-    // graph search, it would get nothing.
-    const small = Array.from({ length: 6 }, (_, i) => point('small', i, vector(8)));
-    await writer.index.upsert([...big(0, 700), ...small]);
+    await writer.index.upsert(big(0, 700));
     await writer.index.close();
-    expect(await denseIndices(writer.dir)).toEqual(['text_dense_idx_706']);
-
+    expect(await denseIndices(writer.dir)).toEqual(['text_dense_flat_700']);
     const { index } = await lance({ minRows: 600 }, {}, writer.dir);
-    const query = vector(0);
-    const smallHits = await index.searchDense(query, { collectionNames: ['small'] }, 5);
-    expect(smallHits).toHaveLength(5);
-    expect(smallHits.every((h) => h.meta.collection_name === 'small')).toBe(true);
-    const bigHits = await index.searchDense(query, { collectionNames: ['big'] }, 10);
-    expect(bigHits).toHaveLength(10);
-    expect(bigHits.every((h) => h.meta.collection_name === 'big')).toBe(true);
-    // Both tenants: the nearest rows are the big tenant's.
-    const both = await index.searchDense(query, { collectionNames: ['big', 'small'] }, 10);
-    expect(both.every((h) => h.meta.collection_name === 'big')).toBe(true);
-    expect(await index.searchDense(query, { collectionNames: ['nobody'] }, 5)).toEqual([]);
+    const db = await connect(writer.dir);
+    const table = await db.openTable('ingestion_files');
+    for (const centre of [0, 1, 2, 3, 5]) {
+      const query = vector(centre);
+      const scan: { id: string }[] = await table
+        .vectorSearch(query)
+        .bypassVectorIndex()
+        .column('text-dense')
+        .distanceType('cosine')
+        .where("collection_name = 'big'")
+        .select(['id'])
+        .limit(10)
+        .toArray();
+      const hits = await index.searchDense(query, { collectionNames: ['big'] }, 10);
+      expect(hits.map((h) => h.id)).toEqual(scan.map((r) => r.id));
+    }
+    table.close();
+    db.close();
   });
+
+  it('replaces the exact index by the approximate one once the table reaches annMinRows', async () => {
+    const settings = { minRows: 100, annMinRows: 300 };
+    const first = await lance(settings);
+    await first.index.upsert(big(0, 100));
+    await first.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_flat_100']);
+    // Growing below annMinRows: the exact index is kept, new rows folded into it (no retraining).
+    const grown = await lance(settings, {}, first.dir);
+    await grown.index.upsert(big(100, 150));
+    await grown.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_flat_100']);
+    const more = await lance(settings, {}, first.dir);
+    await more.index.upsert(big(250, 50));
+    await more.index.close();
+    expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_300']);
+    expect(await denseIndexTypes(first.dir)).toEqual(['IvfHnswSq']);
+    expect(more.logs.lines.find((l) => l.msg === 'building the dense vector index')).toMatchObject({
+      rows: 300,
+      kind: 'ann',
+      replacing: 'exact',
+      builtOn: 100,
+    });
+    expect(more.logs.lines.filter((l) => l.level === 40)).toEqual([]);
+  });
+
+  it.each([
+    ['exact', { minRows: 600 }, 'text_dense_flat_706'],
+    ['approximate', ann(600), 'text_dense_idx_706'],
+    ['approximate, refined', { ...ann(600), refine: 5 }, 'text_dense_idx_706'],
+  ] as const)(
+    'keeps tenant filtering exact with the %s index: no other tenant, and a small tenant still gets k hits',
+    async (_, settings, name) => {
+      const writer = await lance(settings);
+      // The small tenant's vectors all point away from the query: with the filter applied after the
+      // graph search, it would get nothing.
+      const small = Array.from({ length: 6 }, (_, i) => point('small', i, vector(8)));
+      await writer.index.upsert([...big(0, 700), ...small]);
+      await writer.index.close();
+      expect(await denseIndices(writer.dir)).toEqual([name]);
+
+      const { index } = await lance(settings, {}, writer.dir);
+      const query = vector(0);
+      const smallHits = await index.searchDense(query, { collectionNames: ['small'] }, 5);
+      expect(smallHits).toHaveLength(5);
+      expect(smallHits.every((h) => h.meta.collection_name === 'small')).toBe(true);
+      const bigHits = await index.searchDense(query, { collectionNames: ['big'] }, 10);
+      expect(bigHits).toHaveLength(10);
+      expect(bigHits.every((h) => h.meta.collection_name === 'big')).toBe(true);
+      // Both tenants: the nearest rows are the big tenant's.
+      const both = await index.searchDense(query, { collectionNames: ['big', 'small'] }, 10);
+      expect(both.every((h) => h.meta.collection_name === 'big')).toBe(true);
+      expect(await index.searchDense(query, { collectionNames: ['nobody'] }, 5)).toEqual([]);
+      // More rows than `ef` (100) keeps candidates, and, refined, more than ef / refine: ef is raised
+      // to what the query needs (LanceDB would refuse "ef must be greater than or equal to k").
+      const many = await index.searchDense(query, { collectionNames: ['big'] }, 200);
+      expect(many).toHaveLength(200);
+      expect(many.every((h) => h.meta.collection_name === 'big')).toBe(true);
+      expect(new Set(many.map((h) => h.id)).size).toBe(200);
+    },
+  );
 
   it('never holds up writes: rows written while the build runs are stored and searched', async () => {
     let release!: () => void;
@@ -124,16 +208,13 @@ describe('LanceDB dense vector index', () => {
       started = r;
     });
     const events: string[] = [];
-    const { index, dir } = await lance(
-      { minRows: 600 },
-      {
-        onVectorIndexBuild: () => {
-          events.push('build started');
-          started();
-          return held;
-        },
+    const { index, dir } = await lance(ann(600), {
+      onVectorIndexBuild: () => {
+        events.push('build started');
+        started();
+        return held;
       },
-    );
+    });
     await index.upsert(big(0, 700));
     await buildStarted;
     // The build is held before training; writes and searches go on regardless.
@@ -162,13 +243,13 @@ describe('LanceDB dense vector index', () => {
     db.close();
   });
 
-  it('trains again, replacing the index, once the table has grown fourfold', async () => {
-    const first = await lance({ minRows: 100 });
+  it('trains the approximate index again, replacing it, once the table has grown fourfold', async () => {
+    const first = await lance(ann(100));
     await first.index.upsert(big(0, 100));
     await first.index.close();
     expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_100']);
     // Below 4× the rows trained on: optimize folds the new rows into the index as they are.
-    const grown = await lance({ minRows: 100 }, {}, first.dir);
+    const grown = await lance(ann(100), {}, first.dir);
     await grown.index.upsert(big(100, 200));
     await grown.index.close();
     expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_100']);
@@ -179,10 +260,56 @@ describe('LanceDB dense vector index', () => {
     expect(stats).toMatchObject({ numIndexedRows: 300, numUnindexedRows: 0 });
     table.close();
     db.close();
-    const more = await lance({ minRows: 100 }, {}, first.dir);
+    const more = await lance(ann(100), {}, first.dir);
     await more.index.upsert(big(300, 100));
     await more.index.close();
     expect(await denseIndices(first.dir)).toEqual(['text_dense_idx_400']);
     expect(more.logs.lines.filter((l) => l.level === 40)).toEqual([]);
+  });
+
+  it('re-ranks by the refine factor only over the approximate index, whose vectors are quantized', async () => {
+    const refineFactor = vi.spyOn(VectorQuery.prototype, 'refineFactor');
+    try {
+      const settings = { minRows: 100, annMinRows: 300, refine: 3 };
+      const writer = await lance(settings);
+      await writer.index.upsert(big(0, 100));
+      await writer.index.close();
+      expect(await denseIndices(writer.dir)).toEqual(['text_dense_flat_100']);
+      // A fresh clock each time: the index kind is looked up once per 10 s of it.
+      const exact = await lance(settings, {}, writer.dir);
+      expect(await exact.index.searchDense(vector(1), { collectionNames: ['big'] }, 5)).toHaveLength(5);
+      expect(refineFactor).not.toHaveBeenCalled();
+      await exact.index.upsert(big(100, 200));
+      await exact.index.close();
+      expect(await denseIndices(writer.dir)).toEqual(['text_dense_idx_300']);
+      const approx = await lance(settings, {}, writer.dir);
+      expect(await approx.index.searchDense(vector(1), { collectionNames: ['big'] }, 5)).toHaveLength(5);
+      expect(refineFactor.mock.calls).toEqual([[3]]);
+    } finally {
+      refineFactor.mockRestore();
+    }
+  });
+
+  it('reads its settings from the LANCEDB_VECTOR_INDEX_* variables, and refuses bad ones', () => {
+    const base = { EMBEDDING_PROVIDER: 'none' };
+    const config = testConfig(retrieveSchema, {
+      ...base,
+      LANCEDB_VECTOR_INDEX_MIN_ROWS: '1000',
+      LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS: '9000',
+      LANCEDB_VECTOR_INDEX_EF: '300',
+      LANCEDB_VECTOR_INDEX_REFINE: '4',
+    });
+    expect(indexSettingsFrom(config, false).vectorIndex).toEqual({
+      minRows: 1000,
+      annMinRows: 9000,
+      ef: 300,
+      refine: 4,
+    });
+    expect(() => testConfig(retrieveSchema, { ...base, LANCEDB_VECTOR_INDEX_REFINE: '-1' })).toThrow(
+      /LANCEDB_VECTOR_INDEX_REFINE/,
+    );
+    expect(() => testConfig(retrieveSchema, { ...base, LANCEDB_VECTOR_INDEX_EF: '0' })).toThrow(
+      /LANCEDB_VECTOR_INDEX_EF/,
+    );
   });
 });
