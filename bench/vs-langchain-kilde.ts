@@ -100,7 +100,9 @@ const worker = async () => {
 };
 await Promise.all(Array.from({ length: Math.min(IN_FLIGHT, passes.length) }, worker));
 const ingested = performance.now();
-// Closing waits for the queued optimize (full-text index, compaction): part of a searchable index.
+// As `kilde ingest` ends: the pending optimize (full-text index, compaction) and a due vector index
+// build run before the process exits (part of a searchable index), then the index closes.
+await index.settle?.();
 await index.close();
 const seconds = (performance.now() - t0) / 1000;
 clearInterval(sampler);

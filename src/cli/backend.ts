@@ -67,6 +67,11 @@ export interface Backend {
    * its own, as `ingest` would.
    */
   ingestMany?(args: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]>;
+  /**
+   * After a run of ingests (local mode only): finishes the index's upkeep that would otherwise die
+   * with this process (docs/operations.md, "The embedded index"); whether there was any.
+   */
+  settle?(): Promise<boolean>;
   search(args: SearchArgs): Promise<SearchResult>;
   extract(path: string, engine: string | undefined): Promise<ExtractResult>;
   deleteDocument(fileId: string): Promise<Record<string, unknown>>;

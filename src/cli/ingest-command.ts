@@ -94,7 +94,11 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         DEFAULT_PASS_FILES,
       )
       .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli')
-      .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged'),
+      .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged')
+      .option(
+        '--no-settle',
+        'local: exit without indexing the new chunks (the full-text and vector indexes catch up at a later ingest; search meanwhile scans them)',
+      ),
   ).action(
     async (
       paths: string[],
@@ -105,6 +109,7 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         batch: number;
         user: string;
         force?: boolean;
+        settle: boolean;
       },
     ) => {
       const files = await findFiles(paths);
@@ -177,6 +182,15 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         for (const f of summary.failures)
           io.err.write(`  ${f.file}: ${f.error}${f.code ? ` (${f.code})` : ''}\n`);
         if (summary.failed > 0) process.exitCode = 1;
+        // The rows just written join the full-text and vector indexes before this process exits.
+        if (o.settle && summary.ok > 0 && backend.settle) {
+          const started = performance.now();
+          if (await backend.settle()) {
+            io.err.write(
+              `indexed the new chunks in ${((performance.now() - started) / 1000).toFixed(1)} s\n`,
+            );
+          }
+        }
       });
     },
   );

@@ -240,6 +240,11 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       } while (cursor !== undefined);
       return summarise(points);
     },
+    async settle() {
+      if (!runtime) return false;
+      const { all } = await runtime;
+      return (await all.index.settle?.()) ?? false;
+    },
     async close() {
       if (!runtime) return;
       const { app } = await runtime;

@@ -48,23 +48,49 @@ export class TableMaintenance {
     }
     w.optimizeQueued = true;
     void w.queue
-      .run(async () => {
-        w.writesSinceOptimize = 0;
-        w.rowsSinceOptimize = 0;
-        w.optimizeQueued = false;
-        const started = clock.now();
-        const olderThan = new Date(started - (this.c.options.cleanupOlderThanMs ?? 600_000));
-        try {
-          const stats = await table.optimize({ cleanupOlderThan: olderThan });
-          this.c.log.debug({ table: this.c.name, stats }, 'lancedb table optimized');
-        } finally {
-          w.lastOptimizeEnd = clock.now();
-          w.lastOptimizeMs = w.lastOptimizeEnd - started;
-        }
-        // Outside the queue: training takes minutes at a million rows, and writes must not wait.
-        this.indexVectors(table);
-      })
+      .run(() => this.optimize(table))
       .catch((err: unknown) => this.c.log.warn({ err, table: this.c.name }, 'lancedb optimize failed'));
+  }
+
+  /**
+   * Brings the upkeep up to date now, for a process about to exit after a run of writes (the local
+   * `kilde ingest`): a deferred optimize would die with the process and leave the rows written since
+   * the last one outside the full-text and vector indexes (searched exactly, so correct but slow)
+   * until some later writer's optimize. Waits for the writes and any build in flight, runs one
+   * optimize when rows were written since the last, then the vector index build when one is due.
+   * Returns whether it optimized.
+   */
+  async settle(table: Table): Promise<boolean> {
+    const w = this.c.writer;
+    w.deferred?.cancel();
+    w.deferred = undefined;
+    await w.vectorBuild;
+    await w.queue.idle();
+    const pending = w.writesSinceOptimize > 0 || w.rowsSinceOptimize > 0;
+    if (pending) await w.queue.run(() => this.optimize(table));
+    else this.indexVectors(table);
+    await w.vectorBuild;
+    return pending;
+  }
+
+  /** One optimize (on the write queue), then a vector index build if one has come due. */
+  private async optimize(table: Table): Promise<void> {
+    const w = this.c.writer;
+    w.writesSinceOptimize = 0;
+    w.rowsSinceOptimize = 0;
+    w.optimizeQueued = false;
+    const clock = this.c.options.clock ?? systemClock;
+    const started = clock.now();
+    const olderThan = new Date(started - (this.c.options.cleanupOlderThanMs ?? 600_000));
+    try {
+      const stats = await table.optimize({ cleanupOlderThan: olderThan });
+      this.c.log.debug({ table: this.c.name, stats }, 'lancedb table optimized');
+    } finally {
+      w.lastOptimizeEnd = clock.now();
+      w.lastOptimizeMs = w.lastOptimizeEnd - started;
+    }
+    // Outside the queue: training takes minutes at a million rows, and writes must not wait.
+    this.indexVectors(table);
   }
 
   /**

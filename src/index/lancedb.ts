@@ -397,6 +397,12 @@ class LanceIndex implements VectorIndex {
     }
   }
 
+  async settle(): Promise<boolean> {
+    if (this.closed) return false;
+    const table = this.table ?? (await this.openExisting());
+    return table ? this.maintenance.settle(table) : false;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -135,6 +135,12 @@ export interface VectorIndex {
    * ingest instead of waiting out their time-to-live. Absent where the engine keeps no such count.
    */
   writeEpoch?(): number;
+  /**
+   * Finishes the engine's own upkeep behind the writes made so far (LanceDB: the pending optimize
+   * and a due vector index build), for a process about to exit after a run of writes; resolves to
+   * whether there was any. Absent where the engine keeps its indexes itself (Qdrant).
+   */
+  settle?(): Promise<boolean>;
   ping(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }

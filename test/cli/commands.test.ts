@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { connect } from '@lancedb/lancedb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { cleanEnv, jsonLines, runCli, tempDir } from './helpers.js';
@@ -58,6 +59,14 @@ describe('kilde extract / documents / failures', () => {
     expect(lines.at(-1)).toMatchObject({ summary: { ok: 2, failed: 1 } });
     expect(run.stderr).toContain('ingested 2 of 3 file(s) into "mixed"');
     expect(run.stderr).toMatch(/in\/blob\.bin: .+ \(EXTRACTION_FAILED\)/);
+    // Before exiting, the new rows joined the full-text index (no optimize left to die with it).
+    expect(run.stderr).toMatch(/^indexed the new chunks in \d+\.\d s$/m);
+    const db = await connect(join(tmp.dir, '.kilde', 'lancedb'));
+    const table = await db.openTable('ingestion_files');
+    const fts = (await table.listIndices()).find((i) => i.indexType === 'FTS');
+    expect(await table.indexStats(fts?.name ?? '')).toMatchObject({ numUnindexedRows: 0 });
+    table.close();
+    db.close();
     const list = await runCli(['documents', 'list', '-c', 'mixed'], env, tmp.dir);
     expect(list.stdout).toContain('in/notes.md');
     expect(list.stdout).toContain('in/word_tables.docx');

@@ -243,6 +243,43 @@ describe('LanceDB dense vector index', () => {
     db.close();
   });
 
+  it('settles before a process exits: the pending optimize runs, the due index is built, rows all indexed', async () => {
+    // Optimizes far apart (every 1,000 commits): a short run of writes leaves one pending.
+    const settings = { minRows: 100 };
+    const { index, dir, logs } = await lance(settings, { optimizeEvery: 1000, optimizeRows: 1_000_000 });
+    await index.upsert(big(0, 60));
+    await index.upsert(big(60, 60));
+    const db = await connect(dir);
+    const before = await db.openTable('ingestion_files');
+    expect((await before.listIndices()).filter(isDenseIndex)).toEqual([]);
+    before.close();
+    expect(await index.settle?.()).toBe(true);
+    expect(await denseIndices(dir)).toEqual(['text_dense_flat_120']);
+    const table = await db.openTable('ingestion_files');
+    const fts = (await table.listIndices()).find((i) => i.indexType === 'FTS');
+    expect(fts).toBeDefined();
+    expect(await table.indexStats(fts!.name)).toMatchObject({ numUnindexedRows: 0 });
+    expect(await table.indexStats('text_dense_flat_120')).toMatchObject({
+      numIndexedRows: 120,
+      numUnindexedRows: 0,
+    });
+    // Nothing written since: nothing to do.
+    expect(await index.settle?.()).toBe(false);
+    // Rows written after the index: folded in by the next settle, not left to a later writer.
+    await index.upsert(big(120, 30));
+    expect(await index.settle?.()).toBe(true);
+    const after = await db.openTable('ingestion_files');
+    expect(await after.indexStats('text_dense_flat_120')).toMatchObject({
+      numIndexedRows: 150,
+      numUnindexedRows: 0,
+    });
+    expect(await after.indexStats(fts!.name)).toMatchObject({ numUnindexedRows: 0 });
+    after.close();
+    table.close();
+    db.close();
+    expect(logs.lines.filter((l) => l.level === 40)).toEqual([]);
+  });
+
   it('trains the approximate index again, replacing it, once the table has grown fourfold', async () => {
     const first = await lance(ann(100));
     await first.index.upsert(big(0, 100));
