@@ -1,17 +1,121 @@
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 
-type Tinyld = typeof import('tinyld/heavy');
-let tinyld: Tinyld | undefined;
+interface Eld {
+  detect(text: string): { language: string; getScores(): Record<string, number> };
+}
+let eld: Eld | undefined;
 /**
- * tinyld's heavy model costs ~0.5 s and ~150 MiB to load: it is loaded (synchronously, from its
- * CommonJS build) the first time a text is classified, not by every `kilde` command that imports this.
+ * eld's (Nito-ELD) smallest database, 60 languages: ≈0.16 s of CPU and ≈80 MiB to load, ≈0.3 ms per
+ * abstract (tinyld's heavy model, used before: ≈0.45 s, ≈120 MiB, ≈1.3 ms; `npm run
+ * bench:languages`). Loaded the first time a text is classified, not by every `kilde` command that
+ * imports this: synchronously, its ES module resolved for `import` (the package exports no
+ * `require` entry) and then required.
  */
-function lib(): Tinyld {
-  tinyld ??= createRequire(import.meta.url)('tinyld/heavy') as Tinyld;
-  return tinyld;
+function lib(): Eld {
+  if (!eld) {
+    const file = fileURLToPath(import.meta.resolve('eld/extrasmall'));
+    eld = (createRequire(import.meta.url)(file) as { eld: Eld }).eld;
+  }
+  return eld;
 }
 
-/** ISO 639-3 (and 639-2/B) codes that tinyld's table does not map to 639-1. */
+/**
+ * ISO 639-1 → 639-3 for the languages eld reports and the usual others, as Kreuzberg reports them
+ * in `detected_languages` (Mandarin `cmn`, Iranian Persian `pes`, Bokmål `nob` and Standard Latvian
+ * `lvs`, as tinyld's table, used before, gave them).
+ */
+const ISO3: Record<string, string> = {
+  af: 'afr',
+  am: 'amh',
+  ar: 'ara',
+  az: 'aze',
+  be: 'bel',
+  bg: 'bul',
+  bn: 'ben',
+  bs: 'bos',
+  ca: 'cat',
+  cs: 'ces',
+  cy: 'cym',
+  da: 'dan',
+  de: 'deu',
+  el: 'ell',
+  en: 'eng',
+  eo: 'epo',
+  es: 'spa',
+  et: 'est',
+  eu: 'eus',
+  fa: 'pes',
+  fi: 'fin',
+  fr: 'fra',
+  ga: 'gle',
+  gl: 'glg',
+  gu: 'guj',
+  he: 'heb',
+  hi: 'hin',
+  hr: 'hrv',
+  hu: 'hun',
+  hy: 'hye',
+  id: 'ind',
+  is: 'isl',
+  it: 'ita',
+  ja: 'jpn',
+  ka: 'kat',
+  kk: 'kaz',
+  km: 'khm',
+  kn: 'kan',
+  ko: 'kor',
+  ku: 'kur',
+  la: 'lat',
+  lo: 'lao',
+  lt: 'lit',
+  lv: 'lvs',
+  mk: 'mkd',
+  ml: 'mal',
+  mn: 'mon',
+  mr: 'mar',
+  ms: 'msa',
+  my: 'mya',
+  nb: 'nob',
+  ne: 'nep',
+  nl: 'nld',
+  nn: 'nno',
+  no: 'nob',
+  or: 'ori',
+  pa: 'pan',
+  pl: 'pol',
+  pt: 'por',
+  rn: 'run',
+  ro: 'ron',
+  ru: 'rus',
+  si: 'sin',
+  sk: 'slk',
+  sl: 'slv',
+  sq: 'sqi',
+  sr: 'srp',
+  sv: 'swe',
+  sw: 'swa',
+  ta: 'tam',
+  te: 'tel',
+  th: 'tha',
+  tk: 'tuk',
+  tl: 'tgl',
+  tr: 'tur',
+  tt: 'tat',
+  uk: 'ukr',
+  ur: 'urd',
+  uz: 'uzb',
+  vi: 'vie',
+  vo: 'vol',
+  yi: 'yid',
+  yo: 'yor',
+  zh: 'cmn',
+};
+
+/** The reverse of ISO3 (`nob` is Bokmål, `nb`, below). */
+const ISO1 = new Map(Object.entries(ISO3).map(([one, three]) => [three, one]));
+
+/** ISO 639-3 (and 639-2/B) codes of the usual languages, to 639-1 (macrolanguages and their main member). */
 const EXTRA_ISO3: Record<string, string> = {
   zho: 'zh',
   chi: 'zh',
@@ -59,16 +163,16 @@ export function toIso6391(code: string): string | undefined {
   const c = code.trim().toLowerCase().split(/[-_]/)[0] ?? '';
   if (/^[a-z]{2}$/.test(c)) return c;
   if (!/^[a-z]{3}$/.test(c)) return undefined;
-  const extra = EXTRA_ISO3[c];
-  if (extra) return extra;
-  const mapped = lib().toISO2(c);
-  return /^[a-z]{2}$/.test(mapped) ? mapped : undefined;
+  const known = EXTRA_ISO3[c] ?? ISO1.get(c);
+  if (known) return known;
+  // ICU's language aliases (CLDR) map the other 639-3 and 639-2/B codes that have a 639-1 form.
+  const canonical = Intl.getCanonicalLocales(c)[0] ?? '';
+  return /^[a-z]{2}$/.test(canonical) ? canonical : undefined;
 }
 
 /** ISO 639-1 → 639-3, the form Kreuzberg reports in `detected_languages`. */
 export function toIso6393(code: string): string {
-  const mapped = lib().toISO3(code);
-  return /^[a-z]{3}$/.test(mapped) ? mapped : code;
+  return ISO3[code] ?? code;
 }
 
 const SAMPLE = 2000;
@@ -82,7 +186,24 @@ const MAX_SAMPLES = 5;
  * runs on the event loop, after extraction).
  */
 export function detectLanguages(text: string): string[] {
-  return rankSamples(samplesOf(text));
+  return rankSamples(samplesOf(text), topLanguage);
+}
+
+/** The most likely ISO 639-1 language of one sample and its score; undefined when none. */
+export type SampleClassifier = (sample: string) => { lang: string; score: number } | undefined;
+
+/**
+ * `detectLanguages` with another classifier for the samples: the same sampling and the same
+ * one-third rule. For `bench/languages.ts`, which compares detectors through Kilde's own logic.
+ */
+export function detectLanguagesWith(text: string, classify: SampleClassifier): string[] {
+  return rankSamples(samplesOf(text), classify);
+}
+
+function topLanguage(sample: string): { lang: string; score: number } | undefined {
+  const result = lib().detect(sample);
+  if (!result.language) return undefined;
+  return { lang: result.language, score: result.getScores()[result.language] ?? 0 };
 }
 
 /**
@@ -108,18 +229,16 @@ export function detectLanguagesInWindows(windows: readonly string[]): string[] {
     const sample = clean(w).slice(0, SAMPLE);
     if (sample.length >= 20) samples.push(sample);
   }
-  return rankSamples(samples);
+  return rankSamples(samples, topLanguage);
 }
 
-function rankSamples(samples: readonly string[]): string[] {
+function rankSamples(samples: readonly string[], classify: SampleClassifier): string[] {
   const leads = new Map<string, { count: number; score: number }>();
   for (const sample of samples) {
-    const [top] = lib()
-      .detectAll(sample)
-      .filter((r) => /^[a-z]{2}$/.test(r.lang));
+    const top = classify(sample);
     if (!top) continue;
     const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
-    leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.accuracy });
+    leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.score });
   }
   const needed = Math.max(1, Math.ceil(samples.length / 3));
   const ranked = [...leads.entries()].sort((a, b) => b[1].count - a[1].count || b[1].score - a[1].score);
