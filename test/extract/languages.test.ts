@@ -1,0 +1,79 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { detectLanguages, toIso6391, toIso6393 } from '../../src/extract/languages.js';
+import { DANISH_CORPUS } from '../fixtures/index.js';
+
+const chapters = readdirSync(DANISH_CORPUS)
+  .filter((f) => f.endsWith('.md'))
+  .sort()
+  .map((f) => readFileSync(join(DANISH_CORPUS, f), 'utf8'));
+
+/** English technical prose of the kind SciFact holds (tinyld's heavy model read some as Danish or Dutch). */
+const ENGLISH = [
+  'Loss of fibronectin from the aged stem cell niche affects the regenerative capacity of skeletal muscle in mice.',
+  'Age-related changes in the niche have long been postulated to impair the function of somatic stem cells.',
+  'Glioblastomas are deadly cancers that display a functional cellular hierarchy maintained by self-renewing',
+  'glioblastoma stem cells. We found that targeting A20 decreased glioma stem cell survival and tumor growth.',
+].join(' ');
+
+describe('detectLanguages', () => {
+  it('reads every Danish chapter of the fixture textbook as Danish only', () => {
+    expect(chapters.length).toBeGreaterThan(0);
+    for (const text of chapters) expect(detectLanguages(text)).toEqual(['da']);
+  });
+
+  it('reads English technical prose as English', () => {
+    expect(detectLanguages(ENGLISH)).toEqual(['en']);
+  });
+
+  it('reports both languages of a document that is half Danish, half English', () => {
+    const danish = chapters.join('\n\n').slice(0, 10_000);
+    const english = `${ENGLISH}\n\n`
+      .repeat(Math.ceil(danish.length / ENGLISH.length))
+      .slice(0, danish.length);
+    expect(detectLanguages(`${danish}\n\n${english}`).sort()).toEqual(['da', 'en']);
+  });
+
+  it('reports nothing for text with no letters to read', () => {
+    expect(detectLanguages('')).toEqual([]);
+    expect(detectLanguages('| 1 | 2 |\n|---|---|\n| 3 | 4 |')).toEqual([]);
+  });
+});
+
+describe('ISO 639 codes', () => {
+  it('maps 639-1 to the 639-3 codes Kreuzberg reports, and leaves an unknown code as it is', () => {
+    expect(['en', 'da', 'de', 'zh', 'fa', 'no', 'ar', 'ko', 'eu', 'yo'].map(toIso6393)).toEqual([
+      'eng',
+      'dan',
+      'deu',
+      'cmn',
+      'pes',
+      'nob',
+      'ara',
+      'kor',
+      'eus',
+      'yor',
+    ]);
+    expect(toIso6393('qq')).toBe('qq');
+  });
+
+  it('maps 639-3 back, beyond its table through the CLDR aliases', () => {
+    expect(['cmn', 'pes', 'lvs', 'tgl', 'fil', 'cat', 'swe', 'hrv', 'heb', 'ind'].map(toIso6391)).toEqual([
+      'zh',
+      'fa',
+      'lv',
+      'tl',
+      undefined,
+      'ca',
+      'sv',
+      'hr',
+      'he',
+      'id',
+    ]);
+    // Every code of the table goes there and back, but Bokmål's `nob`, which is `nb`.
+    for (const one of ['en', 'da', 'zh', 'fa', 'lv', 'ar', 'ja', 'yo', 'sq', 'ms'])
+      expect(toIso6391(toIso6393(one))).toBe(one);
+    expect(toIso6391(toIso6393('no'))).toBe('nb');
+  });
+});
