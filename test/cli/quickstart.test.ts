@@ -194,11 +194,11 @@ describe('npm start (kilde quickstart) end to end', () => {
       documents: r.documents,
       metadatas: r.metadatas,
     });
-    const before = (name: string) => same(searches[name] as Awaited<ReturnType<typeof search>>);
+    const recorded = (name: string) => same(searches[name] as Awaited<ReturnType<typeof search>>);
     expect(
       same(await search(['Which variables does Open WebUI need for external retrieval?'], ['kilde-docs'])),
-    ).toEqual(before('docs'));
-    expect(same(await search(['lighthouse keeper Hirtshals'], ['notes']))).toEqual(before('notes'));
-    expect(same(await search(['typewriter Sholes'], ['fx']))).toEqual(before('fx'));
+    ).toEqual(recorded('docs'));
+    expect(same(await search(['lighthouse keeper Hirtshals'], ['notes']))).toEqual(recorded('notes'));
+    expect(same(await search(['typewriter Sholes'], ['fx']))).toEqual(recorded('fx'));
   });
 });
