@@ -293,15 +293,8 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
     const url = await s.url;
     return {
       child: s.child,
-      search: async (query) => {
-        const res = await fetch(`${url}/search`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ query, k: K }),
-        });
-        if (res.status !== 200) throw new Error(`LangChain ${res.status}: ${await res.text()}`);
-        return ((await res.json()) as { documents: string[] }).documents;
-      },
+      search: async (query) =>
+        ((await postSearch('LangChain', url, {}, { query, k: K })) as { documents: string[] }).documents,
     };
   }
   const extra: Record<string, string> = { LOG_LEVEL: 'info' };
@@ -319,15 +312,27 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
   return {
     child: s.child,
     search: async (query) => {
-      const res = await fetch(`${url}/search`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ queries: [query], collection_names: [COLLECTION], k: K }),
-      });
-      if (res.status !== 200) throw new Error(`Kilde ${res.status}: ${await res.text()}`);
-      return ((await res.json()) as { documents: string[][] }).documents[0]!;
+      const body = { queries: [query], collection_names: [COLLECTION], k: K };
+      const answer = await postSearch('Kilde', url, { authorization: `Bearer ${API_KEY}` }, body);
+      return (answer as { documents: string[][] }).documents[0]!;
     },
   };
+}
+
+/** `POST <url>/search` with a JSON body; anything but a 200 is an error naming the side. */
+async function postSearch(
+  side: string,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<unknown> {
+  const res = await fetch(`${url}/search`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`${side} ${res.status}: ${await res.text()}`);
+  return res.json();
 }
 
 /** Every query once, `concurrency` clients pulling from one queue; latencies and wall time. */

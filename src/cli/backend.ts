@@ -69,7 +69,7 @@ export interface Backend {
   ingestMany?(args: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]>;
   /**
    * After a run of ingests (local mode only): finishes the index's upkeep that would otherwise die
-   * with this process (docs/operations.md, "The embedded index"); whether there was any.
+   * with this process (docs/operations.md, "The embedded index"); whether there was work to do.
    */
   settle?(): Promise<boolean>;
   search(args: SearchArgs): Promise<SearchResult>;

@@ -1,5 +1,6 @@
 import { Index, type IndexConfig, type Table, type VectorQuery } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
 import { DENSE_VECTOR } from './contract.js';
 
 /**
@@ -164,4 +165,35 @@ export async function buildVectorIndexIfDue(
   }
   log.info({ table: table.name, rows, kind, ms: deps.now() - started }, 'dense vector index built');
   return true;
+}
+
+/** How long the kind of a table's dense index, once looked up, is taken as known. */
+const DENSE_KIND_TTL_MS = 10_000;
+
+/**
+ * Whether a table's dense index is the quantized one, looked up at most every DENSE_KIND_TTL_MS
+ * (the writer, maybe in another process, replaces the exact index by the approximate one as the
+ * table grows); concurrent searches share one look-up.
+ */
+export class DenseKindCache {
+  #quantized = false;
+  #at = Number.NEGATIVE_INFINITY;
+  #pending: Promise<boolean> | undefined;
+
+  constructor(private readonly clock: Clock) {}
+
+  quantized(table: Table): Promise<boolean> {
+    if (this.clock.now() - this.#at < DENSE_KIND_TTL_MS) return Promise.resolve(this.#quantized);
+    this.#pending ??= table
+      .listIndices()
+      .then((indices) => {
+        this.#quantized = indices.some(isQuantizedIndex);
+        this.#at = this.clock.now();
+        return this.#quantized;
+      })
+      .finally(() => {
+        this.#pending = undefined;
+      });
+    return this.#pending;
+  }
 }

@@ -25,7 +25,7 @@ import {
   openOrCreateTable,
 } from './lancedb-schema-check.js';
 import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
-import { DEFAULT_VECTOR_INDEX, isQuantizedIndex, type VectorIndexSettings } from './lancedb-vector-index.js';
+import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
 import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
@@ -41,9 +41,6 @@ import {
   type VectorIndex,
   type VersionWrite,
 } from './store.js';
-
-/** How long the kind of the table's dense index, once looked up, is taken as known. */
-const DENSE_KIND_TTL_MS = 10_000;
 
 export interface LanceIndexOptions {
   /**
@@ -97,11 +94,7 @@ class LanceIndex implements VectorIndex {
   /** Whether the open table's full-text index holds rows (see `searchLexical`, lancedb-search.ts). */
   private readonly ftsState = { populated: false };
   /** Which dense index the table has (another process may build or replace it), as last looked up. */
-  private readonly denseKind: { quantized: boolean; at: number; pending: Promise<boolean> | undefined } = {
-    quantized: false,
-    at: Number.NEGATIVE_INFINITY,
-    pending: undefined,
-  };
+  private readonly denseKind: DenseKindCache;
   private readonly writer: TableWriter;
   private readonly name: string;
   private readonly denseDim: number | undefined;
@@ -126,6 +119,7 @@ class LanceIndex implements VectorIndex {
     this.exec = { timeoutMs: settings.timeoutMs };
     this.presence = new PresenceProbe(this.exec);
     this.vectorIndex = { ...DEFAULT_VECTOR_INDEX, ...settings.vectorIndex };
+    this.denseKind = new DenseKindCache(options.clock ?? systemClock);
     this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
     this.maintenance = new TableMaintenance({
       writer: this.writer,
@@ -358,30 +352,8 @@ class LanceIndex implements VectorIndex {
       vectorIndex: this.vectorIndex,
       fts: this.ftsState,
       table: () => this.requireTable(),
-      quantized: (table) => this.quantizedIndex(table),
+      quantized: (table) => this.denseKind.quantized(table),
     };
-  }
-
-  /**
-   * Whether the dense index is the quantized one, looked up at most every DENSE_KIND_TTL_MS (the
-   * writer, maybe in another process, replaces the exact index by the approximate one as the table
-   * grows); concurrent searches share one look-up.
-   */
-  private async quantizedIndex(table: Table): Promise<boolean> {
-    const k = this.denseKind;
-    const clock = this.options.clock ?? systemClock;
-    if (clock.now() - k.at < DENSE_KIND_TTL_MS) return k.quantized;
-    k.pending ??= table
-      .listIndices()
-      .then((indices) => {
-        k.quantized = indices.some(isQuantizedIndex);
-        k.at = clock.now();
-        return k.quantized;
-      })
-      .finally(() => {
-        k.pending = undefined;
-      });
-    return k.pending;
   }
 
   writeEpoch(): number {

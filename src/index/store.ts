@@ -138,7 +138,7 @@ export interface VectorIndex {
   /**
    * Finishes the engine's own upkeep behind the writes made so far (LanceDB: the pending optimize
    * and a due vector index build), for a process about to exit after a run of writes; resolves to
-   * whether there was any. Absent where the engine keeps its indexes itself (Qdrant).
+   * whether there was work to do. Absent where the engine keeps its indexes itself (Qdrant).
    */
   settle?(): Promise<boolean>;
   ping(signal?: AbortSignal): Promise<void>;
