@@ -16,14 +16,16 @@ COPY scripts/build-console.ts ./scripts/
 RUN npm run build:console
 
 # Runtime stage: production dependencies only, no compiler, not root. GLIBC_TUNABLES pins glibc's
-# mmap threshold so that LanceDB's freed index-build buffers go back to the kernel (src/cli/malloc.ts).
+# mmap threshold so that LanceDB's freed index-build buffers go back to the kernel, and NODE_OPTIONS
+# caps V8's young generation (src/cli/process-memory.ts); the worker processes inherit both.
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8000 \
     KILDE_DATA_DIR=/data \
     LOG_FORMAT=json \
-    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=131072 \
+    NODE_OPTIONS=--max-semi-space-size=8
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force

@@ -98,7 +98,7 @@ try {
   clearInterval(sampler);
   const maxRss = process.resourceUsage().maxRSS * 1024;
   console.log(
-    `large text ${mib(bytes)} MiB via ${via} (GLIBC_TUNABLES ${process.env.GLIBC_TUNABLES || 'unset'}): ${out.chunksCount} chunks in ${s.toFixed(1)} s; RSS after start-up ${mib(baseline)} MiB, ` +
+    `large text ${mib(bytes)} MiB via ${via} (GLIBC_TUNABLES ${process.env.GLIBC_TUNABLES || 'unset'}, NODE_OPTIONS ${process.env.NODE_OPTIONS || 'unset'}): ${out.chunksCount} chunks in ${s.toFixed(1)} s; RSS after start-up ${mib(baseline)} MiB, ` +
       `peak ${mib(Math.max(peak, maxRss))} MiB = ${(Math.max(peak, maxRss) / bytes).toFixed(1)}× the file ` +
       `(${((Math.max(peak, maxRss) - baseline) / bytes).toFixed(1)}× above start-up)`,
   );

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { createChunker } from '../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../src/chunk/tokenizer.js';
-import { withMallocTunables } from '../src/cli/malloc.js';
+import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
 import { extractionSchema } from '../src/config/extraction.js';
 import { parseConfig } from '../src/config/parse.js';
 import { createLexicalStage } from '../src/embed/bm25/lexical-stage.js';
@@ -118,15 +118,22 @@ try {
     writeLargeText(big, TEXT_MIB * 1024 * 1024);
     const child = fileURLToPath(new URL('./ingest-large.ts', import.meta.url));
     // The three ways a file comes in, each in a fresh process: the CLI, a multipart upload, S3;
-    // with the allocator tunable the Docker image and `npm start` set (src/cli/malloc.ts), then the
-    // CLI path once more with glibc's defaults, to show what the tunable is worth.
-    const tuned = { ...process.env, GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES) };
-    const untuned = { ...process.env };
+    // with the memory settings the `kilde` launcher, the Docker image and `npm start` set
+    // (src/cli/process-memory.ts), then the CLI path once more without the young generation's cap
+    // and once more with neither, to show what each is worth.
+    const tuned = {
+      ...process.env,
+      GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
+      NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
+    };
+    const v8Default = { ...tuned, NODE_OPTIONS: process.env.NODE_OPTIONS ?? '' };
+    const untuned: NodeJS.ProcessEnv = { ...v8Default };
     delete untuned.GLIBC_TUNABLES;
     for (const [via, env] of [
       ['cli', tuned],
       ['multipart', tuned],
       ['s3', tuned],
+      ['cli', v8Default],
       ['cli', untuned],
     ] as const) {
       process.stdout.write(

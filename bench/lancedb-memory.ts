@@ -3,7 +3,7 @@
  * Kilde's writer writes it: `--writes` merge-inserts of `--rows` rows into a table with a full-text
  * index, an `optimize()` every `--optimize-every` writes (0: never). Each allocator configuration
  * runs in a fresh process: glibc's defaults, the mmap threshold pinned as Kilde sets it
- * (src/cli/malloc.ts), and `MALLOC_ARENA_MAX=2`. Prints RSS every tenth write and the time; asserts
+ * (src/cli/process-memory.ts), and `MALLOC_ARENA_MAX=2`. Prints RSS every tenth write and the time; asserts
  * nothing.   npm run bench:lancedb-memory [-- --writes 100 --rows 1000 --optimize-every 10]
  */
 import { execFileSync } from 'node:child_process';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect, Index } from '@lancedb/lancedb';
-import { MMAP_THRESHOLD_TUNABLE } from '../src/cli/malloc.js';
+import { MMAP_THRESHOLD_TUNABLE } from '../src/cli/process-memory.js';
 import { mulberry32 } from './lib/stats.js';
 import { treeRss } from './lib/tree-rss.js';
 

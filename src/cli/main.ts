@@ -6,7 +6,7 @@ import { registerDocumentsCommands } from './documents-command.js';
 import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { registerIngestCommand } from './ingest-command.js';
-import { applyMallocTunables } from './malloc.js';
+import { applyProcessMemorySettings } from './process-memory.js';
 import { runQuickstart } from './quickstart.js';
 import { registerSearchCommands } from './search-command.js';
 import { startService } from './serve.js';
@@ -61,7 +61,7 @@ export function buildProgram(io: CliIo): Command {
 export async function main(argv: string[], env: Env = process.env) {
   const io: CliIo = { env, out: process.stdout, err: process.stderr };
   // For the processes started from here (the extraction pool); this one read its own at start.
-  if (env === process.env) applyMallocTunables(process.env);
+  if (env === process.env) applyProcessMemorySettings(process.env);
   try {
     await buildProgram(io).parseAsync(argv);
   } catch (err) {
