@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
 import { benchData, FIXTURE_DOCUMENTS } from './lib/data.js';
 import { writeTextPdf } from './text-pdf.js';
 
@@ -115,7 +116,16 @@ function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
           '80',
         ]
       : [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'];
-  const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  // Kilde's side gets the memory settings the `kilde` launcher gives `kilde ingest` (bin/kilde).
+  const env =
+    side === 'kilde'
+      ? {
+          ...process.env,
+          GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
+          NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
+        }
+      : process.env;
+  const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
   const line = res.stdout.trim().split('\n').at(-1) ?? '';
   if (res.status !== 0 || !line.startsWith('{')) {
     throw new Error(`${side} failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
