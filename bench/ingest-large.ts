@@ -7,7 +7,7 @@
  *   --via multipart  `PUT /api/v1/ingest` on a loopback port, the file streamed as a multipart part;
  *   --via s3         the file put in s3rver (its own process, not counted), then `PUT /api/v1/ingest`
  *                    naming the object.
- * `bench:ingest` runs it; alone: npx tsx bench/ingest-large.ts <file> [INGEST_BATCH_CHUNKS] [--via …]
+ * `bench:ingest` runs it; alone: npx tsx bench/ingest-large.ts <file> [INGEST_BATCH_CHUNKS] [--via …] [--trace]
  * Prints figures; asserts nothing.
  */
 import { spawn } from 'node:child_process';
@@ -33,6 +33,11 @@ if (!['cli', 'multipart', 's3'].includes(via)) {
   process.stderr.write('--via is cli, multipart or s3\n');
   process.exit(2);
 }
+// --trace: every 5 s, this process's RSS split into V8's heap, external memory and the rest (native:
+// LanceDB, Node), and each worker process's RSS, on stderr.
+const traceAt = process.argv.indexOf('--trace');
+const trace = traceAt > 0;
+if (trace) process.argv.splice(traceAt, 1);
 const path = process.argv[2];
 if (!path) {
   process.stderr.write('usage: tsx bench/ingest-large.ts <file> [INGEST_BATCH_CHUNKS]\n');
@@ -74,6 +79,18 @@ const mib = (n: number) => (n / 1024 / 1024).toFixed(0);
 const kildeRss = () => treeRss() - (s3 ? treeRss(s3.pid) : 0);
 const baseline = kildeRss();
 let peak = baseline;
+const t00 = performance.now();
+const tracer = trace
+  ? setInterval(() => {
+      const m = process.memoryUsage();
+      const workers = part ? [] : built.pool.pids.map((pid) => mib(treeRss(pid)));
+      process.stderr.write(
+        `${((performance.now() - t00) / 1000).toFixed(0)} s: main RSS ${mib(m.rss)} MiB = V8 heap ${mib(m.heapTotal)} ` +
+          `(used ${mib(m.heapUsed)}) + external ${mib(m.external)} + other ${mib(m.rss - m.heapTotal - m.external)}; ` +
+          `workers ${workers.join(', ') || '-'} MiB\n`,
+      );
+    }, 5000)
+  : undefined;
 const sampler = setInterval(() => {
   peak = Math.max(peak, kildeRss());
 }, 5);
@@ -96,6 +113,7 @@ try {
       : await overHttp(origin, via === 's3');
   const s = (performance.now() - t0) / 1000;
   clearInterval(sampler);
+  clearInterval(tracer);
   const maxRss = process.resourceUsage().maxRSS * 1024;
   console.log(
     `large text ${mib(bytes)} MiB via ${via} (GLIBC_TUNABLES ${process.env.GLIBC_TUNABLES || 'unset'}, NODE_OPTIONS ${process.env.NODE_OPTIONS || 'unset'}): ${out.chunksCount} chunks in ${s.toFixed(1)} s; RSS after start-up ${mib(baseline)} MiB, ` +
