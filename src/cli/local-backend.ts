@@ -9,7 +9,8 @@ import { generateKey } from '../embedded/api-key.js';
 import { composeServices, type EmbeddedService, type SomeParts } from '../embedded/compose.js';
 import { KildeError } from '../errors.js';
 import { evalRunSchema, type RunSummary } from '../eval/run.js';
-import { buildApp, type KildeApp, startParts } from '../http/app.js';
+import type { KildeApp } from '../http/app.js';
+import { closeParts, startParts } from '../http/part-lifecycle.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type IndexConfigFields, resolveIndexUri } from '../index/settings-from-config.js';
 import {
@@ -33,7 +34,8 @@ export function localSchema() {
 
 interface Runtime {
   all: SomeParts;
-  app: KildeApp;
+  /** Built on the first JSON route a command calls: ingesting needs no app. */
+  app?: Promise<KildeApp>;
   services: readonly EmbeddedService[];
 }
 
@@ -60,19 +62,29 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     const current = runtime ? await runtime.catch(() => undefined) : undefined;
     if (current && need.every((s) => current.services.includes(s))) return current;
     const services = [...new Set([...(current?.services ?? []), ...need])];
-    if (current) await current.app.close();
+    if (current) await closeRuntime(current);
     runtime = (async () => {
       const all = await composeServices(config, log, { jobs: false }, services);
-      const app = await buildApp(config, { logger: log, parts: all.parts });
       try {
         await startParts(all.parts);
       } catch (err) {
-        await app.close().catch(() => undefined);
+        await closeParts(all.parts, log);
         throw err;
       }
-      return { all, app, services };
+      return { all, services };
     })();
     return runtime;
+  };
+  /** The HTTP app (fastify and every route) loads only for the commands that call a route. */
+  const appOf = (rt: Runtime): Promise<KildeApp> =>
+    (rt.app ??= import('../http/app.js').then(({ buildApp }) =>
+      buildApp(config, { logger: log, parts: rt.all.parts }),
+    ));
+  const closeRuntime = async (rt: Runtime) => {
+    const app = rt.app ? await rt.app.catch(() => undefined) : undefined;
+    // The app's close closes the parts; without an app they are closed here, in the same order.
+    if (app) await app.close();
+    else await closeParts(rt.all.parts, log);
   };
   // One open at a time: concurrent ingests share the runtime the first of them opened.
   const open = (need: readonly EmbeddedService[]): Promise<Runtime> => {
@@ -93,7 +105,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     url: string,
     payload?: unknown,
   ) {
-    const { app } = await open(need);
+    const app = await appOf(await open(need));
     const res = await app.inject({
       method,
       url,
@@ -247,8 +259,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     },
     async close() {
       if (!runtime) return;
-      const { app } = await runtime;
-      await app.close();
+      await closeRuntime(await runtime);
     },
   };
 }

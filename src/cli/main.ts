@@ -7,9 +7,7 @@ import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { registerIngestCommand } from './ingest-command.js';
 import { applyProcessMemorySettings } from './process-memory.js';
-import { runQuickstart } from './quickstart.js';
 import { registerSearchCommands } from './search-command.js';
-import { startService } from './serve.js';
 import { SERVICES } from './services.js';
 
 function packageVersion(): string {
@@ -38,6 +36,8 @@ export function buildProgram(io: CliIo): Command {
     )
     .argument('<service>', 'agent | tools | ingest | retrieve | extractor | all')
     .action(async (service: string) => {
+      // The HTTP kernel (fastify and its plugins) loads only for the commands that serve.
+      const { startService } = await import('./serve.js');
       await startService(service, io.env);
     });
 
@@ -47,6 +47,7 @@ export function buildProgram(io: CliIo): Command {
       '`npm start`: serve all on the embedded defaults, generate and store a key if API_KEY is unset, ingest Kilde’s docs',
     )
     .action(async () => {
+      const { runQuickstart } = await import('./quickstart.js');
       await runQuickstart(io.env, io.out);
     });
 

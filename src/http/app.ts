@@ -21,6 +21,7 @@ import { type Probe, registerHealth } from './health.js';
 import { type InfoPiece, registerInfoRoute } from './info.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
 import { registerOpenApi } from './openapi.js';
+import { closeParts } from './part-lifecycle.js';
 import { logRequestLine } from './request-line.js';
 
 export type KildeApp = FastifyInstance<
@@ -126,19 +127,8 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   for (const part of deps.parts) {
     await app.register(async (scope) => part.register(scope, ctx), { name: part.name } as never);
   }
-  app.addHook('onClose', async () => {
-    for (const part of [...deps.parts].reverse()) {
-      try {
-        await part.close?.();
-      } catch (err) {
-        deps.logger.warn({ err, part: part.name }, 'close failed');
-      }
-    }
-  });
+  app.addHook('onClose', () => closeParts(deps.parts, deps.logger));
   return app;
 }
 
-/** Runs every part's start hook (warm-ups); call before listening. */
-export async function startParts(parts: readonly ServicePart[]) {
-  for (const part of parts) await part.start?.();
-}
+export { closeParts, startParts } from './part-lifecycle.js';

@@ -18,7 +18,6 @@ import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import { WorkerPool } from '../pool/worker-pool.js';
 import type { FileLock } from './lock.js';
-import { connectRedis, RedisFileLock } from './redis-lock.js';
 import { IngestService } from './service.js';
 import type { StageObserver } from './stages.js';
 
@@ -205,6 +204,8 @@ async function openFileLock(
   log: Logger,
 ): Promise<FileLock | undefined> {
   if (config.REDIS_URL === undefined) return undefined;
+  // ioredis loads only where a lease is configured.
+  const { connectRedis, RedisFileLock } = await import('./redis-lock.js');
   const lock = new RedisFileLock(connectRedis(config.REDIS_URL, log), {
     leaseMs: config.LOCK_LEASE_MS,
     retryMs: config.LOCK_RETRY_MS,

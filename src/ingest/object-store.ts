@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
 import type { ObjectStoreSettings } from '../config/ingest.js';
 import { KildeError } from '../http/errors.js';
@@ -73,18 +73,27 @@ function callerStatus(status: number | undefined, name: string): number | undefi
 }
 
 export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Logger }): ObjectStore {
-  const client = new S3Client({
-    region: settings.region,
-    forcePathStyle: settings.forcePathStyle,
-    ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
-    ...(settings.credentials ? { credentials: settings.credentials } : {}),
-    requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
-  });
+  // The AWS SDK loads on the first object fetched, not at start-up: most deployments and every local
+  // `kilde` command never fetch one, and its module graph is the largest Kilde has.
+  let sdk: Promise<{ s3: typeof import('@aws-sdk/client-s3'); client: S3Client }> | undefined;
+  const connect = () =>
+    (sdk ??= import('@aws-sdk/client-s3').then((s3) => ({
+      s3,
+      client: new s3.S3Client({
+        region: settings.region,
+        forcePathStyle: settings.forcePathStyle,
+        ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+        ...(settings.credentials ? { credentials: settings.credentials } : {}),
+        requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
+      }),
+    })));
   const allowed = new Set(settings.allowedBuckets);
 
-  function fail(err: unknown, bucket: string, key: string): KildeError {
+  async function fail(err: unknown, bucket: string, key: string): Promise<KildeError> {
     if (err instanceof KildeError) return err;
-    const status = err instanceof S3ServiceException ? err.$metadata.httpStatusCode : undefined;
+    const { S3ServiceException } = (await sdk)?.s3 ?? {};
+    const status =
+      S3ServiceException && err instanceof S3ServiceException ? err.$metadata.httpStatusCode : undefined;
     const name = err instanceof Error ? err.name : 'Error';
     // A missing object or a name storage rejects is the caller's error (4xx); a refused key (403:
     // our credentials) or storage being down is ours (502).
@@ -115,19 +124,21 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
 
     async head(bucket, key) {
       try {
-        const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+        const { s3, client } = await connect();
+        const head = await client.send(new s3.HeadObjectCommand({ Bucket: bucket, Key: key }));
         return {
           bytes: head.ContentLength ?? 0,
           ...(head.ContentType ? { contentType: head.ContentType } : {}),
         };
       } catch (err) {
-        throw fail(err, bucket, key);
+        throw await fail(err, bucket, key);
       }
     },
 
     async download(bucket, key, path, maxBytes) {
       try {
-        const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+        const { s3, client } = await connect();
+        const got = await client.send(new s3.GetObjectCommand({ Bucket: bucket, Key: key }));
         const body = got.Body as NodeJS.ReadableStream | undefined;
         if (!body) throw new Error('GetObject returned no body');
         if ((got.ContentLength ?? 0) > maxBytes) {
@@ -136,10 +147,12 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
         }
         return await streamToFile(body, path, maxBytes);
       } catch (err) {
-        throw fail(err, bucket, key);
+        throw await fail(err, bucket, key);
       }
     },
 
-    close: () => client.destroy(),
+    close: () => {
+      void sdk?.then(({ client }) => client.destroy());
+    },
   };
 }

@@ -8,11 +8,9 @@ import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
 import { createJobQueue } from './jobs/create-queue.js';
 import type { JobQueue } from './jobs/job.js';
-import { registerJobRoutes } from './jobs/routes.js';
 import { createJobRunner, spoolRoot, sweepSpool } from './jobs/runner.js';
-import { createIngestMetrics, type IngestMetrics } from './metrics.js';
+import type { IngestMetrics } from './metrics.js';
 import { createObjectStore } from './object-store.js';
-import { registerIngestRoutes } from './routes.js';
 import type { Stage } from './stages.js';
 import { sweepTempDirs } from './temp-dir.js';
 
@@ -206,6 +204,13 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       keep_versions: config.KEEP_VERSIONS,
     }),
     async register(app, ctx) {
+      // The routes, their multipart parser and the metrics load with the HTTP app: the local CLI,
+      // which drives the pipeline without one, never loads them.
+      const [{ createIngestMetrics }, { registerIngestRoutes }, { registerJobRoutes }] = await Promise.all([
+        import('./metrics.js'),
+        import('./routes.js'),
+        import('./jobs/routes.js'),
+      ]);
       const m = createIngestMetrics(ctx.metrics);
       metrics = m;
       if (deps.workerOnly) return;
