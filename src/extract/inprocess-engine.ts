@@ -3,6 +3,7 @@ import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind } from './file-type.js';
 import type { ReadContent } from './inprocess/content.js';
+import type { PdfPart } from './inprocess/pdf.js';
 import { checkTextSize, DEFAULT_LIMITS, type ExtractionLimits } from './limits.js';
 
 type Reader = (path: string, limits: ExtractionLimits) => Promise<ReadContent>;
@@ -76,6 +77,35 @@ export async function readDocument(file: SourceFile, opts: InprocessOptions): Pr
   }
   checkTextSize(content.text.length, limits);
   return { content, mime: type.mime };
+}
+
+/**
+ * Part `part` of `of` of a PDF the caller has already sniffed as one (a large PDF read by two pool
+ * workers at once; see `createPooledExtractor`), with the errors `readDocument` would give.
+ */
+export async function readPdfPart(
+  file: SourceFile,
+  limits: ExtractionLimits,
+  split: { part: number; of: number; minPages: number },
+): Promise<PdfPart> {
+  try {
+    const { readPdfPart: read } = await import('./inprocess/pdf.js');
+    return await read(file.path, limits, split.part, split.of, split.minPages);
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    throw extractionFailed(`Could not extract PDF file: ${reasonOf(err)}`, 422, err);
+  }
+}
+
+/** A PDF's parts as `readDocument` would have read it whole (the text limit applied to the whole). */
+export async function joinPdf(
+  parts: readonly PdfPart[],
+  mime: string,
+  limits: ExtractionLimits,
+): Promise<ReadDocument> {
+  const content = (await import('./inprocess/pdf.js')).joinPdfParts(parts);
+  checkTextSize(content.text.length, limits);
+  return { content, mime };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { stat } from 'node:fs/promises';
+import { availableParallelism, loadavg } from 'node:os';
 import { KildeError } from '../errors.js';
 import type { TaskOutputs } from '../pool/tasks.js';
 import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
@@ -16,7 +17,29 @@ export interface PooledExtractorOptions {
   ownsPool?: boolean;
   /** The text limit of a streamed file (`openText`); the pool's workers hold the others. */
   limits?: Pick<ExtractionLimits, 'maxTextChars'>;
+  /** When a PDF is read in two parts at once (`PDF_SPLIT`); tests lower it, `false` never splits. */
+  pdfSplit?: PdfSplit | false;
 }
+
+/**
+ * A PDF of at least `minBytes` is read by two workers at once, each half of its pages, when two
+ * workers are free at that moment and the machine has a core to spare (`spareCore`); below
+ * `minPages` pages the second finds nothing to do (it has opened the document to learn that).
+ * Measured in docs/performance.md ("A large PDF on both cores"): pdf.js's per-page text layout is
+ * most of a large PDF's time and one worker would run it while the other core idles; in parts it
+ * costs about a quarter more CPU (each part warms pdf.js up) and a second worker's memory, so on
+ * a machine whose cores are busy anyway it only costs.
+ */
+export interface PdfSplit {
+  minBytes: number;
+  minPages: number;
+  spareCore?: () => boolean;
+}
+
+/** The system load (1-minute average) leaves at least half a core idle. */
+export const spareCore = (): boolean => loadavg()[0]! < availableParallelism() - 0.5;
+
+export const PDF_SPLIT: PdfSplit = { minBytes: 1024 * 1024, minPages: 64, spareCore };
 
 /**
  * The `inprocess` / `pdf-inprocess` engines as services run them: reading the file and detecting
@@ -25,17 +48,50 @@ export interface PooledExtractorOptions {
  */
 export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOptions): Extractor {
   const only = opts.only ? { only: opts.only } : {};
+  const split = opts.pdfSplit === undefined ? PDF_SPLIT : opts.pdfSplit;
   const documentOf = ({ content, mime, languages }: TaskOutputs['extract']): ExtractedDocument[] => [
     toDocument(content, mime, [], languages),
   ];
+  /**
+   * A large PDF in two `pdf-part` tasks side by side and one `pdf-join`, when two workers are free
+   * now; undefined when the file is read in one task as usual. Either part's error is the file's,
+   * the first part's first (both report a corrupt file or a limit alike).
+   */
+  const readSplit = async (
+    file: SourceFile,
+    bytes: number,
+    signal: AbortSignal | undefined,
+  ): Promise<TaskOutputs['extract'] | undefined> => {
+    if (!split || bytes < split.minBytes || pool.free < 2 || !(split.spareCore ?? spareCore)())
+      return undefined;
+    const type = await detectFileType(file.path, file.filename, file.mimeType);
+    if (type.kind !== 'pdf' || (opts.only && !opts.only.includes('pdf')) || pool.free < 2) return undefined;
+    const parts = await Promise.allSettled(
+      [0, 1].map((part) =>
+        pool.run(
+          { kind: 'pdf-part', file: wireFile(file), part, of: 2, minPages: split.minPages },
+          { signal },
+        ),
+      ),
+    );
+    const failed = parts.find((p) => p.status === 'rejected');
+    if (failed) throw failed.reason;
+    const read = parts.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
+    return pool.run({ kind: 'pdf-join', parts: read, mime: type.mime }, { signal });
+  };
+  const sizeOf = (path: string) =>
+    stat(path).then(
+      (s) => s.size,
+      () => 0,
+    );
   return {
     name: opts.name,
     acceptsProfile: false,
     async extract(file, options) {
-      const read = await pool.run(
-        { kind: 'extract', file: wireFile(file), engine: opts.name, ...only },
-        { signal: options?.signal },
-      );
+      const signal = options?.signal;
+      const read =
+        (split ? await readSplit(file, await sizeOf(file.path), signal) : undefined) ??
+        (await pool.run({ kind: 'extract', file: wireFile(file), engine: opts.name, ...only }, { signal }));
       return documentOf(read);
     },
     /**
@@ -48,14 +104,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     async extractMany(files, options) {
       const signal = options?.signal;
       const out: Array<PromiseSettledResult<ExtractedDocument[]>> = [];
-      const sizes = await Promise.all(
-        files.map((f) =>
-          stat(f.path).then(
-            (s) => s.size,
-            () => 0,
-          ),
-        ),
-      );
+      const sizes = await Promise.all(files.map((f) => sizeOf(f.path)));
       const alone = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [i] : []));
       const small = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [] : [i]));
       const group = async (ids: readonly number[]): Promise<void> => {
@@ -85,9 +134,21 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
             : { status: 'rejected', reason: new KildeError(r.error.code, r.error.status, r.error.message) };
         });
       };
+      /** A large file: a task of its own, or two parts side by side when it is a large PDF. */
+      const one = async (i: number): Promise<void> => {
+        let read: TaskOutputs['extract'] | undefined;
+        try {
+          read = await readSplit(files[i]!, sizes[i]!, signal);
+        } catch (err) {
+          out[i] = { status: 'rejected', reason: err };
+          return;
+        }
+        if (read) out[i] = { status: 'fulfilled', value: documentOf(read) };
+        else await group([i]);
+      };
       const groups = Math.min(small.length, pool.size * 2);
       await Promise.all([
-        ...alone.map((i) => group([i])),
+        ...alone.map(one),
         ...Array.from({ length: groups }, (_, g) =>
           group(small.filter((_, k) => Math.floor((k * groups) / small.length) === g)),
         ),

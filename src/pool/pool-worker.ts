@@ -6,7 +6,7 @@ import { analyseItems, packSparse } from '../embed/bm25/lexical-stage.js';
 import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
-import { readDocument } from '../extract/inprocess-engine.js';
+import { joinPdf, readDocument, readPdfPart } from '../extract/inprocess-engine.js';
 import { detectLanguages } from '../extract/languages.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
@@ -83,6 +83,12 @@ async function perform(
         );
       }
       return out;
+    }
+    case 'pdf-part':
+      return readPdfPart(input.file, setupOf().limits, input);
+    case 'pdf-join': {
+      const read = await joinPdf(input.parts, input.mime, setupOf().limits);
+      return { ...read, languages: detectLanguages(read.content.text) };
     }
     case 'chunk': {
       const c = await chunkerOf();

@@ -5,6 +5,7 @@ import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
+import type { PdfPart } from '../extract/inprocess/pdf.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
@@ -25,6 +26,12 @@ export type TaskInput =
    * its own result or error.
    */
   | { kind: 'extract-many'; files: SourceFile[]; engine: string; only?: readonly FileKind[] }
+  /**
+   * One part of a large PDF (`part` of `of`, pages split evenly; whole in part 0 below `minPages`
+   * pages), read while another worker reads the next; `pdf-join` makes the document of the parts.
+   */
+  | { kind: 'pdf-part'; file: SourceFile; part: number; of: number; minPages: number }
+  | { kind: 'pdf-join'; parts: PdfPart[]; mime: string }
   | { kind: 'chunk'; docs: ChunkInput[] }
   /** Chunks' lexical side (src/embed/bm25/lexical-stage.ts): terms, and BM25 vectors when `sparse`. */
   | { kind: 'lexical'; items: LexicalItem[]; sparse: boolean }
@@ -52,6 +59,9 @@ export interface TaskOutputs {
   extract: ReadDocument & { languages: string[] };
   /** One result per file, in order: the file as `extract` reads it, or its error. */
   'extract-many': Array<TaskResult<'extract'>>;
+  'pdf-part': PdfPart;
+  /** As `extract` reads the PDF whole. */
+  'pdf-join': TaskOutputs['extract'];
   chunk: Chunk[][];
   lexical: { lexical: string[]; sparse?: PackedSparse };
   render: RenderedPdf;

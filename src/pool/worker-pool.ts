@@ -120,6 +120,16 @@ export class WorkerPool {
     return { threads: this.#workers.size, queued: this.#queue.length };
   }
 
+  /**
+   * How many more tasks would start at once, now: idle workers and workers not yet started, less
+   * the tasks already waiting (a large PDF is read in parts only when two can run side by side).
+   */
+  get free(): number {
+    let busy = 0;
+    for (const w of this.#workers) if (w.job) busy++;
+    return this.#closed ? 0 : Math.max(0, this.#settings.size - busy - this.#queue.length);
+  }
+
   /** Process ids of the workers now running (diagnostics; the crash tests kill one). */
   get pids(): number[] {
     return [...this.#workers].flatMap((w) => (w.child.pid === undefined ? [] : [w.child.pid]));
