@@ -1,5 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
+import { extname } from 'node:path';
 import { KildeError } from '../errors.js';
 import type { TaskOutputs } from '../pool/tasks.js';
 import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
@@ -52,6 +53,9 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
   const documentOf = ({ content, mime, languages }: TaskOutputs['extract']): ExtractedDocument[] => [
     toDocument(content, mime, [], languages),
   ];
+  /** Whether a file of this size may be read in parts now (the file type is judged after). */
+  const maySplit = (bytes: number): boolean =>
+    split !== false && bytes >= split.minBytes && pool.free >= 2 && (split.spareCore ?? spareCore)();
   /**
    * A large PDF in two `pdf-part` tasks side by side and one `pdf-join`, when two workers are free
    * now; undefined when the file is read in one task as usual. Either part's error is the file's,
@@ -62,15 +66,14 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     bytes: number,
     signal: AbortSignal | undefined,
   ): Promise<TaskOutputs['extract'] | undefined> => {
-    if (!split || bytes < split.minBytes || pool.free < 2 || !(split.spareCore ?? spareCore)())
-      return undefined;
+    if (!split || !maySplit(bytes)) return undefined;
     const type = await detectFileType(file.path, file.filename, file.mimeType);
     if (type.kind !== 'pdf' || (opts.only && !opts.only.includes('pdf')) || pool.free < 2) return undefined;
     const parts = await Promise.allSettled(
       [0, 1].map((part) =>
         pool.run(
           { kind: 'pdf-part', file: wireFile(file), part, of: 2, minPages: split.minPages },
-          { signal },
+          { signal, affinity: ['pdf'] },
         ),
       ),
     );
@@ -91,7 +94,10 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       const signal = options?.signal;
       const read =
         (split ? await readSplit(file, await sizeOf(file.path), signal) : undefined) ??
-        (await pool.run({ kind: 'extract', file: wireFile(file), engine: opts.name, ...only }, { signal }));
+        (await pool.run(
+          { kind: 'extract', file: wireFile(file), engine: opts.name, ...only },
+          { signal, affinity: librariesOf([file]) },
+        ));
       return documentOf(read);
     },
     /**
@@ -106,14 +112,18 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       const out: Array<PromiseSettledResult<ExtractedDocument[]>> = [];
       const sizes = await Promise.all(files.map((f) => sizeOf(f.path)));
       const alone = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [i] : []));
-      const small = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [] : [i]));
+      // Small files grouped by the library that reads them, so a group loads few libraries.
+      const small = files
+        .flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [] : [i]))
+        .sort((a, b) => libraryOf(files[a]!).localeCompare(libraryOf(files[b]!)) || a - b);
       const group = async (ids: readonly number[]): Promise<void> => {
         if (ids.length === 0) return;
         let results: TaskOutputs['extract-many'];
         try {
+          const members = ids.map((i) => files[i]!);
           results = await pool.run(
-            { kind: 'extract-many', files: ids.map((i) => wireFile(files[i]!)), engine: opts.name, ...only },
-            { signal },
+            { kind: 'extract-many', files: members.map(wireFile), engine: opts.name, ...only },
+            { signal, affinity: librariesOf(members) },
           );
         } catch (err) {
           const late = timedOutItem(err);
@@ -136,6 +146,8 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       };
       /** A large file: a task of its own, or two parts side by side when it is a large PDF. */
       const one = async (i: number): Promise<void> => {
+        // Queued at once, before the small files' groups (the larger files start first), unless it may be split.
+        if (!maySplit(sizes[i]!)) return group([i]);
         let read: TaskOutputs['extract'] | undefined;
         try {
           read = await readSplit(files[i]!, sizes[i]!, signal);
@@ -178,6 +190,23 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     },
     ...(opts.ownsPool ? { close: () => pool.close() } : {}),
   };
+}
+
+/**
+ * The library a file's reader loads, from its name (a hint for the pool's `affinity`: the file's
+ * content decides its reader); '' for plain text, which needs none.
+ */
+function libraryOf(file: SourceFile): string {
+  const ext = extname(file.filename).toLowerCase();
+  if (ext === '.pdf') return 'pdf';
+  if (ext === '.docx') return 'docx';
+  if (ext === '.html' || ext === '.htm' || ext === '.xhtml') return 'html';
+  if (/^\.(?:pptx|xlsx|odt|odp|ods|rtf|epub)$/.test(ext)) return 'office';
+  return '';
+}
+
+function librariesOf(files: readonly SourceFile[]): string[] {
+  return [...new Set(files.map(libraryOf))].filter(Boolean);
 }
 
 /** Files up to this size are read together in `extract-many` tasks; a larger one has a task of its own. */

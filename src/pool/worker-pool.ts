@@ -48,6 +48,10 @@ interface Job {
   /** The item running now, in a task over many (`extract-many`). */
   item?: number;
   settled?: true;
+  /** The libraries the task loads (`RunOptions.affinity`). */
+  affinity?: readonly string[] | undefined;
+  /** How often a later task was started before this one (see `#pick`). */
+  passed: number;
 }
 
 interface Worker {
@@ -55,7 +59,23 @@ interface Worker {
   job?: Job | undefined;
   idle?: NodeJS.Timeout | undefined;
   stderr: string;
+  /** The libraries of the tasks it has run (loaded in this process already). */
+  warm: Set<string>;
 }
+
+export interface RunOptions {
+  /** The caller going away: stops the task wherever it is. */
+  signal?: AbortSignal | undefined;
+  /**
+   * The libraries the task will load (`pdf`, `docx`…): a free worker prefers a queued task whose
+   * libraries it has loaded, or that no other worker has, so each library is loaded and warmed up
+   * in one worker rather than in every one (docs/performance.md, "The mixed set").
+   */
+  affinity?: readonly string[] | undefined;
+}
+
+/** A queued task passed over this many times by later ones is started next, whatever it needs. */
+const MAX_PASSED = 8;
 
 /**
  * The worker pool of the in-process heavy work: extraction, chunking and BM25 encoding of whole
@@ -84,9 +104,9 @@ export class WorkerPool {
   /** Runs one task in a worker; `signal` (the caller going away) stops it wherever it is. */
   run<K extends TaskInput['kind']>(
     input: TaskInput & { kind: K },
-    options: { signal?: AbortSignal | undefined } = {},
+    options: RunOptions = {},
   ): Promise<TaskOutputs[K]> {
-    const { signal } = options;
+    const { signal, affinity } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
     return new Promise<TaskOutputs[K]>((resolve, reject) => {
@@ -95,6 +115,8 @@ export class WorkerPool {
         id: this.#nextId++,
         input,
         signal,
+        affinity,
+        passed: 0,
         resolve: (value) => {
           signal?.removeEventListener('abort', onAbort);
           resolve(value as TaskOutputs[K]);
@@ -152,13 +174,35 @@ export class WorkerPool {
       const worker =
         this.#idleWorker() ?? (this.#workers.size < this.#settings.size ? this.#spawn() : undefined);
       if (!worker) return;
-      const job = this.#queue.shift() as Job;
+      const job = this.#pick(worker);
+      for (const lib of job.affinity ?? []) worker.warm.add(lib);
       if (worker.idle) clearTimeout(worker.idle);
       worker.idle = undefined;
       worker.job = job;
       hold(worker.child, true);
       worker.child.send({ type: 'task', id: job.id, input: job.input } satisfies ToWorker);
     }
+  }
+
+  /**
+   * The queued task `worker` starts: the oldest one whose libraries it has loaded or no other
+   * worker has, else the oldest. A worker never waits for a task that suits it better, and a task
+   * passed over `MAX_PASSED` times goes next.
+   */
+  #pick(worker: Worker): Job {
+    const head = this.#queue[0] as Job;
+    if (head.passed < MAX_PASSED) {
+      const suits = (job: Job) =>
+        (job.affinity ?? []).every(
+          (lib) => worker.warm.has(lib) || ![...this.#workers].some((w) => w !== worker && w.warm.has(lib)),
+        );
+      const at = this.#queue.findIndex(suits);
+      if (at > 0) {
+        for (let i = 0; i < at; i++) (this.#queue[i] as Job).passed++;
+        return this.#queue.splice(at, 1)[0] as Job;
+      }
+    }
+    return this.#queue.shift() as Job;
   }
 
   #idleWorker(): Worker | undefined {
@@ -176,7 +220,7 @@ export class WorkerPool {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    const worker: Worker = { child, stderr: '' };
+    const worker: Worker = { child, stderr: '', warm: new Set() };
     this.#workers.add(worker);
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {

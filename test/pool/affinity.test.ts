@@ -1,0 +1,78 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { WorkerPool } from '../../src/pool/worker-pool.js';
+import { DOCUMENTS } from '../fixtures/index.js';
+
+let tmp: string;
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-affinity-'));
+});
+afterAll(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+/**
+ * A file that holds a worker until the test opens it for writing: a named pipe, whose reader waits
+ * for a writer. The read then fails (a pipe cannot be read at a position), freeing the worker; the
+ * write may meet a closed pipe.
+ */
+function heldFile(name: string): { file: { path: string; filename: string }; release(): Promise<void> } {
+  const path = join(tmp, name);
+  execFileSync('mkfifo', [path]);
+  return {
+    file: { path, filename: name },
+    release: () => writeFile(path, Buffer.from([0, 1, 2])).catch(() => undefined),
+  };
+}
+
+describe('the worker pool with task affinities', () => {
+  it('gives a freed worker the queued task of a library it has loaded, not the oldest one', async () => {
+    const pool = new WorkerPool(
+      { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+      { log: pino({ level: 'silent' }) },
+    );
+    try {
+      const a = heldFile('a.pdf');
+      const b = heldFile('b.pdf');
+      const extract = (file: { path: string; filename: string }, affinity: string[]) =>
+        pool.run({ kind: 'extract', file, engine: 'inprocess' }, { affinity }).then(
+          (read) => ({ ok: true, text: read.content.text }),
+          (err: unknown) => ({ ok: false, text: String(err) }),
+        );
+      // One worker holds a PDF task, the other a DOCX task; a DOCX then a PDF task wait behind them.
+      const first = extract(a.file, ['pdf']);
+      const second = extract(b.file, ['docx']);
+      const settled: string[] = [];
+      const docx = extract({ path: join(DOCUMENTS, 'lorem_ipsum.docx'), filename: 'lorem_ipsum.docx' }, [
+        'docx',
+      ]).then((r) => {
+        settled.push('docx');
+        return r;
+      });
+      const pdf = extract({ path: join(DOCUMENTS, 'multi_page.pdf'), filename: 'multi_page.pdf' }, [
+        'pdf',
+      ]).then((r) => {
+        settled.push('pdf');
+        return r;
+      });
+      expect(pool.load).toEqual({ threads: 2, queued: 2 });
+      // The PDF worker is freed: it takes the PDF task, though the DOCX task has waited longer.
+      await a.release();
+      expect((await first).ok).toBe(false);
+      expect((await pdf).text).toContain('The Evolution of the Word Processor');
+      expect(settled).toEqual(['pdf']);
+      // Then the DOCX task, on whichever worker is free first (a worker never waits for a suited task).
+      await b.release();
+      expect((await second).ok).toBe(false);
+      expect((await docx).text).toContain('Lorem ipsum');
+      expect(settled).toEqual(['pdf', 'docx']);
+    } finally {
+      await pool.close();
+    }
+  });
+});
