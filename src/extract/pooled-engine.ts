@@ -26,10 +26,10 @@ export interface PooledExtractorOptions {
  * A PDF of at least `minBytes` is read by two workers at once, each half of its pages, when two
  * workers are free at that moment and the machine has a core to spare (`spareCore`); below
  * `minPages` pages the second finds nothing to do (it has opened the document to learn that).
- * Measured in docs/performance.md ("A large PDF on both cores"): pdf.js's per-page text layout is
- * most of a large PDF's time and one worker would run it while the other core idles; in parts it
- * costs about a quarter more CPU (each part warms pdf.js up) and a second worker's memory, so on
- * a machine whose cores are busy anyway it only costs.
+ * Measured in docs/performance.md ("A large PDF on both cores, and one worker per library"):
+ * pdf.js's per-page text layout is most of a large PDF's time and one worker would run it while
+ * the other core idles; in parts it costs about a quarter more CPU (each part warms pdf.js up) and
+ * a second worker's memory, so on a machine whose cores are busy anyway it only costs.
  */
 export interface PdfSplit {
   minBytes: number;

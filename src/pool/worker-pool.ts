@@ -69,7 +69,8 @@ export interface RunOptions {
   /**
    * The libraries the task will load (`pdf`, `docx`…): a free worker prefers a queued task whose
    * libraries it has loaded, or that no other worker has, so each library is loaded and warmed up
-   * in one worker rather than in every one (docs/performance.md, "The mixed set").
+   * in one worker rather than in every one (docs/performance.md, "A large PDF on both cores, and
+   * one worker per library").
    */
   affinity?: readonly string[] | undefined;
 }
