@@ -1,4 +1,4 @@
-import type { Table } from '@lancedb/lancedb';
+import type { Query, Table, VectorQuery } from '@lancedb/lancedb';
 import { DENSE_VECTOR, type IndexFilter, type SearchHit } from './contract.js';
 import { filterToSql } from './lancedb-filter.js';
 import {
@@ -56,8 +56,7 @@ export async function searchDense(
     .select([...POINT_COLUMNS, '_distance'])
     .limit(limit);
   if (filterSql !== undefined) query = query.where(filterSql);
-  const rows: unknown[] = await query.toArray(r.exec);
-  return rows.map(rowToDenseHit);
+  return (await readRows(query, limit, '_distance', r.exec)).map(rowToDenseHit);
 }
 
 export async function searchLexical(
@@ -86,9 +85,38 @@ export async function searchLexical(
     .select([...POINT_COLUMNS, '_score'])
     .limit(limit + pending);
   if (where !== undefined) q = q.where(where);
-  const rows: unknown[] = await q.toArray(r.exec);
-  const hits = rows.map(rowToLexicalHit);
+  const hits = (await readRows(q, limit + pending, '_score', r.exec)).map(rowToLexicalHit);
   return pending === 0 ? hits : hits.sort((a, b) => b.score - a.score).slice(0, limit);
+}
+
+/**
+ * The rows of a search, read straight from LanceDB's Arrow batches (`id`, `content`, `meta` and the
+ * score column; each value decoded once, no row proxies). A search asks for at most `limit` rows,
+ * so once that many have come the stream holds no more: it is not polled again. `toArray()` polls
+ * it until it says so, one more round trip to LanceDB's threads per search (≈ 0.3 ms at c=1 under
+ * load, docs/performance.md). `execute` is LanceDB's own streaming read (0.37: declared protected,
+ * though `toArrow` is built on it); it keeps the query's time-out, which the public async iterator
+ * does not take.
+ */
+async function readRows(
+  query: VectorQuery | Query,
+  limit: number,
+  score: '_distance' | '_score',
+  exec: { timeoutMs: number },
+): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
+  // biome-ignore lint/complexity/useLiteralKeys: `execute` is protected in LanceDB's typings (see above)
+  for await (const batch of query['execute'](exec)) {
+    const id = batch.getChild('id');
+    const content = batch.getChild('content');
+    const meta = batch.getChild('meta');
+    const scores = batch.getChild(score);
+    for (let i = 0; i < batch.numRows; i++) {
+      rows.push({ id: id?.get(i), content: content?.get(i), meta: meta?.get(i), [score]: scores?.get(i) });
+    }
+    if (rows.length >= limit) break;
+  }
+  return rows;
 }
 
 /** Rows outside the full-text index while it holds none (0 once it holds some, from then on). */
