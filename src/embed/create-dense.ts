@@ -116,7 +116,11 @@ function createBackend(
         'Configuration error: EMBEDDING_MODEL is required with EMBEDDING_PROVIDER=http-compat (sent as `model`)',
       );
     }
-    return createHttpCompatBackend({ ...common, model: config.EMBEDDING_MODEL });
+    return createHttpCompatBackend({
+      ...common,
+      model: config.EMBEDDING_MODEL,
+      encodingFormat: config.EMBEDDING_ENCODING_FORMAT,
+    });
   }
   return createTeiBackend(common);
 }

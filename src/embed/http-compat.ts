@@ -11,6 +11,8 @@ export interface HttpCompatOptions {
   baseUrl: string;
   apiKey: string;
   model: string;
+  /** EMBEDDING_ENCODING_FORMAT: `base64` asks for float32 bytes; `float` (or unset) for JSON numbers. */
+  encodingFormat?: 'base64' | 'float' | undefined;
   timeoutMs: number;
   retry: RetryPolicy;
   fetch: typeof fetch;
@@ -18,10 +20,28 @@ export interface HttpCompatOptions {
   clock?: Clock | undefined;
 }
 
-/** Only the fields Kilde reads from an OpenAI `/embeddings` answer. */
+/**
+ * Only the fields Kilde reads from an OpenAI `/embeddings` answer. An embedding is a list of numbers
+ * or, asked with `encoding_format: base64`, a base64 string of little-endian float32 values (what
+ * the OpenAI API and the compatible servers answer; one that ignores the field answers numbers).
+ */
 const embeddingsAnswer = z.object({
-  data: z.array(z.object({ index: z.number().int().min(0), embedding: z.array(z.number()) })),
+  data: z.array(
+    z.object({ index: z.number().int().min(0), embedding: z.union([z.array(z.number()), z.string()]) }),
+  ),
 });
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** A base64 embedding as numbers; undefined when it is not whole float32 values in base64. */
+export function decodeBase64Embedding(text: string): number[] | undefined {
+  if (text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
+  const bytes = Buffer.from(text, 'base64');
+  if (bytes.byteLength % 4 !== 0) return undefined;
+  const out = new Array<number>(bytes.byteLength / 4);
+  for (let i = 0; i < out.length; i++) out[i] = bytes.readFloatLE(i * 4);
+  return out;
+}
 
 /** Upstream error text is kept short: it goes into logs and (with DEBUG) error bodies. */
 function excerpt(text: string): string {
@@ -79,14 +99,27 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
         `embedding endpoint answered ${sorted.length} embeddings (indexes ${sorted.map((d) => d.index).join(',')}) for ${inputs} inputs`,
       );
     }
-    return sorted.map((d) => d.embedding);
+    return sorted.map((d) => {
+      if (typeof d.embedding !== 'string') return d.embedding;
+      const vector = decodeBase64Embedding(d.embedding);
+      if (vector === undefined) {
+        throw new KildeError(
+          'EMBEDDING_FAILED',
+          502,
+          `embedding endpoint answered an embedding that is not base64 float32 values (data[${d.index}].embedding): POST ${url}`,
+          { detail: excerpt(d.embedding) },
+        );
+      }
+      return vector;
+    });
   }
 
   async function post(input: string[], retry: RetryPolicy, signal: AbortSignal | undefined) {
     const answer = await postJsonWithRetry({
       url,
       headers,
-      body: { model: o.model, input },
+      // Without EMBEDDING_ENCODING_FORMAT=base64 the request is the plain `{model, input}` it always was.
+      body: o.encodingFormat === 'base64' ? { model: o.model, input, encoding_format: 'base64' } : { model: o.model, input },
       timeoutMs: o.timeoutMs,
       retry,
       fetch: o.fetch,

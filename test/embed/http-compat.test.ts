@@ -11,6 +11,9 @@ import { embeddingConfig, FAST_BACKOFF, testLogger } from './setup.js';
 const DIM = 8;
 let fake: FakeEmbeddingsServer;
 
+/** A vector as it arrives with `encoding_format: base64` (the default): float32 values. */
+const onWire = (text: string) => Array.from(Float32Array.from(hashEmbedding(text, DIM)));
+
 beforeAll(async () => {
   fake = await startFakeOpenAIEmbeddings({ dim: DIM });
 });
@@ -59,12 +62,47 @@ describe('http-compat embedder on the wire', () => {
     expect(req?.headers.authorization).toBe('Bearer sk-test');
     expect(req?.headers['content-type']).toBe('application/json');
     expect(req?.body).toBe(
-      '{"model":"intfloat/multilingual-e5-large","input":["passage: Første afsnit.","passage: second chunk"]}',
+      '{"model":"intfloat/multilingual-e5-large","input":["passage: Første afsnit.","passage: second chunk"],"encoding_format":"base64"}',
     );
-    expect(vectors).toEqual([
-      hashEmbedding('passage: Første afsnit.', DIM),
-      hashEmbedding('passage: second chunk', DIM),
-    ]);
+    expect(vectors).toEqual([onWire('passage: Første afsnit.'), onWire('passage: second chunk')]);
+  });
+
+  it('with EMBEDDING_ENCODING_FORMAT=float sends the plain {model, input} and reads JSON numbers', async () => {
+    const { e } = embedder({ EMBEDDING_ENCODING_FORMAT: 'float' });
+    const v = await e.embedQuery('tal');
+    expect(fake.requests[0]?.body).toBe('{"model":"intfloat/multilingual-e5-large","input":["query: tal"]}');
+    expect(v).toEqual(hashEmbedding('query: tal', DIM));
+  });
+
+  it('reads numbers from an endpoint that ignores encoding_format', async () => {
+    fake.faults = [
+      {
+        kind: 'status',
+        status: 200,
+        body: {
+          object: 'list',
+          data: [{ object: 'embedding', index: 0, embedding: hashEmbedding('a', DIM) }],
+        },
+      },
+    ];
+    const { e } = embedder();
+    expect(await e.embedQuery('a')).toEqual(hashEmbedding('a', DIM));
+  });
+
+  it('refuses a base64 embedding that is not whole float32 values', async () => {
+    const { e } = embedder({ EMBEDDING_MAX_RETRIES: '0' });
+    for (const embedding of ['not base64!', 'AAAAAA==', Buffer.from('abcdef').toString('base64')]) {
+      fake.faults = [
+        { kind: 'status', status: 200, body: { object: 'list', data: [{ index: 0, embedding }] } },
+      ];
+      const err = await failure(e.embedQuery('a'));
+      expect(err.code).toBe('EMBEDDING_FAILED');
+      expect(err.message).toMatch(
+        embedding === 'AAAAAA=='
+          ? /1 dimensions but EMBEDDING_DIM is 8/
+          : /not base64 float32 values \(data\[0\]\.embedding\)/,
+      );
+    }
   });
 
   it('keeps a base URL path with a trailing slash and sends no Authorization without a key', async () => {
@@ -79,7 +117,7 @@ describe('http-compat embedder on the wire', () => {
     const q = await e.embedQuery('hvad er grundloven?');
     await e.embedDocuments(['grundloven er ...']);
     expect(fake.inputs()).toEqual(['Represent this question: hvad er grundloven?', 'grundloven er ...']);
-    expect(q).toEqual(hashEmbedding('Represent this question: hvad er grundloven?', DIM));
+    expect(q).toEqual(onWire('Represent this question: hvad er grundloven?'));
   });
 
   it('sends at most EMBEDDING_BATCH_SIZE texts per request and reassembles them in input order', async () => {
@@ -91,14 +129,14 @@ describe('http-compat embedder on the wire', () => {
       ['passage: c', 'passage: d'],
       ['passage: e'],
     ]);
-    expect(vectors).toEqual(texts.map((t) => hashEmbedding(`passage: ${t}`, DIM)));
+    expect(vectors).toEqual(texts.map((t) => onWire(`passage: ${t}`)));
   });
 
   it('orders the answer by data[].index, not by position', async () => {
     fake.reverse = true;
     const { e } = embedder();
     const vectors = await e.embedDocuments(['alpha', 'beta', 'gamma']);
-    expect(vectors).toEqual(['alpha', 'beta', 'gamma'].map((t) => hashEmbedding(`passage: ${t}`, DIM)));
+    expect(vectors).toEqual(['alpha', 'beta', 'gamma'].map((t) => onWire(`passage: ${t}`)));
   });
 
   it('embeds nothing (and sends nothing) for an empty list', async () => {
@@ -118,7 +156,7 @@ describe('http-compat retries', () => {
     const v = await e.embedQuery('retry me');
     expect(clock.slept[1]).toBe(1000);
     expect(fake.embeddingRequests()).toHaveLength(3);
-    expect(v).toEqual(hashEmbedding('query: retry me', DIM));
+    expect(v).toEqual(onWire('query: retry me'));
     const retries = logs.lines.filter((l) => l.msg === 'embedding request failed; retrying');
     expect(retries.map((l) => l.failure)).toEqual(['HTTP 503', 'HTTP 429']);
     expect(retries[1]?.delayMs).toBe(1000);
@@ -138,7 +176,7 @@ describe('http-compat retries', () => {
   it('retries a dropped connection', async () => {
     fake.faults = [{ kind: 'hang-up' }];
     const { e } = embedder();
-    expect(await e.embedQuery('again')).toEqual(hashEmbedding('query: again', DIM));
+    expect(await e.embedQuery('again')).toEqual(onWire('query: again'));
     expect(fake.embeddingRequests()).toHaveLength(2);
   });
 
@@ -273,18 +311,19 @@ describe('http-compat long inputs', () => {
       Math.max(...fake.embeddingRequests().map((r) => (r.json as { input: string[] }).input.length)),
     ).toBe(3);
 
-    expect(short).toEqual(hashEmbedding('passage: short one', DIM));
+    expect(short).toEqual(onWire('passage: short one'));
     // the token-weighted mean of the window vectors, re-normalised
     const sum = new Array<number>(DIM).fill(0);
     for (const w of windows) {
       const weight = approximateTokenCounter().count(w.slice('passage: '.length));
-      hashEmbedding(w, DIM).forEach((x, d) => {
+      onWire(w).forEach((x, d) => {
         sum[d] = (sum[d] ?? 0) + weight * x;
       });
     }
     const norm = Math.hypot(...sum);
     expect(pooled).toHaveLength(DIM);
-    for (const [d, x] of pooled.entries()) expect(x).toBeCloseTo((sum[d] ?? 0) / norm, 12);
+    // float32 windows (base64 on the wire): equal to float32 precision
+    for (const [d, x] of pooled.entries()) expect(x).toBeCloseTo((sum[d] ?? 0) / norm, 7);
     expect(logs.lines.some((l) => String(l.msg).includes('longer than EMBEDDING_MAX_TOKENS'))).toBe(true);
   });
 
