@@ -47,6 +47,7 @@ import {
 } from '../src/index/lancedb-vector-index.js';
 import { hashEmbedding } from '../test/fakes/hash-embedding.js';
 import { benchData, FIXTURE_TOKENIZER } from './lib/data.js';
+import { cpuMsOf } from './lib/proc-cpu.js';
 import { percentile } from './lib/stats.js';
 import { treeRss } from './lib/tree-rss.js';
 import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.js';
@@ -356,6 +357,9 @@ async function drive(queries: string[], concurrency: number, search: (q: string)
 interface Cell {
   lat: number[];
   qps: number[];
+  /** CPU milliseconds of the server's process over the cell's queries, and how many there were. */
+  cpuMs: number;
+  cpuQueries: number;
 }
 
 async function main(): Promise<void> {
@@ -426,10 +430,16 @@ async function main(): Promise<void> {
         try {
           for (const q of queries.slice(0, 20)) await server.search(q); // warm-up
           for (const c of CONCURRENCY) {
+            const cpu0 = cpuMsOf(server.child.pid);
             const r = await drive(queries, c, server.search);
-            const cell = cells.get(`${variant}/${c}`) ?? { lat: [], qps: [] };
+            const cpu1 = cpuMsOf(server.child.pid);
+            const cell = cells.get(`${variant}/${c}`) ?? { lat: [], qps: [], cpuMs: 0, cpuQueries: 0 };
             cell.lat.push(...r.lat);
             cell.qps.push(r.qps);
+            if (cpu0 !== undefined && cpu1 !== undefined) {
+              cell.cpuMs += cpu1 - cpu0;
+              cell.cpuQueries += queries.length;
+            }
             cells.set(`${variant}/${c}`, cell);
             if (c === 1 && !firstResults.has(variant)) firstResults.set(variant, r.results);
           }
@@ -450,7 +460,8 @@ async function main(): Promise<void> {
     const fig = (variant: Variant, c: number) => {
       const cell = cells.get(`${variant}/${c}`)!;
       const lat = [...cell.lat].sort((a, b) => a - b);
-      return { qps: median(cell.qps), p50: percentile(lat, 50), p99: percentile(lat, 99) };
+      const cpu = cell.cpuQueries > 0 ? cell.cpuMs / cell.cpuQueries : undefined;
+      return { qps: median(cell.qps), p50: percentile(lat, 50), p99: percentile(lat, 99), cpu };
     };
     const peer = variants.includes('langchain-dense') ? firstResults.get('langchain-dense') : undefined;
     const rows: string[][] = [];
@@ -477,6 +488,7 @@ async function main(): Promise<void> {
           f.qps.toFixed(1),
           f.p50.toFixed(2),
           f.p99.toFixed(2),
+          f.cpu === undefined ? '-' : f.cpu.toFixed(2),
           `${((peakRss.get(variant) ?? 0) / 1024 / 1024).toFixed(0)}`,
           variant === 'kilde-dense' && lc ? `${(f.qps / lc.qps).toFixed(2)}×` : '-',
           variant === 'kilde-dense' && lc ? `${(f.p50 / lc.p50).toFixed(2)}` : '-',
@@ -491,6 +503,7 @@ async function main(): Promise<void> {
         'q/s (median)',
         'p50 ms',
         'p99 ms',
+        'server CPU ms/q',
         'peak RSS MiB',
         'q/s Kilde/LC',
         'p50 Kilde/LC',
@@ -499,7 +512,7 @@ async function main(): Promise<void> {
       rows,
     );
     console.log(
-      `load average at end ${load()}. Ratios: kilde-dense over langchain-dense (LangChain's store has no lexical or hybrid search; those rows have no peer, their overlap shows how far their results differ).`,
+      `load average at end ${load()}. Server CPU: user + system time of the server's process (all threads) over the cell's queries, per query. Ratios: kilde-dense over langchain-dense (LangChain's store has no lexical or hybrid search; those rows have no peer, their overlap shows how far their results differ).`,
     );
   } finally {
     await stop(embed.child);
