@@ -27,7 +27,9 @@
  *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical --dir <keep the indexes>
  *        --min-rows 5000 --ann-min-rows 200000 --ef 100 --refine 0 (Kilde's LANCEDB_VECTOR_INDEX_*)
  *        --grid 100,200,400,800 --refines none,2,5,10 (recall@10 and latency of the raw dense query
- *        over every ef × refine factor, against exact search)]
+ *        over every ef × refine factor, against exact search)
+ *        --interleave (instead of the rounds: every variant's server up at once, each query sent to
+ *        each of them in turn, c=1, so a loaded machine weighs on all of them alike)]
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -66,6 +68,7 @@ const { values: args } = parseArgs({
     ef: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.ef) },
     refine: { type: 'string', default: String(DEFAULT_VECTOR_INDEX.refine) },
     grid: { type: 'string' },
+    interleave: { type: 'boolean', default: false },
     refines: { type: 'string', default: 'none,2,5,10' },
   },
 });
@@ -416,6 +419,11 @@ async function main(): Promise<void> {
       db.close();
     }
 
+    if (args.interleave) {
+      await interleaved(queries, dir, embedUrl);
+      return;
+    }
+
     const cells = new Map<string, Cell>();
     const firstResults = new Map<Variant, string[][]>();
     const peakRss = new Map<Variant, number>();
@@ -517,6 +525,64 @@ async function main(): Promise<void> {
   } finally {
     await stop(embed.child);
     if (!args.dir) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `--interleave`: every variant's server at once, each query sent to each in turn (the order
+ * rotating with the query and the round), one at a time. Under a load that comes and goes, all
+ * variants see the same minutes, so their ratio moves far less than between separate rounds.
+ */
+async function interleaved(queries: string[], dir: string, embedUrl: string): Promise<void> {
+  const servers: Server[] = [];
+  try {
+    for (const variant of variants) servers.push(await startServer(variant, dir, embedUrl));
+    for (const q of queries.slice(0, 20)) for (const server of servers) await server.search(q); // warm-up
+    const lat = servers.map((): number[] => []);
+    const cpu0 = servers.map((server) => cpuMsOf(server.child.pid));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [i, q] of queries.entries()) {
+        for (let n = 0; n < servers.length; n++) {
+          const at = (n + i + round) % servers.length;
+          const t0 = performance.now();
+          await servers[at]!.search(q);
+          lat[at]!.push(performance.now() - t0);
+        }
+      }
+      console.log(`round ${round + 1}/${ROUNDS} done (interleaved); load ${load()}`);
+    }
+    const cpu = servers.map((server, n) => {
+      const end = cpuMsOf(server.child.pid);
+      const start = cpu0[n];
+      return end === undefined || start === undefined ? undefined : (end - start) / (queries.length * ROUNDS);
+    });
+    const p50 = lat.map((l) =>
+      percentile(
+        [...l].sort((a, b) => a - b),
+        50,
+      ),
+    );
+    const lc = variants.indexOf('langchain-dense');
+    printTable(
+      ['variant', 'p50 ms', 'p99 ms', 'mean ms', 'server CPU ms/q', 'p50 LC/this'],
+      variants.map((variant, n) => {
+        const sorted = [...lat[n]!].sort((a, b) => a - b);
+        const mean = sorted.reduce((a, b) => a + b, 0) / sorted.length;
+        return [
+          variant,
+          p50[n]!.toFixed(2),
+          percentile(sorted, 99).toFixed(2),
+          mean.toFixed(2),
+          cpu[n] === undefined ? '-' : cpu[n]!.toFixed(2),
+          variant === 'kilde-dense' && lc >= 0 ? `${(p50[lc]! / p50[n]!).toFixed(2)}×` : '-',
+        ];
+      }),
+    );
+    console.log(
+      `load average at end ${load()}. c=1, ${queries.length} queries × ${ROUNDS} round(s) per variant, interleaved query by query.`,
+    );
+  } finally {
+    for (const server of servers) await stop(server.child);
   }
 }
 
