@@ -152,7 +152,7 @@ export const embeddingPiece = {
   EMBEDDING_ENCODING_FORMAT: oneOf(
     ['base64', 'float'],
     'base64',
-    "`http-compat` only: the `encoding_format` asked of the endpoint. `base64` (what the official OpenAI SDK sends) carries each vector as its little-endian float32 bytes, a quarter of the JSON and no number parsing; `float` asks for JSON numbers, for an endpoint that refuses `base64`. Either shape is read in the answer.",
+    '`http-compat` only: the `encoding_format` asked of the endpoint. `base64` (what the official OpenAI SDK sends) carries each vector as its little-endian float32 bytes, a quarter of the JSON and no number parsing; `float` asks for JSON numbers, for an endpoint that refuses `base64`. Either shape is read in the answer.',
   ),
   EMBEDDING_BATCH_SIZE: int(32, 'Texts per embedding request.', { min: 1 }),
   EMBEDDING_TIMEOUT: int(60, 'Time-out of one embedding request, seconds.', { min: 1 }),

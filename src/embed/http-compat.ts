@@ -119,7 +119,10 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
       url,
       headers,
       // Without EMBEDDING_ENCODING_FORMAT=base64 the request is the plain `{model, input}` it always was.
-      body: o.encodingFormat === 'base64' ? { model: o.model, input, encoding_format: 'base64' } : { model: o.model, input },
+      body:
+        o.encodingFormat === 'base64'
+          ? { model: o.model, input, encoding_format: 'base64' }
+          : { model: o.model, input },
       timeoutMs: o.timeoutMs,
       retry,
       fetch: o.fetch,
