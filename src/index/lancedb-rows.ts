@@ -48,15 +48,26 @@ export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout 
   if (layout === 'terms') fields.push(new Field(LEXICAL_COLUMN, new Utf8(), true));
   if (denseDim !== undefined) {
     fields.push(
-      new Field(DENSE_VECTOR, new FixedSizeList(denseDim, new Field('item', new Float32(), true)), true),
+      new Field(DENSE_COLUMN, new FixedSizeList(denseDim, new Field('item', new Float32(), true)), true),
     );
   }
   return new Schema(fields);
 }
 
+/**
+ * The dense vector's column in a LanceDB table: the contract's `text-dense` without the hyphen.
+ * LanceDB (0.37–0.39) fails every `optimize()` of a table whose dense index has grown in segments
+ * over a column whose name needs quoting ("vector column `text-dense` not found in batch"), which
+ * stops compaction and the index updates for good; collections still report `text-dense`
+ * (docs/decisions.md). A table an earlier Kilde wrote is renamed when opened (`useDenseColumn`).
+ */
+export const DENSE_COLUMN = 'text_dense';
+/** The column's name in tables written before 2026-11-23. */
+export const LEGACY_DENSE_COLUMN = DENSE_VECTOR;
+
 /** Size of `text-dense` in a table schema, or undefined when the table has none. */
 export function denseSizeOf(schema: Schema): number | undefined {
-  const field = schema.fields.find((f) => f.name === DENSE_VECTOR);
+  const field = schema.fields.find((f) => f.name === DENSE_COLUMN || f.name === LEGACY_DENSE_COLUMN);
   if (!field) return undefined;
   const type = field.type;
   // Type guards, not instanceof: LanceDB may hand back Arrow classes from its own copy of apache-arrow.
@@ -116,7 +127,7 @@ export function pointToRow(
       `point ${point.id}: dense vector has ${point.dense.length} dimensions, the index expects ${denseDim}`,
     );
   }
-  row[DENSE_VECTOR] = point.dense ?? null;
+  row[DENSE_COLUMN] = point.dense ?? null;
   return row;
 }
 

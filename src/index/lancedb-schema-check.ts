@@ -2,7 +2,9 @@ import { type Connection, Index, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { DENSE_VECTOR } from './contract.js';
 import {
+  DENSE_COLUMN,
   denseSizeOf,
+  LEGACY_DENSE_COLUMN,
   LEXICAL_COLUMN,
   type LexicalLayout,
   lanceSchema,
@@ -67,17 +69,40 @@ const SCALAR_INDEXES: readonly [string, () => Index][] = [
   ['languages', () => Index.labelList()],
 ];
 
+/**
+ * Renames the dense column of a table an earlier Kilde wrote (`text-dense` → `text_dense`, a change
+ * of the schema only: rows and the vector index are kept; see `DENSE_COLUMN`). Two processes opening
+ * such a table at once may both try; the one that loses finds the new name.
+ */
+export async function useDenseColumn(table: Table, log: Logger): Promise<void> {
+  const names = async () => new Set((await table.schema()).fields.map((f) => f.name));
+  if (!(await names()).has(LEGACY_DENSE_COLUMN)) return;
+  try {
+    await table.alterColumns([{ path: LEGACY_DENSE_COLUMN, rename: DENSE_COLUMN }]);
+    log.info({ table: table.name, from: LEGACY_DENSE_COLUMN, to: DENSE_COLUMN }, 'renamed the dense column');
+  } catch (err) {
+    await table.checkoutLatest();
+    if ((await names()).has(DENSE_COLUMN)) return;
+    throw new Error(
+      `LanceDB table "${table.name}" stores its dense vector as ${LEGACY_DENSE_COLUMN}, which LanceDB cannot optimize once its index has grown, and renaming it to ${DENSE_COLUMN} failed: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+}
+
 /** Opens the table, creating it (race-safe) when missing; fails loudly on an incompatible layout. */
 export async function openOrCreateTable(
   db: Connection,
   name: string,
   denseDim: number | undefined,
   where: string,
+  log: Logger,
 ): Promise<Table> {
   const existing = (await db.tableNames()).includes(name);
   const table = existing
     ? await db.openTable(name)
     : await db.createEmptyTable(name, lanceSchema(denseDim), { existOk: true });
+  if (existing) await useDenseColumn(table, log);
   const schema = await table.schema();
   const names = new Set(schema.fields.map((f) => f.name));
   const missing = REQUIRED_COLUMNS.filter((c) => !names.has(c));

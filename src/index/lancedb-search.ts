@@ -2,6 +2,7 @@ import type { Query, Table, VectorQuery } from '@lancedb/lancedb';
 import { DENSE_VECTOR, type IndexFilter, type SearchHit } from './contract.js';
 import { filterToSql } from './lancedb-filter.js';
 import {
+  DENSE_COLUMN,
   type LexicalLayout,
   POINT_COLUMNS,
   plainTerms,
@@ -51,7 +52,7 @@ export async function searchDense(
   // metadata look-up, made at most every few seconds, and only when a refine step is configured.
   const quantized = r.vectorIndex.refine > 0 && (await r.quantized(table));
   let query = tuneVectorQuery(table.vectorSearch(vector), r.vectorIndex, limit, quantized)
-    .column(DENSE_VECTOR)
+    .column(DENSE_COLUMN)
     .distanceType('cosine')
     .select([...POINT_COLUMNS, '_distance'])
     .limit(limit);

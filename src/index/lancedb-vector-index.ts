@@ -1,7 +1,7 @@
 import { Index, type IndexConfig, type Table, type VectorQuery } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { DENSE_VECTOR } from './contract.js';
+import { DENSE_COLUMN, LEGACY_DENSE_COLUMN } from './lancedb-rows.js';
 
 /**
  * The dense vector index of a LanceDB table, in two tiers by the table's rows:
@@ -18,11 +18,12 @@ import { DENSE_VECTOR } from './contract.js';
  *   grown 4×.
  *
  * Both are built by the writer in the background after an optimize; optimizes fold new rows into
- * them meanwhile, and rows not yet folded in are searched exactly. With LanceDB 0.37.1 an
- * `optimize()` fails on a table whose vector index over a column that needs quoting, as `text-dense`
- * does, has more than one IVF partition ("vector column `text-dense` not found in batch": seen with
- * IVF-PQ, IVF-Flat and IVF-HNSW-SQ alike), which would stop compaction and full-text index updates
- * for good; with one partition both kinds update cleanly (test/index/lancedb-vector-index.test.ts).
+ * them meanwhile, and rows not yet folded in are searched exactly. LanceDB (0.37–0.39) fails every
+ * `optimize()` of a table whose vector index over a column that needs quoting has more than one IVF
+ * partition, or has grown in segments ("vector column `text-dense` not found in batch"), which would
+ * stop compaction and full-text index updates for good: the column is therefore `text_dense`
+ * (`DENSE_COLUMN`; test/index/lancedb-dense-column.test.ts). Both kinds keep one partition, as
+ * measured (docs/performance.md).
  */
 export interface VectorIndexSettings {
   /** Rows (the table's, ledger entries included) from which a dense index is built; 0 never builds one. */
@@ -65,7 +66,8 @@ export function vectorIndexName(kind: DenseIndexKind, rows: number): string {
 
 /** Whether an index covers `text-dense` (LanceDB lists that column quoted: `` `text-dense` ``). */
 export function isDenseIndex(index: IndexConfig): boolean {
-  return index.columns.length === 1 && index.columns[0]!.replaceAll('`', '') === DENSE_VECTOR;
+  const column = index.columns.length === 1 ? index.columns[0]!.replaceAll('`', '') : undefined;
+  return column === DENSE_COLUMN || column === LEGACY_DENSE_COLUMN;
 }
 
 /** The table's dense index as Kilde named it: its kind and the rows it was built on. */
@@ -158,7 +160,7 @@ export async function buildVectorIndexIfDue(
   const was = built === undefined ? {} : { replacing: built.kind, builtOn: built.rows };
   log.info({ table: table.name, rows, kind, ...was }, 'building the dense vector index');
   const name = vectorIndexName(kind, rows);
-  await table.createIndex(DENSE_VECTOR, { config: vectorIndexConfig(kind), name, replace: true });
+  await table.createIndex(DENSE_COLUMN, { config: vectorIndexConfig(kind), name, replace: true });
   // The new index answers queries from its commit on; the old one (another name) is dropped after.
   for (const old of indices) {
     if (isDenseIndex(old) && old.name !== name) await table.dropIndex(old.name);

@@ -23,6 +23,7 @@ import {
   fallbackLanguages,
   hasFtsIndex,
   openOrCreateTable,
+  useDenseColumn,
 } from './lancedb-schema-check.js';
 import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
 import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
@@ -135,7 +136,7 @@ class LanceIndex implements VectorIndex {
   async ensureCollection(): Promise<void> {
     // Through the writer queue: table and index creation are writes too.
     await this.writer.queue.run(async () => {
-      const table = await openOrCreateTable(this.db, this.name, this.denseDim, this.directory);
+      const table = await openOrCreateTable(this.db, this.name, this.denseDim, this.directory, this.log);
       await ensureIndexes(table, this.language, this.log);
       this.layout = lexicalLayoutOf(await table.schema());
       this.table = table;
@@ -389,6 +390,7 @@ class LanceIndex implements VectorIndex {
     if (this.table) return this.table;
     if (!(await this.db.tableNames()).includes(this.name)) return undefined;
     const table = await this.db.openTable(this.name);
+    await useDenseColumn(table, this.log);
     this.layout = lexicalLayoutOf(await table.schema());
     this.table = table;
     return table;

@@ -124,7 +124,7 @@ describe('LanceDB dense vector index', () => {
       const scan: { id: string }[] = await table
         .vectorSearch(query)
         .bypassVectorIndex()
-        .column('text-dense')
+        .column('text_dense')
         .distanceType('cosine')
         .where("collection_name = 'big'")
         .select(['id'])
