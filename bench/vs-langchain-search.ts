@@ -40,6 +40,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
+import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
 import { DENSE_VECTOR } from '../src/index/contract.js';
 import {
   buildVectorIndexIfDue,
@@ -149,6 +150,9 @@ function kildeEnv(dir: string, embedUrl: string, extra: Record<string, string> =
   return {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
+    // What the `kilde` launcher (bin/kilde) gives every Kilde process.
+    GLIBC_TUNABLES: withMallocTunables(undefined),
+    NODE_OPTIONS: withYoungGenerationFlag(undefined),
     API_KEY,
     KILDE_DATA_DIR: join(dir, 'kilde-data'),
     VECTORDB_URI: join(dir, 'kilde-lancedb'),
