@@ -3,7 +3,9 @@
  *   tsx bench/vs-langchain-kilde.ts <files.json> <work dir> <chunk tokens> <overlap tokens>
  * The service path `kilde ingest` runs (buildIngestPipeline: worker pool, group commit), in the CLI's
  * passes (src/cli/passes.ts: up to 128 files or 1 MiB per `IngestService.ingestMany`, two in flight), with a zero-cost dense embedder (one fixed unit vector per text, as on
- * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line.
+ * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line,
+ * with the CPU seconds of the whole run (`cpu`: the process from its start and its workers) and of
+ * this process alone (`cpuMain`).
  */
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -17,7 +19,7 @@ import { createPooledLexicalStage } from '../src/embed/bm25/lexical-stage.js';
 import { openIndex } from '../src/index/open.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import { IngestService } from '../src/ingest/service.js';
-import { rssOf, treeRss } from './lib/tree-rss.js';
+import { cpuSeconds, rssOf, treeRss } from './lib/tree-rss.js';
 import { zeroCostEmbedder } from './lib/zero-cost.js';
 
 const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
@@ -108,8 +110,12 @@ const seconds = (performance.now() - t0) / 1000;
 clearInterval(sampler);
 peak = Math.max(peak, process.resourceUsage().maxRSS * 1024);
 await built.close();
+// CPU of the whole run: this process (LanceDB's threads included) and the pool's workers, now exited.
+const cpu = cpuSeconds();
+const own = process.resourceUsage();
+const cpuMain = (own.userCPUTime + own.systemCPUTime) / 1e6;
 const startup = (ready - t0) / 1000;
 const ingest = (ingested - ready) / 1000;
 process.stdout.write(
-  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak })}\n`,
+  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak, cpu, cpuMain })}\n`,
 );

@@ -46,6 +46,8 @@ interface Run {
   startup?: number;
   ingest?: number;
   peakRss: number;
+  /** CPU seconds of the run (user + system): the process from its start, Kilde's pool workers included. */
+  cpu?: number;
 }
 
 // Data first: without it there is nothing to compare (exit 2 naming KILDE_BENCH_DATA).
@@ -166,11 +168,15 @@ try {
     const kStart = stats(runs.kilde.map((r) => r.startup ?? 0));
     const kRss = Math.max(...runs.kilde.map((r) => r.peakRss));
     const lRss = Math.max(...runs.langchain.map((r) => r.peakRss));
+    // CPU, steadier than wall time on a loaded machine (each side's whole process, Kilde's workers too).
+    const kCpu = stats(runs.kilde.map((r) => r.cpu ?? Number.NaN));
+    const lCpu = stats(runs.langchain.map((r) => r.cpu ?? Number.NaN));
     console.log(
       `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
         `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
         `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
-        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)`,
+        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)\n` +
+        `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×`,
     );
   }
 } finally {
