@@ -52,6 +52,8 @@ export interface SourceFile {
   filename: string;
   /** MIME type if known (sniffed otherwise). */
   mimeType?: string;
+  /** Its size in bytes, when the caller already knows it (spares a `stat` per file and stage). */
+  bytes?: number;
 }
 
 export interface ExtractOptions {

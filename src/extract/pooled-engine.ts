@@ -82,18 +82,13 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     const read = parts.flatMap((p) => (p.status === 'fulfilled' ? [p.value] : []));
     return pool.run({ kind: 'pdf-join', parts: read, mime: type.mime }, { signal });
   };
-  const sizeOf = (path: string) =>
-    stat(path).then(
-      (s) => s.size,
-      () => 0,
-    );
   return {
     name: opts.name,
     acceptsProfile: false,
     async extract(file, options) {
       const signal = options?.signal;
       const read =
-        (split ? await readSplit(file, await sizeOf(file.path), signal) : undefined) ??
+        (split ? await readSplit(file, await sizeOf(file), signal) : undefined) ??
         (await pool.run(
           { kind: 'extract', file: wireFile(file), engine: opts.name, ...only },
           { signal, affinity: librariesOf([file]) },
@@ -110,7 +105,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     async extractMany(files, options) {
       const signal = options?.signal;
       const out: Array<PromiseSettledResult<ExtractedDocument[]>> = [];
-      const sizes = await Promise.all(files.map((f) => sizeOf(f.path)));
+      const sizes = await Promise.all(files.map(sizeOf));
       const alone = files.flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [i] : []));
       // Small files grouped by the library that reads them, so a group loads few libraries.
       const small = files
@@ -158,7 +153,14 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         if (read) out[i] = { status: 'fulfilled', value: documentOf(read) };
         else await group([i]);
       };
-      const groups = Math.min(small.length, pool.size * 2);
+      // Two groups per worker, but none under GROUP_MIN_BYTES: a few small files are one task, so a
+      // small job starts one worker, not all of them (each costs ≈0.3 s of CPU to start).
+      const smallBytes = small.reduce((n, i) => n + sizes[i]!, 0);
+      const groups = Math.min(
+        small.length,
+        pool.size * 2,
+        Math.max(1, Math.floor(smallBytes / GROUP_MIN_BYTES)),
+      );
       await Promise.all([
         ...alone.map(one),
         ...Array.from({ length: groups }, (_, g) =>
@@ -173,7 +175,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
      * decoding (three copies of a 100 MB file). Reading plain text needs none of the pool's isolation.
      */
     async openText(file, { minBytes, signal }) {
-      if ((await stat(file.path)).size <= minBytes) return undefined;
+      if ((file.bytes ?? (await stat(file.path)).size) <= minBytes) return undefined;
       const type = await detectFileType(file.path, file.filename, file.mimeType);
       if (type.kind !== 'text' && type.kind !== 'markdown') return undefined;
       if (opts.only && !opts.only.includes(type.kind)) return undefined;
@@ -211,6 +213,17 @@ function librariesOf(files: readonly SourceFile[]): string[] {
 
 /** Files up to this size are read together in `extract-many` tasks; a larger one has a task of its own. */
 const GROUPED_FILE_BYTES = 64 * 1024;
+/** The least bytes of small files worth a task of their own (`extractMany`'s groups). */
+export const GROUP_MIN_BYTES = 32 * 1024;
+
+/** A file's size: as its caller measured it, else from the file system (0 when it cannot be read). */
+function sizeOf(file: SourceFile): Promise<number> {
+  if (file.bytes !== undefined) return Promise.resolve(file.bytes);
+  return stat(file.path).then(
+    (s) => s.size,
+    () => 0,
+  );
+}
 
 /** What the worker needs of a file (no other property crosses the process boundary). */
 function wireFile(file: SourceFile): SourceFile {

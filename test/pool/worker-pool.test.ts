@@ -12,7 +12,7 @@ import { createSparseEncoder } from '../../src/embed/create-sparse.js';
 import type { ExtractedDocument } from '../../src/extract/extractor.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
-import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
+import { createPooledExtractor, GROUP_MIN_BYTES } from '../../src/extract/pooled-engine.js';
 import { KildeError } from '../../src/http/errors.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
@@ -122,6 +122,35 @@ describe('many files in one task (a pass of small files)', () => {
       ]);
       expect((many[3] as PromiseRejectedResult).reason).toBeInstanceOf(KildeError);
     } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('starts one worker for a few small files and shares a larger pass between the workers', async () => {
+    const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-workers-'));
+    const two = new WorkerPool(
+      { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+      { log: pino({ level: 'silent' }) },
+    );
+    try {
+      const write = (name: string, text: string) =>
+        writeFile(join(tmp, name), text).then(() => ({ path: join(tmp, name), filename: name }));
+      const few = await Promise.all(
+        ['a', 'b', 'c', 'd', 'e'].map((n) => write(`${n}.txt`, `File ${n} holds a short English sentence.`)),
+      );
+      const read = await createPooledExtractor(two, { name: 'inprocess' }).extractMany!(few);
+      expect(read.map((r) => r.status)).toEqual(Array(5).fill('fulfilled'));
+      // Five files of 40 bytes: one task, one worker process (a second costs its start-up for nothing).
+      expect(two.pids).toHaveLength(1);
+      const sentence = 'A longer English text that repeats its sentence to fill the file. ';
+      const many = await Promise.all(
+        ['f', 'g', 'h', 'i'].map((n) => write(`${n}.txt`, sentence.repeat(Math.ceil(GROUP_MIN_BYTES / 60)))),
+      );
+      const more = await createPooledExtractor(two, { name: 'inprocess' }).extractMany!(many);
+      expect(more.map((r) => r.status)).toEqual(Array(4).fill('fulfilled'));
+      expect(two.pids).toHaveLength(2);
+    } finally {
+      await two.close();
       await rm(tmp, { recursive: true, force: true });
     }
   });
