@@ -33,6 +33,8 @@ interface UpsertOp extends Waiter {
   schema: Schema;
   rows: LanceRow[];
   exec: { timeoutMs: number };
+  /** Every id is new to the table (the caller checked): the rows may be appended, not merged. */
+  append: boolean;
 }
 
 interface DeleteOp extends Waiter {
@@ -55,8 +57,16 @@ export class WriteBatcher {
     private readonly batchRows: number,
   ) {}
 
-  upsert(table: Table, schema: Schema, rows: LanceRow[], exec: { timeoutMs: number }): Promise<WriteOutcome> {
-    return this.#enqueue((w) => ({ kind: 'upsert', table, schema, rows, exec, ...w }));
+  /** `append`: every id is new to the table, so the rows may be appended instead of merged by id. */
+  upsert(
+    table: Table,
+    schema: Schema,
+    rows: LanceRow[],
+    exec: { timeoutMs: number },
+    options: { append?: boolean } = {},
+  ): Promise<WriteOutcome> {
+    const append = options.append === true;
+    return this.#enqueue((w) => ({ kind: 'upsert', table, schema, rows, exec, append, ...w }));
   }
 
   /** `fileId`: the file_id the predicate requires (lets it run beside upserts of other files). */
@@ -85,12 +95,17 @@ export class WriteBatcher {
 
   async #upserts(ops: UpsertOp[]): Promise<void> {
     const first = ops[0]!;
+    const all = ops.flatMap((o) => o.rows);
+    const unique = lastById(all);
+    // Appended only when every operation's ids are new (and distinct): else one merge by id for all.
+    const append = ops.every((o) => o.append) && unique.length === all.length;
     try {
-      await mergeRows(first.table, first.schema, lastById(ops.flatMap((o) => o.rows)), first.exec);
+      await (append ? appendRows : mergeRows)(first.table, first.schema, unique, first.exec);
     } catch (err) {
-      if (ops.length === 1) return first.reject(err);
-      // Merge-insert by id is idempotent: replaying each operation alone is safe.
-      return this.#oneByOne(ops);
+      if (ops.length === 1 && !append) return first.reject(err);
+      // Merge-insert by id is idempotent: replaying each operation alone, merged, is safe (an append
+      // that failed after all might have landed).
+      return this.#oneByOne(ops.map((o) => ({ ...o, append: false })));
     }
     ops.forEach((o, i) => {
       o.resolve({ commits: i === 0 ? 1 : 0, rows: o.rows.length });
@@ -208,6 +223,11 @@ async function mergeRows(
 ): Promise<void> {
   const data = makeArrowTable(rows, { schema });
   await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
+}
+
+/** One append, one commit: rows whose ids the table does not hold (the caller checked). */
+async function appendRows(table: Table, schema: Schema, rows: LanceRow[]): Promise<void> {
+  await table.add(makeArrowTable(rows, { schema }));
 }
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */

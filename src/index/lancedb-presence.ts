@@ -1,18 +1,30 @@
 import type { Table } from '@lancedb/lancedb';
-import { filterToSql } from './lancedb-filter.js';
+import { sqlString } from './lancedb-filter.js';
+import { RESERVED_TENANTS } from './reserved.js';
 
 /**
- * "Does this file already have chunks in this collection?" — asked by every `writeVersion` (a file
- * with no other version needs no `writing` entry and nothing retired). One `countRows` per file cost
- * about 25 ms on a small table and far more under load, per file, so questions asked in the same
- * turn of the event loop (the files of one pipeline pass, or concurrent requests) are answered by
- * one read: the `file_id` and `collection_name` columns of the rows of all of them.
+ * "What does this file already have in this collection?" — asked by every `writeVersion`: a file
+ * with no other version needs no `writing` entry and nothing retired, and one with no row at all
+ * there (no chunk, no `committed` ledger entry) may be appended instead of merged by id. One
+ * `countRows` per file cost about 25 ms on a small table and far more under load, per file, so
+ * questions asked in the same turn of the event loop (the files of one pipeline pass, or concurrent
+ * requests) are answered by one read: the `file_id`, `collection_name` and `id` columns of the rows
+ * of all of them (their chunks, and the `committed` entries among their ledger entries).
  */
+export interface Presence {
+  /** Whether any row of the file is in the collection (as `count({fileId, collectionNames}) > 0`). */
+  chunks: boolean;
+  /** Whether the file's `committed` ledger entry for the collection (its fixed id) exists. */
+  committed: boolean;
+}
+
 interface Question {
   table: Table;
   fileId: string;
   collectionName: string;
-  resolve(found: boolean): void;
+  /** The id of the file's `committed` entry for the collection (the version ledger's fixed id). */
+  committedId: string;
+  resolve(found: Presence): void;
   reject(err: unknown): void;
 }
 
@@ -22,10 +34,9 @@ export class PresenceProbe {
 
   constructor(private readonly exec: { timeoutMs: number }) {}
 
-  /** Whether any row of `fileId` is in `collectionName` (as `count({fileId, collectionNames}) > 0`). */
-  has(table: Table, fileId: string, collectionName: string): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      this.#pending.push({ table, fileId, collectionName, resolve, reject });
+  has(table: Table, fileId: string, collectionName: string, committedId: string): Promise<Presence> {
+    return new Promise<Presence>((resolve, reject) => {
+      this.#pending.push({ table, fileId, collectionName, committedId, resolve, reject });
       if (this.#scheduled) return;
       this.#scheduled = true;
       setImmediate(() => {
@@ -41,23 +52,29 @@ export class PresenceProbe {
     for (const a of asked) byTable.set(a.table, [...(byTable.get(a.table) ?? []), a]);
     for (const [table, group] of byTable) {
       try {
-        const where = filterToSql({
-          fileIds: [...new Set(group.map((g) => g.fileId))],
-          collectionNames: [...new Set(group.map((g) => g.collectionName))],
-        });
+        const list = (values: Iterable<string>) => [...new Set(values)].map(sqlString).join(', ');
+        const where =
+          `file_id IN (${list(group.map((g) => g.fileId))}) AND ` +
+          `(collection_name IN (${list(group.map((g) => g.collectionName))}) OR ` +
+          `(collection_name = ${sqlString(RESERVED_TENANTS.committed)} AND id IN (${list(group.map((g) => g.committedId))})))`;
+        const rows: unknown[] = await table
+          .query()
+          .where(where)
+          .select(['file_id', 'collection_name', 'id'])
+          .toArray(this.exec);
         const found = new Set<string>();
-        if (where !== 'false') {
-          const rows: unknown[] = await table
-            .query()
-            .where(where ?? 'true')
-            .select(['file_id', 'collection_name'])
-            .toArray(this.exec);
-          for (const r of rows) {
-            const row = r as { file_id?: unknown; collection_name?: unknown };
-            found.add(`${String(row.file_id)}\u0000${String(row.collection_name)}`);
-          }
+        const ids = new Set<string>();
+        for (const r of rows) {
+          const row = r as { file_id?: unknown; collection_name?: unknown; id?: unknown };
+          if (row.collection_name === RESERVED_TENANTS.committed) ids.add(String(row.id));
+          else found.add(`${String(row.file_id)}\u0000${String(row.collection_name)}`);
         }
-        for (const g of group) g.resolve(found.has(`${g.fileId}\u0000${g.collectionName}`));
+        for (const g of group) {
+          g.resolve({
+            chunks: found.has(`${g.fileId}\u0000${g.collectionName}`),
+            committed: ids.has(g.committedId),
+          });
+        }
       } catch (err) {
         for (const g of group) g.reject(err);
       }

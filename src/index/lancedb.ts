@@ -168,12 +168,17 @@ class LanceIndex implements VectorIndex {
     return this.fts;
   }
 
-  async upsert(points: readonly IndexPoint[]): Promise<void> {
+  /** `append`: every id is new to the table (see `writeVersion`); else (the default) a merge by id. */
+  async upsert(points: readonly IndexPoint[], options: { append?: boolean } = {}): Promise<void> {
+    const append = options.append === true;
     if (points.length === 0) return;
     const table = await this.requireTable();
-    const rows = lastById(points).map((p) => pointToRow(p, this.denseDim, this.layout));
+    const unique = lastById(points);
+    const rows = unique.map((p) => pointToRow(p, this.denseDim, this.layout));
     const schema = lanceSchema(this.denseDim, this.layout);
-    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
+    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec, {
+      append: append && unique.length === points.length,
+    });
     this.writer.epoch += 1;
     this.maintenance.wrote(table, outcome);
   }
@@ -181,7 +186,11 @@ class LanceIndex implements VectorIndex {
   /**
    * One upsert call is one merge-insert, one commit: points and ledger entries appear together. A
    * file with no other version in the collection needs no `writing` entry: its one commit is all
-   * or nothing, and nothing is left to retire (the caller holds the file's lock).
+   * or nothing, and nothing is left to retire (the caller holds the file's lock). A file with no row
+   * at all yet (no chunk in the collection and no `committed` entry, whose id is fixed per file and
+   * collection), written under a lock no other process shares (`exclusive`), is appended: its ids
+   * are all new (the version id is fresh), and an append commit does not read the table's ids as a
+   * merge does (at 100k rows 8.7 against 29 ms a commit).
    *
    * A version streamed in batches (`staged` > 0) was written under the staging tenant; its last
    * batch is staged too, then one update (one commit) moves every staged point of the version into
@@ -210,9 +219,16 @@ class LanceIndex implements VectorIndex {
     }
     // The versions written in one pass (or by concurrent requests) ask together: one read, and their
     // upserts below are group-committed into one merge-insert (lancedb-batch.ts).
-    const others = await this.presence.has(await this.requireTable(), v.fileId, v.collectionName);
+    const found = await this.presence.has(
+      await this.requireTable(),
+      v.fileId,
+      v.collectionName,
+      v.committed.id,
+    );
     v.signal?.throwIfAborted();
-    await this.upsert([...v.points, ...(others ? [v.writing()] : []), v.committed]);
+    const others = found.chunks;
+    const append = v.exclusive === true && !found.chunks && !found.committed;
+    await this.upsert([...v.points, ...(others ? [v.writing()] : []), v.committed], { append });
     return { writing: others };
   }
 

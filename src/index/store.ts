@@ -57,6 +57,12 @@ export interface VersionWrite {
    * whole version.
    */
   staged?: number;
+  /**
+   * The caller's lock on the file is this process's alone (not a lease shared by replicas), so no
+   * other writer can add the file's rows meanwhile: a version of a file with nothing in the index
+   * yet (no chunk in the collection, no `committed` entry) may be appended without a merge by id.
+   */
+  exclusive?: boolean;
 }
 
 /** One batch of a version that is streamed in parts (`VectorIndex.stageVersion`). */

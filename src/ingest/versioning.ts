@@ -99,6 +99,8 @@ export async function commitVersion(
       committed: ledgerEntry('committed', scope, total, o.now()),
       ...(o.signal ? { signal: o.signal } : {}),
       ...(staged > 0 ? { staged } : {}),
+      // Under the in-process lock (no fence) this process is the file's only writer.
+      ...(o.lease !== undefined && o.lease.fence === undefined ? { exclusive: true } : {}),
     });
   } catch (err) {
     await discardVersion(index, scope, o.log);

@@ -523,6 +523,45 @@ export function runVectorIndexContract(
       expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
     });
 
+    it('writes an exclusive first version whole, and never a second `committed` entry for a file', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      // The `committed` entry's id is fixed per file and collection, as version-ledger.ts makes it.
+      const committed = (fileId: string, version: string): IndexPoint => ({
+        ...entry('committed', fileId, version, 'alpha'),
+        id: pointId(fileId, '\u0001committed\u0001alpha', 0),
+      });
+      const write = (fileId: string, version: string, n: number) =>
+        index.writeVersion({
+          fileId,
+          collectionName: 'alpha',
+          version,
+          points: Array.from({ length: n }, (_, s) =>
+            point('alpha', fileId, version, s, `${version} ${s}`, { dense: [1, 0, 0, 0] }),
+          ),
+          writing: () => entry('writing', fileId, version, 'alpha'),
+          committed: committed(fileId, version),
+          exclusive: true,
+        });
+      // Two new files written together (one group commit), each whole.
+      await Promise.all([write('file-new-a', 'v1', 2), write('file-new-b', 'v1', 3)]);
+      expect(await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'] })).toBe(2);
+      expect(await index.count({ fileId: 'file-new-b', collectionNames: ['alpha'] })).toBe(3);
+      // The chunks go, the ledger entry stays (reserved tenant): the file has no chunk in the
+      // collection, but its `committed` id is taken, so the next version must replace that entry.
+      await index.deleteWhere({ fileId: 'file-new-a', collectionNames: ['alpha'] });
+      expect(await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'] })).toBe(0);
+      await write('file-new-a', 'v2', 2);
+      const records = await index.scroll({ reserved: 'committed', fileId: 'file-new-a' }, { limit: 10 });
+      expect(records.points.map((p) => p.meta.ingest_version)).toEqual(['v2']);
+      expect(
+        await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'], ingestVersion: 'v2' }),
+      ).toBe(2);
+      // A file with chunks already: merged beside them (the caller retires the old), one `committed`.
+      await write('file-new-b', 'v2', 1);
+      expect(await index.count({ reserved: 'committed', fileId: 'file-new-b' })).toBe(1);
+      expect(await index.count({ fileId: 'file-new-b', collectionNames: ['alpha'] })).toBe(4);
+    });
+
     it('publishes a version staged in batches at once, with its last batch', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const f = 'file-staged';
