@@ -194,6 +194,11 @@ export class LexicalAnalyzer {
     return { terms: indexed, sparse: encoder.encodeTerms(terms) };
   }
 
+  /** `document(text, language).terms` without the BM25 vector (lexical-only ingestion writes none). */
+  documentTerms(text: string, language: Bm25Language): string[] {
+    return this.encoder(language).terms(text, KEEP_STOP_WORDS[language]);
+  }
+
   /**
    * A query analysed in each of `languages` (those of the collections searched); terms and ids are
    * the union, so one analysis matches the documents of its language. With one language the vector

@@ -42,9 +42,13 @@ export function analyseItems(
   const lexical: string[] = [];
   const vectors: SparseVector[] = [];
   for (const item of items) {
+    if (!sparse) {
+      lexical.push(analyzer.documentTerms(item.text, item.language).join(' '));
+      continue;
+    }
     const d = analyzer.document(item.text, item.language);
     lexical.push(d.terms.join(' '));
-    if (sparse) vectors.push(d.sparse);
+    vectors.push(d.sparse);
   }
   return sparse ? { lexical, sparse: vectors } : { lexical };
 }

@@ -84,6 +84,16 @@ describe('LexicalAnalyzer', () => {
     expect(analyzer.document('The cats are running', 'english').terms).toEqual(['cat', 'run']);
   });
 
+  it('documentTerms: the terms of document, in both languages, without a vector', () => {
+    for (const text of ['Danmark kæmpede mod Sverige under krigen', 'The cats are running over the hills']) {
+      for (const language of ['danish', 'english'] as const) {
+        expect(analyzer.documentTerms(text, language)).toEqual(analyzer.document(text, language).terms);
+      }
+    }
+    expect(analyzer.documentTerms('Danmark kæmpede mod Sverige', 'danish')).toContain('mod');
+    expect(analyzer.documentTerms('The cats are running', 'english')).toEqual(['cat', 'run']);
+  });
+
   it('query: one language gives exactly fastembed’s query vector (an index fastembed wrote stays searchable)', () => {
     const text = 'How do cats run, and what is retrieval?';
     expect(analyzer.query(text, ['english']).sparse).toEqual(english.encodeQuery(text));
