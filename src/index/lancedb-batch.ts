@@ -1,6 +1,6 @@
-import { makeArrowTable, type Table } from '@lancedb/lancedb';
+import type { Table } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
-import type { LanceRow } from './lancedb-rows.js';
+import { type LanceRow, rowsToArrow } from './lancedb-rows.js';
 import type { SerialQueue } from './lancedb-writer.js';
 
 /**
@@ -221,13 +221,13 @@ async function mergeRows(
   rows: LanceRow[],
   exec: { timeoutMs: number },
 ): Promise<void> {
-  const data = makeArrowTable(rows, { schema });
+  const data = rowsToArrow(rows, schema);
   await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
 }
 
 /** One append, one commit: rows whose ids the table does not hold (the caller checked). */
 async function appendRows(table: Table, schema: Schema, rows: LanceRow[]): Promise<void> {
-  await table.add(makeArrowTable(rows, { schema }));
+  await table.add(rowsToArrow(rows, schema));
 }
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */

@@ -1,4 +1,18 @@
-import { DataType, Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from 'apache-arrow';
+import {
+  Table as ArrowTable,
+  DataType,
+  Field,
+  FixedSizeList,
+  Float32,
+  Int32,
+  List,
+  makeData,
+  makeVector,
+  Schema,
+  Utf8,
+  type Vector,
+  vectorFromArray,
+} from 'apache-arrow';
 import { z } from 'zod';
 import {
   DENSE_VECTOR,
@@ -64,6 +78,57 @@ export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout 
 export const DENSE_COLUMN = 'text_dense';
 /** The column's name in tables written before 2026-11-23. */
 export const LEGACY_DENSE_COLUMN = DENSE_VECTOR;
+
+/**
+ * Rows as an Arrow table of `schema`, column by column: what LanceDB's `makeArrowTable(rows,
+ * {schema})` builds, without walking every value of every row to infer a schema already given (a
+ * third of its cost) and with each dense vector copied into one Float32 buffer (element by element
+ * through Arrow's builder otherwise). A field no row sets is null in every row.
+ */
+export function rowsToArrow(rows: readonly LanceRow[], schema: Schema): ArrowTable {
+  const names = new Set(schema.fields.map((f) => f.name));
+  for (const row of rows) {
+    for (const key in row) if (!names.has(key)) throw new Error(`Found field not in schema: ${key}`);
+  }
+  const columns: Record<string, Vector> = {};
+  for (const field of schema.fields) {
+    const values = rows.map((r) => r[field.name] ?? null);
+    columns[field.name] = DataType.isFixedSizeList(field.type)
+      ? fixedSizeVector(values, field.type)
+      : vectorFromArray(values, field.type);
+  }
+  return new ArrowTable(schema, columns);
+}
+
+/** A fixed-size list column of floats (the dense vectors): one buffer, a validity bitmap for nulls. */
+function fixedSizeVector(values: ReadonlyArray<LanceRow[string]>, type: FixedSizeList): Vector {
+  const size = type.listSize;
+  const data = new Float32Array(values.length * size);
+  const valid = new Uint8Array((values.length + 7) >> 3);
+  let nulls = 0;
+  values.forEach((v, i) => {
+    if (v === null) {
+      nulls += 1;
+      return;
+    }
+    const vector = v as ArrayLike<number>;
+    if (typeof v !== 'object' || vector.length !== size) {
+      throw new Error(`a vector of ${size} numbers was expected`);
+    }
+    valid[i >> 3]! |= 1 << (i & 7);
+    data.set(vector, i * size);
+  });
+  const child = makeData({ type: type.children[0]!.type as Float32, length: data.length, data });
+  return makeVector(
+    makeData({
+      type,
+      length: values.length,
+      nullCount: nulls,
+      ...(nulls > 0 ? { nullBitmap: valid } : {}),
+      child,
+    }),
+  );
+}
 
 /** Size of `text-dense` in a table schema, or undefined when the table has none. */
 export function denseSizeOf(schema: Schema): number | undefined {
