@@ -91,13 +91,20 @@ const BINARY_SIGNATURES: [number[], string][] = [
 
 const startsWith = (buf: Uint8Array, sig: readonly number[]) => sig.every((b, i) => buf[i] === b);
 
-/** Detects the type from magic bytes first, then the extension, then a declared MIME type. */
+/** How much of a file's start `detectFileType` reads. */
+export const HEAD_BYTES = 8192;
+
+/**
+ * Detects the type from magic bytes first, then the extension, then a declared MIME type. `head`:
+ * the file's first `HEAD_BYTES` bytes (or all of a shorter file) when the caller has read them.
+ */
 export async function detectFileType(
   path: string,
   filename: string,
   declaredMime?: string,
+  given?: Uint8Array,
 ): Promise<DetectedType> {
-  const head = await readHead(path, 8192);
+  const head = given ?? (await readHead(path, HEAD_BYTES));
   const ext = extname(filename).toLowerCase();
   if (startsWith(head, [0x25, 0x50, 0x44, 0x46, 0x2d])) return known('pdf');
   if (startsWith(head, [0x50, 0x4b, 0x03, 0x04])) return detectZip(path, ext);

@@ -1,7 +1,8 @@
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { KildeError } from '../errors.js';
 import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
-import { detectFileType, type FileKind } from './file-type.js';
+import { detectFileType, type FileKind, HEAD_BYTES } from './file-type.js';
 import type { ReadContent } from './inprocess/content.js';
 import type { PdfPart } from './inprocess/pdf.js';
 import { checkTextSize, DEFAULT_LIMITS, type ExtractionLimits } from './limits.js';
@@ -54,7 +55,8 @@ export interface ReadDocument {
  */
 export async function readDocument(file: SourceFile, opts: InprocessOptions): Promise<ReadDocument> {
   const limits = opts.limits ?? DEFAULT_LIMITS;
-  const type = await detectFileType(file.path, file.filename, file.mimeType);
+  const start = readStart(file.path);
+  const type = await detectFileType(file.path, file.filename, file.mimeType, start.head);
   if (type.kind === undefined) {
     throw extractionFailed(
       type.claimed
@@ -70,13 +72,39 @@ export async function readDocument(file: SourceFile, opts: InprocessOptions): Pr
   let content: ReadContent;
   try {
     if (PACKAGES.has(type.kind)) await (await import('./zip-guard.js')).checkArchive(file.path, limits);
-    content = await READERS[type.kind](file.path, limits);
+    content =
+      start.whole && (type.kind === 'text' || type.kind === 'markdown')
+        ? (await import('./inprocess/text.js')).plainContent(start.whole)
+        : await READERS[type.kind](file.path, limits);
   } catch (err) {
     if (err instanceof KildeError) throw err;
     throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`, 422, err);
   }
   checkTextSize(content.text.length, limits);
   return { content, mime: type.mime };
+}
+
+/** Files up to this size are read whole by `readStart` (a text file is then not opened again). */
+const WHOLE_BYTES = 64 * 1024;
+
+/**
+ * A file's first `HEAD_BYTES` for type sniffing, and the whole file when it is small. Read at once
+ * and synchronously: this runs in a pool worker, one task at a time, and for a small file two
+ * asynchronous opens and reads (the head, then the text) cost about 15 times the CPU of one
+ * blocking read (0.14–0.3 s against 0.01 s for 1000 SciFact abstracts).
+ */
+function readStart(path: string): { head: Uint8Array; whole?: Buffer } {
+  const fd = openSync(path, 'r');
+  try {
+    if (fstatSync(fd).size <= WHOLE_BYTES) {
+      const whole = readFileSync(fd);
+      return { head: whole.subarray(0, HEAD_BYTES), whole };
+    }
+    const head = Buffer.alloc(HEAD_BYTES);
+    return { head: head.subarray(0, readSync(fd, head, 0, HEAD_BYTES, 0)) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

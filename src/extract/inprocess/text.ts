@@ -13,9 +13,12 @@ export function decodeText(bytes: Uint8Array): string {
 
 /** Markdown and plain text pass through as they are (line endings normalised). */
 export async function readPlain(path: string): Promise<ReadContent> {
-  const text = decodeText(await readFile(path))
-    .replace(/\r\n?/g, '\n')
-    .trim();
+  return plainContent(await readFile(path));
+}
+
+/** `readPlain` of a file's bytes already read. */
+export function plainContent(bytes: Uint8Array): ReadContent {
+  const text = decodeText(bytes).replace(/\r\n?/g, '\n').trim();
   const title = /^#\s+(.+)$/m.exec(text)?.[1]?.trim();
   return { text, metadata: title ? { title } : {} };
 }
