@@ -1,17 +1,12 @@
-import {
+import { createRequire } from 'node:module';
+import type * as ApacheArrow from 'apache-arrow';
+import type {
   Table as ArrowTable,
-  DataType,
-  Field,
-  FixedSizeList,
-  Float32,
-  Int32,
-  List,
-  makeData,
-  makeVector,
+  Field as FieldType,
+  FixedSizeList as FixedSizeListType,
+  Float32 as Float32Type,
   Schema,
-  Utf8,
-  type Vector,
-  vectorFromArray,
+  Vector,
 } from 'apache-arrow';
 import { z } from 'zod';
 import {
@@ -22,6 +17,14 @@ import {
   type StoredPoint,
   withPageFields,
 } from './contract.js';
+
+/**
+ * apache-arrow as LanceDB loads it: its CommonJS build. An `import` would load the ES build beside
+ * it, a second copy of the library (≈75 ms of CPU at every start) whose classes are not LanceDB's.
+ */
+const arrow = createRequire(import.meta.url)('apache-arrow') as typeof ApacheArrow;
+const { DataType, Field, FixedSizeList, Float32, Int32, List, makeData, makeVector, Utf8, vectorFromArray } =
+  arrow;
 
 /**
  * The LanceDB table layout: the filterable meta fields as real columns (so filters are SQL on typed
@@ -48,7 +51,7 @@ export type LexicalLayout = 'terms' | 'content';
 export const POINT_COLUMNS = ['id', 'content', 'meta'];
 
 export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout = 'terms'): Schema {
-  const fields: Field[] = [
+  const fields: FieldType[] = [
     new Field('id', new Utf8(), false),
     new Field('content', new Utf8(), false),
     new Field('collection_name', new Utf8(), false),
@@ -65,7 +68,7 @@ export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout 
       new Field(DENSE_COLUMN, new FixedSizeList(denseDim, new Field('item', new Float32(), true)), true),
     );
   }
-  return new Schema(fields);
+  return new arrow.Schema(fields);
 }
 
 /**
@@ -97,11 +100,11 @@ export function rowsToArrow(rows: readonly LanceRow[], schema: Schema): ArrowTab
       ? fixedSizeVector(values, field.type)
       : vectorFromArray(values, field.type);
   }
-  return new ArrowTable(schema, columns);
+  return new arrow.Table(schema, columns);
 }
 
 /** A fixed-size list column of floats (the dense vectors): one buffer, a validity bitmap for nulls. */
-function fixedSizeVector(values: ReadonlyArray<LanceRow[string]>, type: FixedSizeList): Vector {
+function fixedSizeVector(values: ReadonlyArray<LanceRow[string]>, type: FixedSizeListType): Vector {
   const size = type.listSize;
   const data = new Float32Array(values.length * size);
   const valid = new Uint8Array((values.length + 7) >> 3);
@@ -118,7 +121,7 @@ function fixedSizeVector(values: ReadonlyArray<LanceRow[string]>, type: FixedSiz
     valid[i >> 3]! |= 1 << (i & 7);
     data.set(vector, i * size);
   });
-  const child = makeData({ type: type.children[0]!.type as Float32, length: data.length, data });
+  const child = makeData({ type: type.children[0]!.type as Float32Type, length: data.length, data });
   return makeVector(
     makeData({
       type,
