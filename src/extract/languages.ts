@@ -189,8 +189,14 @@ export function detectLanguages(text: string): string[] {
   return rankSamples(samplesOf(text), topLanguage);
 }
 
-/** The most likely ISO 639-1 language of one sample and its score; undefined when none. */
-export type SampleClassifier = (sample: string) => { lang: string; score: number } | undefined;
+/**
+ * The most likely ISO 639-1 language of one sample and its score; undefined when none. `scored`
+ * false: the score is not used (a text of one sample), so a classifier may leave it 0.
+ */
+export type SampleClassifier = (
+  sample: string,
+  scored: boolean,
+) => { lang: string; score: number } | undefined;
 
 /**
  * `detectLanguages` with another classifier for the samples: the same sampling and the same
@@ -200,10 +206,11 @@ export function detectLanguagesWith(text: string, classify: SampleClassifier): s
   return rankSamples(samplesOf(text), classify);
 }
 
-function topLanguage(sample: string): { lang: string; score: number } | undefined {
+function topLanguage(sample: string, scored: boolean): { lang: string; score: number } | undefined {
   const result = lib().detect(sample);
   if (!result.language) return undefined;
-  return { lang: result.language, score: result.getScores()[result.language] ?? 0 };
+  // eld's scores cost about a third of a short text's detection; only ties between samples need them.
+  return { lang: result.language, score: scored ? (result.getScores()[result.language] ?? 0) : 0 };
 }
 
 /**
@@ -234,8 +241,10 @@ export function detectLanguagesInWindows(windows: readonly string[]): string[] {
 
 function rankSamples(samples: readonly string[], classify: SampleClassifier): string[] {
   const leads = new Map<string, { count: number; score: number }>();
+  // One sample leads alone: its score breaks no tie.
+  const scored = samples.length > 1;
   for (const sample of samples) {
-    const top = classify(sample);
+    const top = classify(sample, scored);
     if (!top) continue;
     const entry = leads.get(top.lang) ?? { count: 0, score: 0 };
     leads.set(top.lang, { count: entry.count + 1, score: entry.score + top.score });

@@ -32,6 +32,11 @@ const OWN_STOP_WORDS: ReadonlyMap<Bm25Language, ReadonlySet<string>> = new Map(
   ]),
 );
 
+/** Which language an own stop word (`OWN_STOP_WORDS`) is one of. */
+const STOP_WORD_LANGUAGE: ReadonlyMap<string, Bm25Language> = new Map(
+  BM25_LANGUAGES.flatMap((l) => [...OWN_STOP_WORDS.get(l)!].map((w) => [w, l] as const)),
+);
+
 /** Tokens read from a text to judge its language by its stop words. */
 const PROFILE_TOKENS = 400;
 
@@ -48,10 +53,13 @@ export function stopWordLanguage(text: string): Bm25Language | undefined {
       .match(/[\p{L}\p{N}_]+/gu) ?? []
   ).slice(0, PROFILE_TOKENS);
   if (tokens.length < 20) return undefined;
-  const counts = BM25_LANGUAGES.map((l) => {
-    const own = OWN_STOP_WORDS.get(l)!;
-    return { l, n: tokens.filter((t) => own.has(t)).length };
-  }).sort((a, b) => b.n - a.n);
+  // One pass: each own stop word belongs to one language.
+  const n = new Map<Bm25Language, number>();
+  for (const t of tokens) {
+    const l = STOP_WORD_LANGUAGE.get(t);
+    if (l) n.set(l, (n.get(l) ?? 0) + 1);
+  }
+  const counts = BM25_LANGUAGES.map((l) => ({ l, n: n.get(l) ?? 0 })).sort((a, b) => b.n - a.n);
   const [best, next] = [counts[0]!, counts[1]];
   return best.n >= tokens.length / 10 && best.n >= 2 * (next?.n ?? 0) ? best.l : undefined;
 }
@@ -103,11 +111,14 @@ const HYPHENATED = /(\p{L})-[ \t]*\r?\n[ \t]*(\p{Ll})/gu;
  * the stored and returned `content` stays the chunk's text.
  */
 export function contextualText(content: string, context: ChunkContext): string {
-  const head = squash(content.slice(0, HEAD_CHARS));
+  let head: string | undefined;
   const lines: string[] = [];
   for (const line of [context.title, ...(context.headers ?? [])]) {
     const l = line?.trim();
-    if (!l || lines.includes(l) || head.includes(squash(l))) continue;
+    if (!l || lines.includes(l)) continue;
+    // The chunk's start, squashed only when there is a header line to look for in it.
+    head ??= squash(content.slice(0, HEAD_CHARS));
+    if (head.includes(squash(l))) continue;
     lines.push(l);
   }
   const body = content.replace(HYPHENATED, '$1$2');
