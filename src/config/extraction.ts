@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type ExtractionLimits, LIMIT_DEFAULTS } from './extraction-limits.js';
-import { int, number, oneOf, optionalString, string, url } from './fields.js';
+import { bool, int, number, oneOf, optionalString, string, url } from './fields.js';
 import { kernelPieces } from './shared.js';
 
 export { type ExtractionLimits, LIMIT_DEFAULTS };
@@ -15,6 +15,10 @@ export const extractionLimitsPiece = {
     2,
     'Worker processes that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced.',
     { min: 1, max: 64 },
+  ),
+  EXTRACTION_PDF_SPLIT: bool(
+    false,
+    'Read a PDF of at least 1 MiB and 64 pages in two halves on two pool workers at once, when both are free and the 1-minute load leaves a core idle; the text, pages and headings are the same. Off by default: on 2 cores a 300-page PDF took 1.5 s either way, for about 19 % more CPU and 100 MiB more memory (docs/performance.md); try it on a machine with idle cores.',
   ),
   EXTRACTION_MAX_HEAP_MB: int(
     1024,

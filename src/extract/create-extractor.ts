@@ -13,7 +13,7 @@ import { createAutoRouter } from './auto-router.js';
 import { createDoclingExtractor } from './docling-engine.js';
 import type { Extractor } from './extractor.js';
 import { createKreuzbergExtractor } from './kreuzberg-engine.js';
-import { createPooledExtractor } from './pooled-engine.js';
+import { createPooledExtractor, PDF_SPLIT } from './pooled-engine.js';
 import { routerThresholds } from './routing.js';
 import { createUnstructuredExtractor } from './unstructured-engine.js';
 import { createHybridExtractor } from './vision/hybrid-engine.js';
@@ -46,11 +46,20 @@ interface FactoryDeps extends ExtractorDeps {
 
 type Factory = (settings: ExtractionSettings, deps: FactoryDeps) => Extractor;
 
+/** `EXTRACTION_PDF_SPLIT`: a large PDF in two halves at once (`PDF_SPLIT`), or never. */
+const pdfSplit = (s: ExtractionSettings) => (s.EXTRACTION_PDF_SPLIT ? PDF_SPLIT : false);
+
 /** One entry per concrete engine; `auto` is built over this registry by `createExtractor`. */
 const FACTORIES: Record<ConcreteEngine, Factory> = {
-  inprocess: (s, d) => createPooledExtractor(d.pool, { name: 'inprocess', limits: extractionLimits(s) }),
+  inprocess: (s, d) =>
+    createPooledExtractor(d.pool, { name: 'inprocess', limits: extractionLimits(s), pdfSplit: pdfSplit(s) }),
   'pdf-inprocess': (s, d) =>
-    createPooledExtractor(d.pool, { name: 'pdf-inprocess', only: ['pdf'], limits: extractionLimits(s) }),
+    createPooledExtractor(d.pool, {
+      name: 'pdf-inprocess',
+      only: ['pdf'],
+      limits: extractionLimits(s),
+      pdfSplit: pdfSplit(s),
+    }),
   'sidecar-http': (s, d) =>
     createKreuzbergExtractor({
       baseUrl: required(s.EXTRACTION_SIDECAR_URL, 'EXTRACTION_SIDECAR_URL', 'sidecar-http'),
@@ -218,6 +227,7 @@ function autoRouter(s: ExtractionSettings, d: FactoryDeps): Extractor {
 type PoolConfig = Pick<
   ExtractionSettings,
   | 'EXTRACTION_WORKERS'
+  | 'EXTRACTION_PDF_SPLIT'
   | 'EXTRACTION_MAX_HEAP_MB'
   | 'EXTRACTION_TIMEOUT'
   | 'EXTRACTION_MAX_PAGES'

@@ -18,7 +18,7 @@ export interface PooledExtractorOptions {
   ownsPool?: boolean;
   /** The text limit of a streamed file (`openText`); the pool's workers hold the others. */
   limits?: Pick<ExtractionLimits, 'maxTextChars'>;
-  /** When a PDF is read in two parts at once (`PDF_SPLIT`); tests lower it, `false` never splits. */
+  /** When a PDF is read in two parts at once (`PDF_SPLIT` with `EXTRACTION_PDF_SPLIT`); tests lower it; `false` (the default) never splits. */
   pdfSplit?: PdfSplit | false;
 }
 
@@ -49,7 +49,7 @@ export const PDF_SPLIT: PdfSplit = { minBytes: 1024 * 1024, minPages: 64, spareC
  */
 export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOptions): Extractor {
   const only = opts.only ? { only: opts.only } : {};
-  const split = opts.pdfSplit === undefined ? PDF_SPLIT : opts.pdfSplit;
+  const split = opts.pdfSplit ?? false;
   const documentOf = ({ content, mime, languages }: TaskOutputs['extract']): ExtractedDocument[] => [
     toDocument(content, mime, [], languages),
   ];

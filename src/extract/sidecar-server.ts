@@ -13,7 +13,7 @@ import { ownPool } from './create-extractor.js';
 import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
 import { toIso6393 } from './languages.js';
 import { findMarkdownTables } from './markdown-table.js';
-import { createPooledExtractor } from './pooled-engine.js';
+import { createPooledExtractor, PDF_SPLIT } from './pooled-engine.js';
 
 /** A Kreuzberg error body: `{error_type, message, traceback, status_code}`. */
 function kreuzbergError(status: number, errorType: string, message: string) {
@@ -34,6 +34,7 @@ export function createExtractorPart(
     createPooledExtractor(ownPool(config, { log: deps.log ?? pino({ level: 'silent' }) }), {
       name: 'inprocess',
       ownsPool: true,
+      pdfSplit: config.EXTRACTION_PDF_SPLIT ? PDF_SPLIT : false,
     });
   return {
     name: 'extractor',
