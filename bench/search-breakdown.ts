@@ -33,7 +33,7 @@ import { retrieveSchema } from '../src/config/retrieve.js';
 import { createDenseEmbedder } from '../src/embed/create-dense.js';
 import { buildApp } from '../src/http/app.js';
 import { createLogger } from '../src/http/logger.js';
-import { DENSE_VECTOR } from '../src/index/contract.js';
+import { DENSE_COLUMN } from '../src/index/lancedb-rows.js';
 import { createRetrievePart } from '../src/retrieve/part.js';
 import { benchData } from './lib/data.js';
 import { percentile } from './lib/stats.js';
@@ -127,7 +127,7 @@ async function embedFetch(q: string, format: 'float' | 'base64'): Promise<number
 function raw(v: number[]) {
   return table
     .vectorSearch(v)
-    .column(DENSE_VECTOR)
+    .column(DENSE_COLUMN)
     .distanceType('cosine')
     .select(['id', 'content', 'meta', '_distance'])
     .where(where)
@@ -143,7 +143,7 @@ const STAGES: Record<string, (q: string) => Promise<unknown>> = {
   'lance nofilter': (q) =>
     table
       .vectorSearch(vectors.get(q)!)
-      .column(DENSE_VECTOR)
+      .column(DENSE_COLUMN)
       .distanceType('cosine')
       .select(['id', 'content', 'meta', '_distance'])
       .limit(2 * K)
@@ -151,7 +151,7 @@ const STAGES: Record<string, (q: string) => Promise<unknown>> = {
   'lance idonly': (q) =>
     table
       .vectorSearch(vectors.get(q)!)
-      .column(DENSE_VECTOR)
+      .column(DENSE_COLUMN)
       .distanceType('cosine')
       .select(['id', '_distance'])
       .where(where)

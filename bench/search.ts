@@ -7,9 +7,9 @@ import pino from 'pino';
 import { Registry } from 'prom-client';
 import { LexicalAnalyzer } from '../src/embed/bm25/analysis.js';
 import type { DenseEmbedder } from '../src/embed/dense.js';
-import { DENSE_VECTOR, type IndexPoint, pointId } from '../src/index/contract.js';
+import { type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
-import { LEXICAL_COLUMN } from '../src/index/lancedb-rows.js';
+import { DENSE_COLUMN, LEXICAL_COLUMN } from '../src/index/lancedb-rows.js';
 import {
   buildVectorIndexIfDue,
   DEFAULT_VECTOR_INDEX,
@@ -200,7 +200,7 @@ function floorFor(mode: Mode, table: Table, quantized: boolean): (q: Query) => P
   const tenantSql = (q: Query) => `collection_name IN ('${q.tenant}')`;
   const dense = (q: Query, n: number) =>
     tuneVectorQuery(table.vectorSearch(q.vector), VECTOR_INDEX, n, quantized)
-      .column(DENSE_VECTOR)
+      .column(DENSE_COLUMN)
       .distanceType('cosine')
       .where(tenantSql(q))
       .select(['id', 'content', 'meta', '_distance'])
@@ -348,7 +348,7 @@ async function recall(dir: string, table: Table, queries: Query[]) {
     const exact: { id: string }[] = await table
       .vectorSearch(q.vector)
       .bypassVectorIndex()
-      .column(DENSE_VECTOR)
+      .column(DENSE_COLUMN)
       .distanceType('cosine')
       .where(`collection_name IN ('${q.tenant}')`)
       .select(['id'])

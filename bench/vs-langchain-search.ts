@@ -41,7 +41,7 @@ import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
 import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
-import { DENSE_VECTOR } from '../src/index/contract.js';
+import { DENSE_COLUMN } from '../src/index/lancedb-rows.js';
 import {
   buildVectorIndexIfDue,
   DEFAULT_VECTOR_INDEX,
@@ -254,13 +254,13 @@ async function build(dir: string, embedUrl: string): Promise<Built> {
   const rows = (await table
     .query()
     .where(`collection_name = '${COLLECTION}'`)
-    .select(['id', 'content', DENSE_VECTOR])
-    .toArray()) as Array<{ id: string; content: string; [DENSE_VECTOR]: { toArray(): Float32Array } }>;
+    .select(['id', 'content', DENSE_COLUMN])
+    .toArray()) as Array<{ id: string; content: string; [DENSE_COLUMN]: { toArray(): Float32Array } }>;
   table.close();
   db.close();
   const vectors = new Float32Array(rows.length * DIM);
   rows.forEach((r, i) => {
-    vectors.set(r[DENSE_VECTOR].toArray(), i * DIM);
+    vectors.set(r[DENSE_COLUMN].toArray(), i * DIM);
   });
   await writeFile(
     join(dir, 'chunks.jsonl'),

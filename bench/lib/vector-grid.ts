@@ -1,6 +1,5 @@
 import type { Table } from '@lancedb/lancedb';
-import { DENSE_VECTOR } from '../../src/index/contract.js';
-import { POINT_COLUMNS } from '../../src/index/lancedb-rows.js';
+import { DENSE_COLUMN, POINT_COLUMNS } from '../../src/index/lancedb-rows.js';
 import { percentile } from './stats.js';
 
 /** One dense query of a grid: its vector and the tenant predicate every Kilde query carries. */
@@ -50,7 +49,7 @@ export async function vectorGrid(
       const rows: { id: string }[] = await table
         .vectorSearch(q.vector)
         .bypassVectorIndex()
-        .column(DENSE_VECTOR)
+        .column(DENSE_COLUMN)
         .distanceType('cosine')
         .where(q.where)
         .select(['id'])
@@ -60,7 +59,7 @@ export async function vectorGrid(
     }),
   );
   const run = (q: GridQuery, s: GridSetting | undefined) => {
-    let query = table.vectorSearch(q.vector).column(DENSE_VECTOR).distanceType('cosine');
+    let query = table.vectorSearch(q.vector).column(DENSE_COLUMN).distanceType('cosine');
     // LanceDB refuses an ef below the rows it is asked for (limit × refine): raised to that, as Kilde does.
     query =
       s === undefined ? query.bypassVectorIndex() : query.ef(Math.max(s.ef, opts.limit * (s.refine ?? 1)));
