@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
-import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
+import { filterToSql, sqlString } from './lancedb-filter.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
 import { PresenceProbe } from './lancedb-presence.js';
 import {
@@ -13,10 +13,9 @@ import {
   lanceSchema,
   lexicalLayoutOf,
   movedRow,
-  POINT_COLUMNS,
   pointToRow,
-  rowToPoint,
 } from './lancedb-rows.js';
+import { scrollPage, tenantCounts } from './lancedb-scan.js';
 import {
   ensureIndexes,
   type FtsLanguage,
@@ -29,7 +28,7 @@ import { searchDense, searchLexical, type TableReader } from './lancedb-search.j
 import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
-import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
+import { RESERVED_TENANTS } from './reserved.js';
 import { fuseRrf } from './rrf.js';
 import {
   type CollectionInfo,
@@ -302,44 +301,11 @@ class LanceIndex implements VectorIndex {
   /** One column scan of the chunks' tenant key (the embedded index is one machine's corpus). */
   async tenants(limit: number): Promise<TenantCount[]> {
     const table = await this.openExisting();
-    if (!table) return [];
-    const reserved = RESERVED_TENANT_VALUES.map(sqlString).join(', ');
-    const rows: unknown[] = await table
-      .query()
-      .where(`collection_name NOT IN (${reserved})`)
-      .select(['collection_name'])
-      .toArray(this.exec);
-    const counts = new Map<string, number>();
-    for (const r of rows) {
-      const name = (r as { collection_name?: unknown }).collection_name;
-      if (typeof name === 'string') counts.set(name, (counts.get(name) ?? 0) + 1);
-    }
-    return [...counts]
-      .map(([name, chunks]) => ({ name, chunks }))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .slice(0, limit);
+    return table ? tenantCounts(table, limit, this.exec) : [];
   }
 
   async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {
-    const after = options.cursor === undefined ? undefined : afterKeySql(decodeCursor(options.cursor));
-    const where = andSql(filterToSql(filter), after);
-    if (where === 'false' || options.limit <= 0) return { points: [] };
-    const table = await this.requireTable();
-    let query = table
-      .query()
-      .select([...POINT_COLUMNS, 'file_id', 'split_id'])
-      .orderBy([{ columnName: 'file_id' }, { columnName: 'split_id' }, { columnName: 'id' }])
-      // One extra row tells whether another page exists without a second round trip.
-      .limit(options.limit + 1);
-    if (where !== undefined) query = query.where(where);
-    const rows: unknown[] = await query.toArray(this.exec);
-    const points = rows.slice(0, options.limit).map(rowToPoint);
-    const last = points.at(-1);
-    if (rows.length <= options.limit || !last) return { points };
-    return {
-      points,
-      next: encodeCursor({ fileId: last.meta.file_id, splitId: last.meta.split_id, id: last.id }),
-    };
+    return scrollPage(() => this.requireTable(), filter, options, this.exec);
   }
 
   async searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]> {
