@@ -249,6 +249,9 @@ export class BullJobQueue implements JobQueue {
       'job started',
     );
     let progress: StoredProgress = { stage: null, chunks_total: null, chunks_done: 0 };
+    // Once the run has ended, a stage still reporting (a branch of the pipeline that outlived the
+    // failure) must not overwrite the stored failure: its record would lose the error's code.
+    let ended = false;
     let writes = Promise.resolve();
     const save = (p: StoredProgress) => {
       progress = p;
@@ -264,16 +267,20 @@ export class BullJobQueue implements JobQueue {
         jobId: id,
         attempt: job.attemptsStarted,
         signal: this.#stopping.signal,
-        progress: (p) =>
+        progress: (p) => {
+          if (ended) return;
           void save({
             stage: p.stage,
             chunks_total: p.chunksTotal ?? progress.chunks_total,
             chunks_done: p.chunksDone ?? progress.chunks_done,
-          }).catch(() => undefined),
+          }).catch(() => undefined);
+        },
       });
+      ended = true;
       await writes.catch(() => undefined);
       return result;
     } catch (err) {
+      ended = true;
       const error = jobErrorOf(err);
       const retry =
         (retryableJobFailure(err) || this.#stopping.signal.aborted) &&
