@@ -36,6 +36,12 @@ const payload: JobPayload = {
   source: { kind: 'spool', path: '/nonexistent/late.txt', bytes: 1 },
 };
 
+/** The job's record once it has failed: the handler's own failure. */
+const FAILED = {
+  state: 'failed',
+  error: { code: 'EXTRACTION_FAILED', message: 'The file could not be read' },
+};
+
 async function scenario(queue: JobQueue) {
   let context: JobContext | undefined;
   await queue.startWorker(async (_payload, ctx) => {
@@ -62,10 +68,7 @@ describe('a stage reported after the job failed', () => {
   it('in process: the failure keeps its code', async () => {
     const queue = new MemoryJobQueue(settings);
     try {
-      expect(await scenario(queue)).toMatchObject({
-        state: 'failed',
-        error: { code: 'EXTRACTION_FAILED', message: 'The file could not be read' },
-      });
+      expect(await scenario(queue)).toMatchObject(FAILED);
     } finally {
       await queue.close();
     }
@@ -89,10 +92,7 @@ describe('a stage reported after the job failed', () => {
         prefix: 'late',
       });
       try {
-        expect(await scenario(queue)).toMatchObject({
-          state: 'failed',
-          error: { code: 'EXTRACTION_FAILED', message: 'The file could not be read' },
-        });
+        expect(await scenario(queue)).toMatchObject(FAILED);
       } finally {
         await queue.close();
       }
