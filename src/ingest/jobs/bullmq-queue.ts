@@ -6,14 +6,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import { KildeError } from '../../errors.js';
 import { CLAIM_CANCEL, CLAIM_RUN, CLAIM_TTL_S } from './bullmq-claims.js';
-import {
-  type Bull,
-  type Data,
-  recordOf,
-  STATE_TYPES,
-  type StoredProgress,
-  stateOf,
-} from './bullmq-records.js';
+import { type Bull, type Data, progressWriter, recordOf, STATE_TYPES, stateOf } from './bullmq-records.js';
 import {
   describeJobFailure,
   type IngestSuccessBody,
@@ -248,39 +241,18 @@ export class BullJobQueue implements JobQueue {
       { jobId: id, fileId: job.data.target.fileId, attempt: job.attemptsStarted },
       'job started',
     );
-    let progress: StoredProgress = { stage: null, chunks_total: null, chunks_done: 0 };
-    // Once the run has ended, a stage still reporting (a branch of the pipeline that outlived the
-    // failure) must not overwrite the stored failure: its record would lose the error's code.
-    let ended = false;
-    let writes = Promise.resolve();
-    const save = (p: StoredProgress) => {
-      progress = p;
-      writes = writes.then(
-        () => job.updateProgress({ ...p }),
-        () => undefined,
-      );
-      return writes;
-    };
-    await save(progress);
+    const progress = progressWriter(job);
+    await progress.start();
     try {
       const result = await handler(job.data, {
         jobId: id,
         attempt: job.attemptsStarted,
         signal: this.#stopping.signal,
-        progress: (p) => {
-          if (ended) return;
-          void save({
-            stage: p.stage,
-            chunks_total: p.chunksTotal ?? progress.chunks_total,
-            chunks_done: p.chunksDone ?? progress.chunks_done,
-          }).catch(() => undefined);
-        },
+        progress: (p) => progress.report(p),
       });
-      ended = true;
-      await writes.catch(() => undefined);
+      await progress.end();
       return result;
     } catch (err) {
-      ended = true;
       const error = jobErrorOf(err);
       const retry =
         (retryableJobFailure(err) || this.#stopping.signal.aborted) &&
@@ -296,7 +268,7 @@ export class BullJobQueue implements JobQueue {
         },
         retry ? 'ingestion job failed; retrying' : 'ingestion job failed',
       );
-      await save({ ...progress, stage: null, error }).catch(() => undefined);
+      await progress.fail(error);
       if (!retry) this.#final.add(id);
       // Stopped by a shutdown that outlasted its grace: run it again (another worker, or this one restarted).
       if (this.#stopping.signal.aborted) throw new Error('the worker shut down during the job');

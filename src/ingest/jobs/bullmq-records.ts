@@ -1,5 +1,13 @@
 import type { Job as BullJob, JobType } from 'bullmq';
-import type { IngestSuccessBody, JobError, JobPayload, JobRecord, JobStage, JobState } from './job.js';
+import type {
+  IngestSuccessBody,
+  JobError,
+  JobPayload,
+  JobProgress,
+  JobRecord,
+  JobStage,
+  JobState,
+} from './job.js';
 
 /*
  * How a BullMQ job and its claim key read as Kilde's job record (`src/ingest/jobs/job.ts`): the
@@ -13,6 +21,47 @@ export interface StoredProgress {
   chunks_done: number;
   /** The failure of the last run (retried) or the final one (failed). */
   error?: JobError;
+}
+
+/**
+ * One run's progress in BullMQ's `progress` field, written in order. Once the run has ended, a stage
+ * still reporting (a branch of the pipeline that outlived the failure) is ignored: it would
+ * overwrite the stored failure, and the record would lose the failure's code.
+ */
+export function progressWriter(job: { updateProgress(p: StoredProgress): Promise<void> }) {
+  let current: StoredProgress = { stage: null, chunks_total: null, chunks_done: 0 };
+  let ended = false;
+  let writes = Promise.resolve();
+  const save = (p: StoredProgress) => {
+    current = p;
+    writes = writes.then(
+      () => job.updateProgress({ ...p }),
+      () => undefined,
+    );
+    return writes;
+  };
+  return {
+    /** The run's first write (no stage yet); a failure to write it fails the run. */
+    start: () => save(current),
+    report(p: JobProgress): void {
+      if (ended) return;
+      void save({
+        stage: p.stage,
+        chunks_total: p.chunksTotal ?? current.chunks_total,
+        chunks_done: p.chunksDone ?? current.chunks_done,
+      }).catch(() => undefined);
+    },
+    /** The run succeeded: later reports are ignored, the writes so far complete. */
+    end(): Promise<void> {
+      ended = true;
+      return writes.catch(() => undefined);
+    },
+    /** The run failed: the failure is stored, and later reports are ignored. */
+    fail(error: JobError): Promise<void> {
+      ended = true;
+      return save({ ...current, stage: null, error }).catch(() => undefined);
+    },
+  };
 }
 
 export type Data = JobPayload;
