@@ -52,7 +52,8 @@ async function timedCall<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 function timedIndex(inner: VectorIndex): VectorIndex {
   return Object.assign(Object.create(inner) as VectorIndex, {
-    upsert: (points: readonly IndexPoint[]) => timedCall('upsert', () => inner.upsert(points)),
+    upsert: (points: readonly IndexPoint[], options?: { append?: boolean }) =>
+      timedCall('upsert', () => inner.upsert(points, options)),
     deleteWhere: (filter: IndexFilter) => timedCall('deleteWhere', () => inner.deleteWhere(filter)),
     count: (filter: IndexFilter) => timedCall('count', () => inner.count(filter)),
   });
