@@ -50,10 +50,12 @@ async function timedCall<T>(name: string, fn: () => Promise<T>): Promise<T> {
     calls.set(name, c);
   }
 }
+type LanceUpsert = { upsert(points: readonly IndexPoint[], options?: { append?: boolean }): Promise<void> };
 function timedIndex(inner: VectorIndex): VectorIndex {
   return Object.assign(Object.create(inner) as VectorIndex, {
+    // The LanceDB adapter's upsert takes `{ append }` (writeVersion's first versions): passed on.
     upsert: (points: readonly IndexPoint[], options?: { append?: boolean }) =>
-      timedCall('upsert', () => inner.upsert(points, options)),
+      timedCall('upsert', () => (inner as LanceUpsert).upsert(points, options)),
     deleteWhere: (filter: IndexFilter) => timedCall('deleteWhere', () => inner.deleteWhere(filter)),
     count: (filter: IndexFilter) => timedCall('count', () => inner.count(filter)),
   });

@@ -9,7 +9,11 @@ import { RESERVED_TENANTS } from './reserved.js';
  * `countRows` per file cost about 25 ms on a small table and far more under load, per file, so
  * questions asked in the same turn of the event loop (the files of one pipeline pass, or concurrent
  * requests) are answered by one read: the `file_id`, `collection_name` and `id` columns of the rows
- * of all of them (their chunks, and the `committed` entries among their ledger entries).
+ * of all of them (their chunks, and the `committed` entries among their ledger entries). One read
+ * runs at a time: questions asked while it runs wait for it and go together in the next, so
+ * concurrent requests, which rarely ask in the same turn, still share reads (each read scans the
+ * rows written since the last optimize: one per file cost 846 reads of ≈16 ms for 1000 uploads at
+ * 8 in flight).
  */
 export interface Presence {
   /** Whether any row of the file is in the collection (as `count({fileId, collectionNames}) > 0`). */
@@ -30,18 +34,25 @@ interface Question {
 
 export class PresenceProbe {
   #pending: Question[] = [];
-  #scheduled = false;
+  /** A read is scheduled or running: new questions wait for the next one. */
+  #busy = false;
 
   constructor(private readonly exec: { timeoutMs: number }) {}
 
   has(table: Table, fileId: string, collectionName: string, committedId: string): Promise<Presence> {
     return new Promise<Presence>((resolve, reject) => {
       this.#pending.push({ table, fileId, collectionName, committedId, resolve, reject });
-      if (this.#scheduled) return;
-      this.#scheduled = true;
-      setImmediate(() => {
-        this.#scheduled = false;
-        void this.#flush(this.#pending.splice(0));
+      if (!this.#busy) this.#next();
+    });
+  }
+
+  /** The next read, a turn of the event loop from now (the rest of this turn's questions join it). */
+  #next(): void {
+    this.#busy = true;
+    setImmediate(() => {
+      void this.#flush(this.#pending.splice(0)).finally(() => {
+        if (this.#pending.length > 0) this.#next();
+        else this.#busy = false;
       });
     });
   }
