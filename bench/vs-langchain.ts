@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { compileCacheDir } from '../src/cli/compile-cache.js';
 import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
 import { benchData, FIXTURE_DOCUMENTS } from './lib/data.js';
 import { writeTextPdf } from './text-pdf.js';
@@ -118,13 +119,16 @@ function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
           '80',
         ]
       : [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'];
-  // Kilde's side gets the memory settings the `kilde` launcher gives `kilde ingest` (bin/kilde).
+  // Kilde's side gets the memory settings the `kilde` launcher gives `kilde ingest` (bin/kilde), and
+  // the user's compile cache bin/kilde.js turns on (src/cli/compile-cache.ts; warm after a first run).
+  const cache = compileCacheDir(process.env);
   const env =
     side === 'kilde'
       ? {
           ...process.env,
           GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
           NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
+          ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
         }
       : process.env;
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
