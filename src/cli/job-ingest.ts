@@ -58,17 +58,15 @@ export interface JobIngestOptions {
 export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: number }> {
   const manifest = await readManifest(o.manifest, o.url, o.collection);
   let skipped = 0;
-  // Writes are chained and atomic (rename), so an interrupted run leaves a whole manifest.
-  let saving = Promise.resolve();
-  const save = () => {
-    saving = saving.then(async () => {
-      await mkdir(dirname(o.manifest), { recursive: true });
-      const tmp = `${o.manifest}.${process.pid}.tmp`;
-      await writeFile(tmp, `${JSON.stringify(manifest)}\n`);
-      await rename(tmp, o.manifest);
-    });
-    return saving;
-  };
+  // Writes are atomic (rename), so an interrupted run leaves a whole manifest, and coalesced: the
+  // saves asked for while one is written share the next (one write per file made 2000 rewrites of
+  // a growing manifest for 1000 files, 6.8 s of the client's CPU).
+  const save = coalesced(async () => {
+    await mkdir(dirname(o.manifest), { recursive: true });
+    const tmp = `${o.manifest}.${process.pid}.tmp`;
+    await writeFile(tmp, `${JSON.stringify(manifest)}\n`);
+    await rename(tmp, o.manifest);
+  });
 
   async function one(file: FoundFile): Promise<void> {
     const fileId = fileIdFor(o.collection, file.relative);
@@ -132,8 +130,42 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
     for (let i = next++; i < o.files.length && !o.signal.aborted; i = next++) await one(o.files[i]!);
   };
   await Promise.all(Array.from({ length: Math.min(o.concurrency, o.files.length) }, worker));
-  await saving;
+  await save.settled();
   return { skipped };
+}
+
+/**
+ * `write` run one at a time, the calls made while one runs sharing the next: each call resolves
+ * after a run that started after it was made (so that run saw its change), and a failed run fails
+ * the calls that shared it. `settled()` waits for whatever is running or due.
+ */
+export function coalesced(write: () => Promise<void>): (() => Promise<void>) & { settled(): Promise<void> } {
+  let last: Promise<void> = Promise.resolve();
+  let next: Promise<void> | undefined;
+  const call = () => {
+    if (!next) {
+      const run = last.then(
+        () => {
+          next = undefined;
+          return write();
+        },
+        () => {
+          next = undefined;
+          return write();
+        },
+      );
+      next = run;
+      last = run;
+    }
+    return next;
+  };
+  return Object.assign(call, {
+    settled: () =>
+      last.then(
+        () => undefined,
+        () => undefined,
+      ),
+  });
 }
 
 /** `EXTRACTION_FAILED ×3, EMBEDDING_FAILED ×1`: the failures of a run by code, most frequent first. */

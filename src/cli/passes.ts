@@ -1,8 +1,8 @@
 import { stat } from 'node:fs/promises';
-/** Files per pipeline pass of the local `kilde ingest` (`--batch`). */
-export const DEFAULT_PASS_FILES = 128;
-/** Most bytes of files in one pass; a file larger than this goes alone. */
-export const PASS_BYTES = 1 << 20;
+import { DEFAULT_PASS_FILES, PASS_BYTES } from '../ingest/pass-queue.js';
+
+/** Files per pipeline pass of the local `kilde ingest` (`--batch`), and the most bytes of one. */
+export { DEFAULT_PASS_FILES, PASS_BYTES };
 
 /**
  * The local ingest's passes: consecutive files, at most `maxFiles` and about `PASS_BYTES` per pass

@@ -110,7 +110,11 @@ export const jobsPiece = {
     true,
     'Runs job workers inside `serve ingest` and `serve all`. False: this process only accepts jobs (`kilde serve worker` processes run them; needs `REDIS_URL`).',
   ),
-  JOBS_CONCURRENCY: int(2, 'Jobs one worker process runs at the same time.', { min: 1, max: 64 }),
+  JOBS_CONCURRENCY: int(
+    8,
+    'Jobs one worker process runs at the same time. Small files (up to 1 MiB) of concurrent jobs share pipeline passes (one extraction task, one embedding call, one commit); each large file runs its own bounded-batch pipeline, so memory grows with the large files in flight.',
+    { min: 1, max: 64 },
+  ),
   JOBS_MAX_ATTEMPTS: int(
     3,
     'Runs of a job before it fails. Only retryable failures (embedding 429/5xx, index or Redis unreachable) are retried; a corrupt file fails at once.',

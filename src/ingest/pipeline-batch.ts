@@ -11,13 +11,21 @@ import {
   DEFAULT_SEGMENT_CHARS,
   extractFiles,
   type IngestResult,
+  type PipelineOptions,
   type PipelineParts,
   writeExtracted,
 } from './pipeline.js';
 import { encode } from './pipeline-encode.js';
 import { chunkAll, shifted } from './pipeline-pieces.js';
 import type { IngestTarget } from './request.js';
-import { cancelledIf, type Stage, type StageObserver, timed } from './stages.js';
+import {
+  cancelled,
+  cancelledIf,
+  type PipelineProgress,
+  type Stage,
+  type StageObserver,
+  timed,
+} from './stages.js';
 import type { VersionScope } from './version-ledger.js';
 import { commitVersion } from './versioning.js';
 
@@ -35,6 +43,10 @@ export interface BatchFile {
   file: SourceFile;
   version: string;
   lease?: Lease;
+  /** This file's caller going away (a pass of concurrent requests): fails this file alone. */
+  signal?: AbortSignal;
+  /** This file's progress (a job's): the stage each shared stage enters, and its chunk counts. */
+  onProgress?: PipelineOptions['onProgress'];
 }
 
 /** One file's outcome in a pass: its result, or the error its own `runPipeline` would have thrown. */
@@ -60,6 +72,14 @@ export async function runPipelineBatch(
   const fail = (i: number, error: unknown) => {
     outcomes.set(i, { ok: false, error });
   };
+  /** Fails the files whose own caller went away; the others go on. */
+  const dropCancelled = (ids: Iterable<number>) => {
+    for (const i of ids) if (!outcomes.has(i) && files[i]!.signal?.aborted) fail(i, cancelled());
+  };
+  const progress = (ids: Iterable<number>, p: (i: number) => PipelineProgress) => {
+    for (const i of ids) if (!outcomes.has(i)) files[i]!.onProgress?.(p(i));
+  };
+  progress(files.keys(), () => ({ stage: 'convert' }));
   const segmentChars = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
   const batchChunks = Math.max(1, parts.batchChunks ?? DEFAULT_BATCH_CHUNKS);
   const extracted = (await extractFiles(parts, files, signal)).map((r, i) => {
@@ -67,11 +87,12 @@ export async function runPipelineBatch(
     fail(i, r.reason);
     return undefined;
   });
+  dropCancelled(files.keys());
   // Small files share the rest of the pass; a large one is written alone, in its bounded batches.
   const small: number[] = [];
   const large: number[] = [];
   extracted.forEach((x, i) => {
-    if (!x) return;
+    if (!x || outcomes.has(i)) return;
     if (x.stream) {
       large.push(i);
       return;
@@ -81,6 +102,7 @@ export async function runPipelineBatch(
   });
 
   // Chunk: every small file's documents, in two tasks of about equal size (two pool workers).
+  progress(small, () => ({ stage: 'chunk' }));
   const chunked = new Map<number, Array<{ doc: number; chunks: Chunk[] }>>();
   await sharedStage(
     small,
@@ -150,6 +172,13 @@ export async function runPipelineBatch(
   }
 
   // Dense and lexical: all the points of the pass in one call each (one file's failure retried alone).
+  dropCancelled(points.keys());
+  for (const i of points.keys()) if (outcomes.has(i)) points.delete(i);
+  progress(points.keys(), (i) => ({
+    stage: parts.dense ? 'dense' : 'sparse',
+    chunksTotal: points.get(i)!.length,
+    chunksDone: 0,
+  }));
   await sharedStage([...points.keys()], fail, async (ids) => {
     cancelledIf(signal);
     const all = ids.flatMap((i) => points.get(i)!);
@@ -171,17 +200,21 @@ export async function runPipelineBatch(
         version: f.version,
       };
       const list = points.get(i)!;
+      // The pass's signal (one caller for all its files) or this file's own caller's.
+      const own = f.signal ?? signal;
       try {
         cancelledIf(signal);
+        cancelledIf(f.signal);
+        f.onProgress?.({ stage: 'write', chunksTotal: list.length, chunksDone: list.length });
         await timed(
           undefined,
           'write',
           { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
           async () => {
             try {
-              await commitVersion(parts.index, scope, list, commitOptions(parts, signal, f.lease));
+              await commitVersion(parts.index, scope, list, commitOptions(parts, own, f.lease));
             } catch (err) {
-              cancelledIf(signal);
+              cancelledIf(own);
               throw err;
             }
           },
@@ -214,9 +247,9 @@ export async function runPipelineBatch(
         f.target,
         extracted[i]!,
         f.version,
-        signal,
+        f.signal ?? signal,
         f.lease,
-        () => undefined,
+        (p) => f.onProgress?.(p),
       );
       outcomes.set(i, { ok: true, result });
     } catch (err) {

@@ -12,6 +12,7 @@ import {
   type VersionSummary,
 } from './knowledge.js';
 import { DELETED_SCOPE, type FileLock, InProcessFileLock, type Lease } from './lock.js';
+import { DEFAULT_PASS_FILES, PASS_BYTES, PassQueue } from './pass-queue.js';
 import { type IngestResult, type PipelineOptions, type PipelineParts, runPipeline } from './pipeline.js';
 import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
@@ -57,6 +58,19 @@ export class IngestService {
   readonly #lock: FileLock;
   /** Versions this process is writing now: the version sweep leaves them alone. */
   readonly #writing = new Set<string>();
+  /** `ingest` calls past their lock and running now. */
+  #running = 0;
+  /**
+   * Concurrent requests' small files, coalesced into pipeline passes (`runPipelineBatch`), one pass
+   * at a time beside the files running alone: under load they share pool tasks, embedding calls and
+   * commits (docs/performance.md, "Concurrent uploads share passes"; two passes in flight cost the
+   * server 30 % more CPU for no shorter run).
+   */
+  readonly #passes = new PassQueue((files) => runPipelineBatch(this.parts, files), {
+    inFlight: 1,
+    maxFiles: DEFAULT_PASS_FILES,
+    maxBytes: PASS_BYTES,
+  });
 
   /** `lock`: the Redis lease shared by replicas (`REDIS_URL`); the in-process lock by default. */
   constructor(
@@ -92,9 +106,27 @@ export class IngestService {
       const { file, version } = await this.#prepare(target, load, lease);
       const started = performance.now();
       this.#writing.add(version);
+      // With other ingests in flight a small file joins the next shared pass (PassQueue); alone, or
+      // larger than a pass, it runs its own pipeline.
+      const together = this.#running > 0 && file.bytes <= PASS_BYTES;
+      this.#running += 1;
       let result: IngestResult;
+      let batch: number | undefined;
       try {
-        result = await runPipeline(this.parts, target, file, version, signal, lease, options);
+        if (together) {
+          const { outcome, files } = await this.#passes.add({
+            target,
+            file,
+            version,
+            lease,
+            bytes: file.bytes,
+            ...(signal ? { signal } : {}),
+            ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          });
+          if (!outcome.ok) throw outcome.error;
+          result = outcome.result;
+          batch = files;
+        } else result = await runPipeline(this.parts, target, file, version, signal, lease, options);
       } catch (err) {
         if (signal?.aborted) {
           this.parts.log.info(
@@ -106,6 +138,7 @@ export class IngestService {
         throw err;
       } finally {
         this.#writing.delete(version);
+        this.#running -= 1;
       }
       this.parts.log.info(
         {
@@ -116,6 +149,7 @@ export class IngestService {
           engine: result.extraction.engine,
           bytes: file.bytes,
           ms: Math.round(performance.now() - started),
+          ...(batch === undefined ? {} : { batch }),
         },
         'ingested',
       );

@@ -1,0 +1,183 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { StoredPoint } from '../../src/index/contract.js';
+import type { IngestOutcome, IngestService } from '../../src/ingest/service.js';
+import type { PipelineProgress } from '../../src/ingest/stages.js';
+import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
+
+/**
+ * Concurrent `IngestService.ingest` calls (uploads, jobs) of small files share pipeline passes
+ * (src/ingest/pass-queue.ts): a file that arrives while others are in flight joins the next pass,
+ * and still settles exactly as it would alone — its own chunks, version, error, cancellation and
+ * progress.
+ */
+const C = 'shared';
+const ENV = { CHUNK_SPLIT_BY: 'word', CHUNK_SIZE: '12', CHUNK_OVERLAP: '2', INGEST_SWEEP_INTERVAL: '0' };
+const text = (tag: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `Clause ${i} of the ${tag} handbook covers case ${i}.`).join(' ');
+
+let h: Harness;
+let dir: string;
+let service: IngestService;
+beforeEach(async () => {
+  h = await startIngest(ENV);
+  service = h.part.pipeline().service;
+  dir = await mkdtemp(join(tmpdir(), 'kilde-passes-'));
+});
+afterEach(async () => {
+  await h.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function ingest(
+  fileId: string,
+  content: string | Buffer,
+  o: {
+    ext?: string;
+    collection?: string;
+    signal?: AbortSignal;
+    onProgress?: (p: PipelineProgress) => void;
+  } = {},
+): Promise<IngestOutcome> {
+  const ext = o.ext ?? 'txt';
+  const path = join(dir, `${fileId}-${Math.random().toString(16).slice(2)}.${ext}`);
+  await writeFile(path, content);
+  const filename = `${fileId}.${ext}`;
+  return service.ingest(
+    {
+      fileId,
+      filename,
+      collectionName: o.collection ?? C,
+      collectionType: 'file',
+      userId: 'u1',
+      overwrite: true,
+      source: filename,
+    },
+    async () => ({ path, filename, bytes: Buffer.byteLength(content) }),
+    o.signal,
+    o.onProgress ? { onProgress: o.onProgress } : {},
+  );
+}
+
+const shape = (points: readonly StoredPoint[]) =>
+  points.map((p) => ({
+    content: p.content,
+    split: p.meta.split_id,
+    start: p.meta.char_start,
+    end: p.meta.char_end,
+    languages: p.meta.languages,
+  }));
+
+const ingestedLines = () => h.logs.lines.filter((l) => l.msg === 'ingested');
+
+/** An ingest that runs alone; resolves once it is running, so the next ones join shared passes. */
+async function leading(fileId: string): Promise<{ done: Promise<IngestOutcome> }> {
+  let running: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    running = resolve;
+  });
+  const done = ingest(fileId, text(fileId, 40), { onProgress: () => running() });
+  await started;
+  return { done };
+}
+
+describe('concurrent ingests of small files', () => {
+  it('share pipeline passes, and each file gets the chunks and the version it gets alone', async () => {
+    const texts = Object.fromEntries(
+      Array.from({ length: 12 }, (_, i) => [`f${i}`, text(`file ${i}`, 2 + i)]),
+    );
+    const together = await Promise.all(Object.entries(texts).map(([id, t]) => ingest(id, t)));
+    const passLines = ingestedLines();
+    // One after another, each alone, into another collection.
+    for (const [id, t] of Object.entries(texts)) await ingest(`alone-${id}`, t, { collection: 'alone' });
+    for (const [k, id] of Object.keys(texts).entries()) {
+      const mine = await pointsOf(h.index, id);
+      const alone = await pointsOf(h.index, `alone-${id}`);
+      expect(mine.length).toBeGreaterThan(0);
+      expect(shape(mine)).toEqual(shape(alone));
+      expect(versionsOf(mine)).toEqual([together[k]!.ingestVersion]);
+      expect(together[k]!.chunksCount).toBe(mine.length);
+    }
+    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
+    // The first ran alone; the others, arriving while it ran, went in passes of several files.
+    const batches = passLines.map((l) => l.batch as number | undefined);
+    expect(batches.filter((b) => b === undefined).length).toBeGreaterThanOrEqual(1);
+    expect(Math.max(...batches.map((b) => b ?? 0))).toBeGreaterThan(1);
+    // The sequential ones ran alone, each in its own pipeline.
+    expect(
+      ingestedLines()
+        .slice(passLines.length)
+        .every((l) => l.batch === undefined),
+    ).toBe(true);
+  });
+
+  it('a file that fails in a shared pass fails alone, with the error it gets alone', async () => {
+    const broken = Buffer.from('%PDF-1.7 this is not a pdf');
+    const alone = await ingest('broken-alone', broken, { ext: 'pdf' }).then(
+      () => undefined,
+      (err: { code?: string; statusCode?: number }) => ({ code: err.code, status: err.statusCode }),
+    );
+    expect(alone).toEqual({ code: 'EXTRACTION_FAILED', status: 422 });
+    const lead = await leading('lead');
+    const results = await Promise.allSettled([
+      ingest('g1', text('good one', 5)),
+      ingest('g2', text('good two', 5)),
+      ingest('broken', broken, { ext: 'pdf' }),
+      ingest('g3', text('good three', 5)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const reason = (results[2] as PromiseRejectedResult).reason as { code?: string; statusCode?: number };
+    expect({ code: reason.code, status: reason.statusCode }).toEqual(alone);
+    expect(await h.index.count({ fileId: 'broken' })).toBe(0);
+    for (const id of ['g1', 'g2', 'g3']) expect((await pointsOf(h.index, id)).length).toBeGreaterThan(0);
+    await lead.done;
+    // The good ones went through shared passes.
+    for (const id of ['g1', 'g2', 'g3']) {
+      expect(ingestedLines().find((l) => l.fileId === id)?.batch).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('a caller that goes away mid-pass fails with 499 and keeps its previous version; the others commit', async () => {
+    const first = await ingest('kept', text('first kept', 4));
+    const controller = new AbortController();
+    const stages: string[] = [];
+    const lead = await leading('lead');
+    const results = await Promise.allSettled([
+      ingest('o1', text('other one', 6)),
+      ingest('o2', text('other two', 6)),
+      ingest('kept', text('second kept', 9), {
+        signal: controller.signal,
+        onProgress: (p) => {
+          stages.push(p.stage);
+          // The pass has started with this file in it: its caller leaves now.
+          if (p.stage === 'convert') controller.abort();
+        },
+      }),
+      ingest('o3', text('other three', 6)),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(((results[2] as PromiseRejectedResult).reason as { statusCode?: number }).statusCode).toBe(499);
+    expect(stages[0]).toBe('convert');
+    expect(versionsOf(await pointsOf(h.index, 'kept'))).toEqual([first.ingestVersion]);
+    await lead.done;
+    for (const id of ['o1', 'o2', 'o3']) {
+      expect(ingestedLines().find((l) => l.fileId === id)?.batch).toBeGreaterThanOrEqual(1);
+    }
+    for (const id of ['o1', 'o2', 'o3']) expect((await pointsOf(h.index, id)).length).toBeGreaterThan(0);
+    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
+  });
+
+  it('reports each stage of a shared pass to the file’s caller (a job’s progress)', async () => {
+    const progress: PipelineProgress[] = [];
+    const lead = await leading('lead');
+    const follower = ingest('follower', text('follower', 8), { onProgress: (p) => progress.push(p) });
+    await Promise.all([lead.done, follower]);
+    const line = ingestedLines().find((l) => l.fileId === 'follower');
+    expect(line?.batch).toBeGreaterThanOrEqual(1);
+    expect(progress.map((p) => p.stage)).toEqual(['convert', 'chunk', 'sparse', 'write']);
+    const chunks = (await follower).chunksCount;
+    expect(progress.at(-1)).toEqual({ stage: 'write', chunksTotal: chunks, chunksDone: chunks });
+  });
+});
