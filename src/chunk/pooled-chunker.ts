@@ -26,7 +26,8 @@ export function createPooledChunker(pool: WorkerPool, mode: Chunker['mode']): Ba
             ...(d.outer ? { outer: d.outer } : {}),
           })),
         },
-        { signal },
+        // Light work (merged with other queued small tasks, one worker) up to the pool's limits.
+        { signal, weight: docs.reduce((n, d) => n + d.text.length, 0) },
       ),
   };
 }

@@ -87,11 +87,12 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     acceptsProfile: false,
     async extract(file, options) {
       const signal = options?.signal;
+      const bytes = await sizeOf(file);
       const read =
-        (split ? await readSplit(file, await sizeOf(file), signal) : undefined) ??
+        (split ? await readSplit(file, bytes, signal) : undefined) ??
         (await pool.run(
           { kind: 'extract', file: wireFile(file), engine: opts.name, ...only },
-          { signal, affinity: librariesOf([file]) },
+          { signal, affinity: librariesOf([file]), weight: bytes },
         ));
       return documentOf(read);
     },
@@ -118,7 +119,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
           const members = ids.map((i) => files[i]!);
           results = await pool.run(
             { kind: 'extract-many', files: members.map(wireFile), engine: opts.name, ...only },
-            { signal, affinity: librariesOf(members) },
+            { signal, affinity: librariesOf(members), weight: ids.reduce((n, i) => n + sizes[i]!, 0) },
           );
         } catch (err) {
           const late = timedOutItem(err);

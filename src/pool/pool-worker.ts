@@ -12,9 +12,9 @@ import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSe
 
 /*
  * The entry of every worker process of the pool (`worker-pool.ts`). It takes its setup, then one
- * task at a time: it first says the task has started (the caller's time limit runs from then, not
- * from when it was queued), then runs it in this process, where a runaway document can only
- * exhaust this process's heap or time. It ends with the pool (its IPC channel closing).
+ * turn at a time (one task, or several callers' small tasks merged): for each task it first says it
+ * has started (the caller's time limit runs from then, not from when it was queued), then runs it
+ * in this process, where a runaway document can only exhaust this process's heap or time. It ends with the pool (its IPC channel closing).
  */
 let setup: WorkerSetup | undefined;
 let chunker: Promise<Chunker> | undefined;
@@ -33,12 +33,16 @@ process.on('message', (msg: ToWorker) => {
     setup = msg.setup;
     return;
   }
-  send({ type: 'started', id: msg.id });
-  const id = msg.id;
-  void run(msg.input, (item) => send({ type: 'started', id, item })).then((result) =>
-    send({ type: 'result', id, result }),
-  );
+  void runTurn(msg.tasks);
 });
+
+/** A turn's tasks one after another, each answered as soon as it is done. */
+async function runTurn(tasks: Array<{ id: number; input: TaskInput }>): Promise<void> {
+  for (const { id, input } of tasks) {
+    send({ type: 'started', id });
+    send({ type: 'result', id, result: await run(input, (item) => send({ type: 'started', id, item })) });
+  }
+}
 process.on('disconnect', () => process.exit(0));
 
 /** `started(item)`: a task over many items says when each item after the first starts. */

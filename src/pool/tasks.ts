@@ -42,13 +42,18 @@ export type TaskInput =
   /** A zip package judged by `checkArchive` (before an office renderer sees it). */
   | { kind: 'check-archive'; path: string };
 
-/** What the pool sends a worker process: its setup once, then one task at a time. */
-export type ToWorker = { type: 'setup'; setup: WorkerSetup } | { type: 'task'; id: number; input: TaskInput };
+/**
+ * What the pool sends a worker process: its setup once, then one turn at a time: one task, or
+ * several callers' queued small tasks merged (worker-pool.ts, `MERGE`), run one after another.
+ */
+export type ToWorker =
+  | { type: 'setup'; setup: WorkerSetup }
+  | { type: 'tasks'; tasks: Array<{ id: number; input: TaskInput }> };
 
 /**
- * What a worker answers: that the task has started (its time limit runs from then, not from when
- * it was queued), then its result. A task over many items (`extract-many`) says when each item
- * after the first starts: the time limit runs again from there, per item.
+ * What a worker answers, for each task of a turn: that the task has started (its time limit runs
+ * from then, not from when it was queued), then its result. A task over many items (`extract-many`)
+ * says when each item after the first starts: the time limit runs again from there, per item.
  */
 export type FromWorker =
   | { type: 'started'; id: number; item?: number }

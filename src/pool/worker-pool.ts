@@ -44,19 +44,30 @@ interface Job {
   signal: AbortSignal | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
-  deadline?: Timer;
   /** The item running now, in a task over many (`extract-many`). */
   item?: number;
   settled?: true;
   /** The libraries the task loads (`RunOptions.affinity`). */
   affinity?: readonly string[] | undefined;
+  /** The work's bytes or characters (`RunOptions.weight`). */
+  weight: number | undefined;
+  /** When it was queued (the pool's clock). */
+  queuedAt: number;
+  /** Its worker died under it in a merged turn: it runs again in a turn of its own. */
+  alone?: true;
   /** How often a later task was started before this one (see `#pick`). */
   passed: number;
 }
 
 interface Worker {
   child: ChildProcess;
-  job?: Job | undefined;
+  /** The tasks of its turn not yet answered, in the order it runs them (one, or several merged). */
+  turn: Job[];
+  /** Whether the turn holds tasks of several callers. */
+  merged: boolean;
+  /** The task running now (from its `started` message) and its time limit. */
+  current?: Job | undefined;
+  deadline?: Timer | undefined;
   idle?: NodeJS.Timeout | undefined;
   stderr: string;
   /** The libraries of the tasks it has run (loaded in this process already). */
@@ -73,10 +84,31 @@ export interface RunOptions {
    * one worker per library").
    */
   affinity?: readonly string[] | undefined;
+  /**
+   * The work's size in bytes or characters (a file's bytes, the characters to chunk or analyse),
+   * when the caller knows it. A task of known size with no `affinity` is *light*: up to
+   * `MERGE.itemWeight` it may share a worker's turn with other queued light tasks, and it starts a
+   * second worker only when light work piles up (see `#warranted`). A task of unknown size, one
+   * that loads a library, or one over `HEAVY_WEIGHT` is *heavy*: it starts a worker when none is free.
+   */
+  weight?: number | undefined;
 }
 
 /** A queued task passed over this many times by later ones is started next, whatever it needs. */
 const MAX_PASSED = 8;
+
+/**
+ * Queued light tasks merged into one worker turn when a worker frees up: at most `items` tasks and
+ * `weight` bytes/characters in all, each of at most `itemWeight` (docs/performance.md, "Coalescing
+ * queued small tasks").
+ */
+export const MERGE = { items: 64, weight: 512 * 1024, itemWeight: 64 * 1024 };
+/** Light work over this size is heavy: worth a worker's start (≈0.25 s of CPU, ≈85 MiB). */
+export const HEAVY_WEIGHT = 1024 * 1024;
+/** Queued light work starts another worker past this many bytes/characters in all… */
+export const BACKLOG_WEIGHT = 4 * 1024 * 1024;
+/** …or once its oldest task has waited this long (ms, on the pool's clock). */
+export const BACKLOG_MS = 1000;
 
 /**
  * The worker pool of the in-process heavy work: extraction, chunking and BM25 encoding of whole
@@ -94,6 +126,7 @@ export class WorkerPool {
   readonly #workers = new Set<Worker>();
   readonly #queue: Job[] = [];
   #nextId = 1;
+  #turns = 0;
   #closed = false;
 
   constructor(settings: PoolSettings, deps: PoolDeps) {
@@ -107,7 +140,7 @@ export class WorkerPool {
     input: TaskInput & { kind: K },
     options: RunOptions = {},
   ): Promise<TaskOutputs[K]> {
-    const { signal, affinity } = options;
+    const { signal, affinity, weight } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
     return new Promise<TaskOutputs[K]>((resolve, reject) => {
@@ -117,6 +150,8 @@ export class WorkerPool {
         input,
         signal,
         affinity,
+        weight,
+        queuedAt: this.#clock.now(),
         passed: 0,
         resolve: (value) => {
           signal?.removeEventListener('abort', onAbort);
@@ -149,8 +184,13 @@ export class WorkerPool {
    */
   get free(): number {
     let busy = 0;
-    for (const w of this.#workers) if (w.job) busy++;
+    for (const w of this.#workers) if (w.turn.length > 0) busy++;
     return this.#closed ? 0 : Math.max(0, this.#settings.size - busy - this.#queue.length);
+  }
+
+  /** Turns handed to workers so far, each one task or several merged (diagnostics; the tests count them). */
+  get turns(): number {
+    return this.#turns;
   }
 
   /** Process ids of the workers now running (diagnostics; the crash tests kill one). */
@@ -163,8 +203,9 @@ export class WorkerPool {
     this.#closed = true;
     const closed = new Error('the worker pool is closed');
     for (const job of this.#queue.splice(0)) this.#settle(job, closed);
+    this.#backlogTimer?.cancel();
     const exits = [...this.#workers].map((w) => {
-      if (w.job) this.#settle(w.job, closed);
+      for (const job of w.turn) this.#settle(job, closed);
       return this.#kill(w, 'SIGTERM');
     });
     await Promise.all(exits);
@@ -173,16 +214,80 @@ export class WorkerPool {
   #pump(): void {
     while (this.#queue.length > 0 && !this.#closed) {
       const worker =
-        this.#idleWorker() ?? (this.#workers.size < this.#settings.size ? this.#spawn() : undefined);
-      if (!worker) return;
-      const job = this.#pick(worker);
-      for (const lib of job.affinity ?? []) worker.warm.add(lib);
+        this.#idleWorker() ??
+        (this.#workers.size < this.#settings.size && (this.#workers.size === 0 || this.#warranted())
+          ? this.#spawn()
+          : undefined);
+      if (!worker) break;
+      const first = this.#pick(worker);
+      const turn = [first, ...(mergeable(first) ? this.#mergeWith(first) : [])];
+      for (const job of turn) for (const lib of job.affinity ?? []) worker.warm.add(lib);
       if (worker.idle) clearTimeout(worker.idle);
       worker.idle = undefined;
-      worker.job = job;
+      worker.turn = turn;
+      worker.merged = turn.length > 1;
+      this.#turns++;
       hold(worker.child, true);
-      worker.child.send({ type: 'task', id: job.id, input: job.input } satisfies ToWorker);
+      worker.child.send({
+        type: 'tasks',
+        tasks: turn.map((job) => ({ id: job.id, input: job.input })),
+      } satisfies ToWorker);
     }
+    this.#watchBacklog();
+  }
+
+  /**
+   * The queued light tasks that join `first` in one worker turn (oldest first, up to `MERGE`), taken
+   * off the queue: concurrent callers share one IPC round trip the way one pipeline pass does.
+   */
+  #mergeWith(first: Job): Job[] {
+    const taken: Job[] = [];
+    let weight = first.weight ?? 0;
+    for (let i = 0; i < this.#queue.length && taken.length + 1 < MERGE.items; ) {
+      const job = this.#queue[i] as Job;
+      if (mergeable(job) && weight + (job.weight ?? 0) <= MERGE.weight) {
+        weight += job.weight ?? 0;
+        taken.push(job);
+        this.#queue.splice(i, 1);
+      } else i++;
+    }
+    return taken;
+  }
+
+  /**
+   * Whether the queued work pays for another worker's start: a heavy task (a real extractor, a large
+   * text), or light work over `BACKLOG_WEIGHT` in all or waiting longer than `BACKLOG_MS`. Small text
+   * work otherwise waits for the warm worker, whose next turn takes it all at once.
+   */
+  #warranted(): boolean {
+    let weight = 0;
+    for (const job of this.#queue) {
+      if (!light(job)) return true;
+      weight += job.weight ?? 0;
+    }
+    const oldest = this.#queue[0];
+    return (
+      weight > BACKLOG_WEIGHT || (oldest !== undefined && this.#clock.now() - oldest.queuedAt >= BACKLOG_MS)
+    );
+  }
+
+  #backlogTimer: Timer | undefined;
+
+  /** While light work waits and another worker may start, looks again when the oldest has waited `BACKLOG_MS`. */
+  #watchBacklog(): void {
+    const oldest = this.#queue[0];
+    if (!oldest || this.#closed || this.#workers.size >= this.#settings.size) {
+      this.#backlogTimer?.cancel();
+      this.#backlogTimer = undefined;
+      return;
+    }
+    this.#backlogTimer ??= this.#clock.schedule(
+      () => {
+        this.#backlogTimer = undefined;
+        this.#pump();
+      },
+      Math.max(0, oldest.queuedAt + BACKLOG_MS - this.#clock.now()),
+    );
   }
 
   /**
@@ -207,7 +312,7 @@ export class WorkerPool {
   }
 
   #idleWorker(): Worker | undefined {
-    for (const w of this.#workers) if (!w.job) return w;
+    for (const w of this.#workers) if (w.turn.length === 0) return w;
     return undefined;
   }
 
@@ -221,7 +326,7 @@ export class WorkerPool {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    const worker: Worker = { child, stderr: '', warm: new Set() };
+    const worker: Worker = { child, turn: [], merged: false, stderr: '', warm: new Set() };
     this.#workers.add(worker);
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
@@ -239,28 +344,35 @@ export class WorkerPool {
   }
 
   #onMessage(worker: Worker, msg: FromWorker): void {
-    const job = worker.job;
-    // A job already settled (stopped at its time limit) takes no more messages from its worker.
-    if (!job || msg.id !== job.id || job.settled) return;
+    // A worker stopped (at a time limit, for an abort) takes no more messages.
+    if (!this.#workers.has(worker)) return;
+    const job = worker.turn.find((j) => j.id === msg.id);
+    if (!job) return;
     if (msg.type === 'started') {
-      // Each item of a task over many has its own time limit, from when it starts.
-      job.deadline?.cancel();
+      // Each task of a turn, and each item of a task over many, has its own time limit from when it
+      // starts; an aborted caller's task is still timed (its result is discarded, its worker guarded).
+      worker.deadline?.cancel();
+      worker.current = job;
       job.item = msg.item ?? 0;
-      job.deadline = this.#clock.schedule(() => this.#timeOut(worker, job), this.#settings.timeoutMs);
+      worker.deadline = this.#clock.schedule(() => this.#timeOut(worker, job), this.#settings.timeoutMs);
       return;
     }
-    worker.job = undefined;
-    hold(worker.child, false);
+    worker.turn.splice(worker.turn.indexOf(job), 1);
+    worker.deadline?.cancel();
+    worker.deadline = undefined;
+    worker.current = undefined;
     const result = msg.result as TaskResult<TaskInput['kind']>;
     if (result.ok) this.#settle(job, undefined, result.value);
     else this.#settle(job, new KildeError(result.error.code, result.error.status, result.error.message));
+    if (worker.turn.length > 0) return;
+    hold(worker.child, false);
     if (this.#queue.length > 0) this.#pump();
     else this.#idleLater(worker);
   }
 
   #idleLater(worker: Worker): void {
     worker.idle = setTimeout(() => {
-      if (!worker.job) void this.#kill(worker, 'SIGTERM');
+      if (worker.turn.length === 0) void this.#kill(worker, 'SIGTERM');
     }, IDLE_MS);
     worker.idle.unref();
   }
@@ -274,22 +386,52 @@ export class WorkerPool {
     const err = limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT');
     timedOut.set(err, job.item ?? 0);
     this.#settle(job, err);
+    this.#stop(worker);
+  }
+
+  /**
+   * Kills `worker` under its turn: the tasks of the turn not yet started (nor settled) go back to
+   * the head of the queue, in order, for the next worker.
+   */
+  #stop(worker: Worker): void {
+    this.#requeue(worker.turn.filter((j) => !j.settled && j !== worker.current));
+    worker.turn = [];
     void this.#kill(worker, 'SIGKILL');
   }
 
+  #requeue(jobs: Job[]): void {
+    this.#queue.unshift(...jobs);
+  }
+
+  /**
+   * A caller going away: its queued task is dropped; its running one is stopped with its worker
+   * (the others of a merged turn not yet started go on in the next worker); one not yet started in
+   * a merged turn runs, and its result is discarded.
+   */
   #abort(job: Job, reason: unknown): void {
     const queued = this.#queue.indexOf(job);
     if (queued >= 0) this.#queue.splice(queued, 1);
     this.#settle(job, reason);
-    for (const w of this.#workers) if (w.job === job) void this.#kill(w, 'SIGKILL');
+    for (const w of this.#workers) {
+      if (w.turn.includes(job) && (w.current === job || w.turn.every((j) => j.settled))) this.#stop(w);
+    }
   }
 
   #onExit(worker: Worker, code: number | null, signal: NodeJS.Signals | null, err?: Error): void {
     if (!this.#workers.delete(worker)) return;
     if (worker.idle) clearTimeout(worker.idle);
-    const job = worker.job;
-    worker.job = undefined;
-    if (job && !job.settled) this.#settle(job, this.#failure(worker, job, code, signal, err));
+    worker.deadline?.cancel();
+    const { turn, current, merged } = worker;
+    worker.turn = [];
+    const open = turn.filter((j) => !j.settled);
+    if (merged) {
+      // A merged turn died: the task running then (every open one, when none had started) runs
+      // again alone, so a crash or the heap limit lands on the task that caused it; the others go on.
+      for (const job of open) if (job === current || !current) job.alone = true;
+      this.#requeue(open);
+    } else {
+      for (const job of open) this.#settle(job, this.#failure(worker, job, code, signal, err));
+    }
     this.#pump();
   }
 
@@ -321,7 +463,6 @@ export class WorkerPool {
   #settle(job: Job, err: unknown, value?: unknown): void {
     if (job.settled) return;
     job.settled = true;
-    job.deadline?.cancel();
     if (err === undefined) job.resolve(value);
     else job.reject(err);
   }
@@ -334,6 +475,7 @@ export class WorkerPool {
     const { child } = worker;
     this.#workers.delete(worker);
     if (worker.idle) clearTimeout(worker.idle);
+    worker.deadline?.cancel();
     if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     // Held until it has exited: a caller awaiting `close()` must not see this process end first.
@@ -343,6 +485,16 @@ export class WorkerPool {
     queueMicrotask(() => this.#pump());
     return exited;
   }
+}
+
+/** Light work: of known size, no larger than `HEAVY_WEIGHT`, and needing no extractor library. */
+function light(job: Job): boolean {
+  return job.weight !== undefined && job.weight <= HEAVY_WEIGHT && (job.affinity ?? []).length === 0;
+}
+
+/** A task that may share a worker turn with others (`MERGE`). */
+function mergeable(job: Job): boolean {
+  return !job.alone && light(job) && (job.weight ?? 0) <= MERGE.itemWeight;
 }
 
 /** The errors of tasks stopped at their time limit, with the item that was running (0 for a one-item task). */

@@ -126,11 +126,12 @@ describe('many files in one task (a pass of small files)', () => {
     }
   });
 
-  it('starts one worker for a few small files and shares a larger pass between the workers', async () => {
+  it('reads a pass of small text files on one worker, and starts the second for a real extractor', async () => {
     const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-workers-'));
+    // A manual clock: light work never waits long enough for its backlog to start a second worker.
     const two = new WorkerPool(
       { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
-      { log: pino({ level: 'silent' }) },
+      { log: pino({ level: 'silent' }), clock: new ManualClock() },
     );
     try {
       const write = (name: string, text: string) =>
@@ -142,12 +143,21 @@ describe('many files in one task (a pass of small files)', () => {
       expect(read.map((r) => r.status)).toEqual(Array(5).fill('fulfilled'));
       // Five files of 40 bytes: one task, one worker process (a second costs its start-up for nothing).
       expect(two.pids).toHaveLength(1);
+      // Four groups of small text (128 KiB): queued together, still one warm worker.
       const sentence = 'A longer English text that repeats its sentence to fill the file. ';
       const many = await Promise.all(
         ['f', 'g', 'h', 'i'].map((n) => write(`${n}.txt`, sentence.repeat(Math.ceil(GROUP_MIN_BYTES / 60)))),
       );
       const more = await createPooledExtractor(two, { name: 'inprocess' }).extractMany!(many);
       expect(more.map((r) => r.status)).toEqual(Array(4).fill('fulfilled'));
+      expect(two.pids).toHaveLength(1);
+      // Files that need real extractors (DOCX, PDF) start the second worker.
+      const docs = ['word_tables.docx', 'normal_4pages.pdf', 'lorem_ipsum.docx'].map((name) => ({
+        path: join(DOCUMENTS, name),
+        filename: name,
+      }));
+      const heavy = await createPooledExtractor(two, { name: 'inprocess' }).extractMany!(docs);
+      expect(heavy.map((r) => r.status)).toEqual(Array(3).fill('fulfilled'));
       expect(two.pids).toHaveLength(2);
     } finally {
       await two.close();

@@ -98,7 +98,8 @@ export function createPooledLexicalStage(
     sparseModel: o.sparseModel,
     async analyse(items, signal) {
       if (items.length === 0) return sparse ? { lexical: [], sparse: [] } : { lexical: [] };
-      const out = await pool.run({ kind: 'lexical', items: [...items], sparse }, { signal });
+      const weight = items.reduce((n, it) => n + it.text.length, 0);
+      const out = await pool.run({ kind: 'lexical', items: [...items], sparse }, { signal, weight });
       return out.sparse
         ? { lexical: out.lexical, sparse: unpackSparse(out.sparse) }
         : { lexical: out.lexical };
