@@ -60,15 +60,20 @@ async function until(ready: () => boolean): Promise<void> {
   while (!ready()) await new Promise((resolve) => setImmediate(resolve));
 }
 
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
 /** Settles as `{ ok, value | error }`, so a test compares outcomes without a rejection escaping. */
-const outcome = <T>(p: Promise<T>) =>
+const outcome = (p: Promise<unknown>): Promise<Outcome> =>
   p.then(
     (value) => ({ ok: true as const, value }),
     (error: unknown) => ({ ok: false as const, error }),
   );
 
 /** Each caller's small work, as calls to make: a file read, its chunks, their terms. */
-function smallWork(pool: WorkerPool, files: Array<{ path: string; filename: string }>) {
+function smallWork(
+  pool: WorkerPool,
+  files: Array<{ path: string; filename: string }>,
+): Array<() => Promise<Outcome>> {
   const extractor = createPooledExtractor(pool, { name: 'inprocess' });
   const chunker = createPooledChunker(pool, 'markdown');
   const lexical = createPooledLexicalStage(pool, { sparseModel: 'Qdrant/bm25' });
