@@ -99,8 +99,8 @@ const MAX_PASSED = 8;
 
 /**
  * Queued light tasks merged into one worker turn when a worker frees up: at most `items` tasks and
- * `weight` bytes/characters in all, each of at most `itemWeight` (docs/performance.md, "Coalescing
- * queued small tasks").
+ * `weight` bytes/characters in all, each of at most `itemWeight` (docs/performance.md, "The worker
+ * pool: queued small tasks merged, a second worker only when warranted").
  */
 export const MERGE = { items: 64, weight: 512 * 1024, itemWeight: 64 * 1024 };
 /** Light work over this size is heavy: worth a worker's start (≈0.25 s of CPU, ≈85 MiB). */
