@@ -2,16 +2,18 @@
  * Many small files over HTTP, end to end: a real `kilde serve ingest` (the built dist/, started by
  * the `kilde` launcher with its memory settings, lexical-only, LanceDB in a temp dir) and the real
  * client `kilde ingest --url` (one ingestion job per file, `--concurrency` in flight), against the
- * same files ingested locally by `kilde ingest` (the embedded index, passes of 128 files). Each
+ * same files uploaded with `PUT /api/v1/ingest` (multipart, one request per file, as a chat platform
+ * does), and against the same files ingested locally by `kilde ingest` (the embedded index, passes of 128 files). Each
  * SciFact abstract becomes one small .txt file. Prints wall time, files/s, the CPU seconds of the
  * server's process tree (its main process and its extraction workers) and of the client, and the
  * server's peak RSS. Rounds alternate the order. Asserts nothing.
  *
  * Usage: npm run bench:ingest-http [-- --files 1000 --concurrency 8,32 --rounds 2]
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { openAsBlob } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -85,19 +87,56 @@ async function freePort(): Promise<number> {
 }
 
 /** Runs the launcher to the end; its CPU (user + system, the process and its workers) from /usr/bin/time. */
-function runKilde(args: string[], extra: Record<string, string>): { seconds: number; cpu: number } {
+async function runKilde(
+  args: string[],
+  extra: Record<string, string>,
+): Promise<{ seconds: number; cpu: number }> {
   const t0 = performance.now();
-  const res = spawnSync('/usr/bin/time', ['-f', 'kilde-cpu %U %S', LAUNCHER, ...args], {
+  const child = spawn('/usr/bin/time', ['-f', 'kilde-cpu %U %S', LAUNCHER, ...args], {
     env: { ...env, ...extra },
-    encoding: 'utf8',
     stdio: ['ignore', 'ignore', 'pipe'],
-    maxBuffer: 64 * 1024 * 1024,
   });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    stderr += d.toString('utf8');
+  });
+  const [code] = (await once(child, 'close')) as [number | null];
   const seconds = (performance.now() - t0) / 1000;
-  if (res.status !== 0)
-    throw new Error(`kilde ${args.join(' ')} failed (${res.status}):\n${res.stderr.slice(-2000)}`);
-  const m = /kilde-cpu ([\d.]+) ([\d.]+)/.exec(res.stderr);
+  if (code !== 0) throw new Error(`kilde ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`);
+  const m = /kilde-cpu ([\d.]+) ([\d.]+)/.exec(stderr);
   return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : Number.NaN };
+}
+
+/** `PUT /api/v1/ingest` per file, `concurrency` in flight, as a chat platform uploads (multipart). */
+async function putAll(
+  url: string,
+  files: string[],
+  concurrency: number,
+): Promise<{ seconds: number; cpu: number }> {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < files.length; i = next++) {
+      const path = files[i]!;
+      const name = path.split('/').at(-1)!;
+      const form = new FormData();
+      form.set('file_id', `put-${name}`);
+      form.set('collection_name', 'bench');
+      form.set('user_id', 'bench');
+      form.set('file', await openAsBlob(path), name);
+      const res = await fetch(`${url}/api/v1/ingest`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${KEY}` },
+        body: form,
+      });
+      const body = await res.text();
+      if (!res.ok) throw new Error(`PUT ${name}: ${res.status} ${body}`);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const c = process.cpuUsage(c0);
+  return { seconds: (performance.now() - t0) / 1000, cpu: (c.user + c.system) / 1e6 };
 }
 
 async function startServer(
@@ -136,7 +175,10 @@ interface Run {
   peakRss?: number;
 }
 
-async function overHttp(dir: string, concurrency: number): Promise<Run> {
+/** A real `kilde serve ingest` taking the files from `client`; its CPU and peak RSS around it. */
+async function againstServer(
+  client: (url: string, data: string) => Promise<{ seconds: number; cpu: number }>,
+): Promise<Run> {
   const data = await mkdtemp(join(work, 'server-'));
   const server = await startServer(data);
   const pid = server.child.pid as number;
@@ -146,14 +188,9 @@ async function overHttp(dir: string, concurrency: number): Promise<Run> {
   }, 20);
   const before = treeCpu(pid);
   try {
-    const client = runKilde(
-      ['ingest', dir, '-c', 'bench', '--url', server.url, '--concurrency', String(concurrency)],
-      {
-        KILDE_DATA_DIR: join(data, 'client'),
-      },
-    );
+    const run = await client(server.url, data);
     const serverCpu = treeCpu(pid) - before;
-    return { seconds: client.seconds, serverCpu, clientCpu: client.cpu, peakRss: peak };
+    return { seconds: run.seconds, serverCpu, clientCpu: run.cpu, peakRss: peak };
   } finally {
     clearInterval(sampler);
     server.child.kill('SIGTERM');
@@ -162,10 +199,18 @@ async function overHttp(dir: string, concurrency: number): Promise<Run> {
   }
 }
 
+/** `kilde ingest --url`: one ingestion job per file. */
+const overJobs = (dir: string, concurrency: number) =>
+  againstServer((url, data) =>
+    runKilde(['ingest', dir, '-c', 'bench', '--url', url, '--concurrency', String(concurrency)], {
+      KILDE_DATA_DIR: join(data, 'client'),
+    }),
+  );
+
 async function local(dir: string): Promise<Run> {
   const data = await mkdtemp(join(work, 'local-'));
   try {
-    const run = runKilde(['ingest', dir, '-c', 'bench'], { KILDE_DATA_DIR: data });
+    const run = await runKilde(['ingest', dir, '-c', 'bench'], { KILDE_DATA_DIR: data });
     return { seconds: run.seconds, clientCpu: run.cpu };
   } finally {
     await rm(data, { recursive: true, force: true });
@@ -184,9 +229,15 @@ try {
   }
   const load = () => execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0];
   console.log(`${n} SciFact abstracts as .txt files, rounds ${ROUNDS}, load ${load()}`);
-  const variants = [{ name: 'local kilde ingest', run: () => local(dir) }].concat(
-    LEVELS.map((c) => ({ name: `--url, concurrency ${c}`, run: () => overHttp(dir, c) })),
-  );
+  const files = (await readdir(dir)).map((f) => join(dir, f));
+  const variants = [
+    { name: 'local kilde ingest', run: () => local(dir) },
+    ...LEVELS.map((c) => ({ name: `kilde ingest --url, c=${c}`, run: () => overJobs(dir, c) })),
+    ...LEVELS.map((c) => ({
+      name: `PUT /api/v1/ingest, c=${c}`,
+      run: () => againstServer((url) => putAll(url, files, c)),
+    })),
+  ];
   const runs = new Map<string, Run[]>(variants.map((v) => [v.name, []]));
   for (let r = 0; r < ROUNDS; r++) {
     const order = r % 2 === 0 ? variants : [...variants].reverse();
