@@ -1,9 +1,13 @@
-import { type ChildProcess, fork } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { limitExceeded } from '../extract/limits.js';
 import { KildeError } from '../http/errors.js';
+import { BACKLOG_MS, mergeable, type Queued, takeMergeable, warranted } from './pool-policy.js';
+import { forkWorker, hold } from './pool-process.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
+
+export { BACKLOG_MS, BACKLOG_WEIGHT, HEAVY_WEIGHT, MERGE } from './pool-policy.js';
 
 export interface PoolSettings {
   /** Worker processes (`EXTRACTION_WORKERS`). */
@@ -26,19 +30,7 @@ const IDLE_MS = 60_000;
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
 
-/*
- * From `src/` (tests, tsx) the worker entry is TypeScript and needs tsx's loader; from `dist/` it
- * is plain JavaScript.
- */
-const FROM_SOURCE = import.meta.url.endsWith('.ts');
-const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
-/**
- * A parent started with `--cpu-prof` (and its `--cpu-prof-dir=…`, `--cpu-prof-interval=…`) profiles
- * its workers too: each writes its own profile when it exits (docs/performance.md, "Profile").
- */
-const PROFILE_FLAGS = process.execArgv.filter((a) => /^--cpu-prof(?:$|-)/.test(a));
-
-interface Job {
+interface Job extends Queued {
   id: number;
   input: TaskInput;
   signal: AbortSignal | undefined;
@@ -47,14 +39,6 @@ interface Job {
   /** The item running now, in a task over many (`extract-many`). */
   item?: number;
   settled?: true;
-  /** The libraries the task loads (`RunOptions.affinity`). */
-  affinity?: readonly string[] | undefined;
-  /** The work's bytes or characters (`RunOptions.weight`). */
-  weight: number | undefined;
-  /** When it was queued (the pool's clock). */
-  queuedAt: number;
-  /** Its worker died under it in a merged turn: it runs again in a turn of its own. */
-  alone?: true;
   /** How often a later task was started before this one (see `#pick`). */
   passed: number;
 }
@@ -96,19 +80,6 @@ export interface RunOptions {
 
 /** A queued task passed over this many times by later ones is started next, whatever it needs. */
 const MAX_PASSED = 8;
-
-/**
- * Queued light tasks merged into one worker turn when a worker frees up: at most `items` tasks and
- * `weight` bytes/characters in all, each of at most `itemWeight` (docs/performance.md, "The worker
- * pool: queued small tasks merged, a second worker only when warranted").
- */
-export const MERGE = { items: 64, weight: 512 * 1024, itemWeight: 64 * 1024 };
-/** Light work over this size is heavy: worth a worker's start (≈0.25 s of CPU, ≈85 MiB). */
-export const HEAVY_WEIGHT = 1024 * 1024;
-/** Queued light work starts another worker past this many bytes/characters in all… */
-export const BACKLOG_WEIGHT = 4 * 1024 * 1024;
-/** …or once its oldest task has waited this long (ms, on the pool's clock). */
-export const BACKLOG_MS = 1000;
 
 /**
  * The worker pool of the in-process heavy work: extraction, chunking and BM25 encoding of whole
@@ -215,12 +186,14 @@ export class WorkerPool {
     while (this.#queue.length > 0 && !this.#closed) {
       const worker =
         this.#idleWorker() ??
-        (this.#workers.size < this.#settings.size && (this.#workers.size === 0 || this.#warranted())
+        (this.#workers.size < this.#settings.size &&
+        (this.#workers.size === 0 || warranted(this.#queue, this.#clock.now()))
           ? this.#spawn()
           : undefined);
       if (!worker) break;
       const first = this.#pick(worker);
-      const turn = [first, ...(mergeable(first) ? this.#mergeWith(first) : [])];
+      // Queued light tasks join it in one turn (pool-policy.ts).
+      const turn = [first, ...(mergeable(first) ? takeMergeable(this.#queue, first) : [])];
       for (const job of turn) for (const lib of job.affinity ?? []) worker.warm.add(lib);
       if (worker.idle) clearTimeout(worker.idle);
       worker.idle = undefined;
@@ -234,41 +207,6 @@ export class WorkerPool {
       } satisfies ToWorker);
     }
     this.#watchBacklog();
-  }
-
-  /**
-   * The queued light tasks that join `first` in one worker turn (oldest first, up to `MERGE`), taken
-   * off the queue: concurrent callers share one IPC round trip the way one pipeline pass does.
-   */
-  #mergeWith(first: Job): Job[] {
-    const taken: Job[] = [];
-    let weight = first.weight ?? 0;
-    for (let i = 0; i < this.#queue.length && taken.length + 1 < MERGE.items; ) {
-      const job = this.#queue[i] as Job;
-      if (mergeable(job) && weight + (job.weight ?? 0) <= MERGE.weight) {
-        weight += job.weight ?? 0;
-        taken.push(job);
-        this.#queue.splice(i, 1);
-      } else i++;
-    }
-    return taken;
-  }
-
-  /**
-   * Whether the queued work pays for another worker's start: a heavy task (a real extractor, a large
-   * text), or light work over `BACKLOG_WEIGHT` in all or waiting longer than `BACKLOG_MS`. Small text
-   * work otherwise waits for the warm worker, whose next turn takes it all at once.
-   */
-  #warranted(): boolean {
-    let weight = 0;
-    for (const job of this.#queue) {
-      if (!light(job)) return true;
-      weight += job.weight ?? 0;
-    }
-    const oldest = this.#queue[0];
-    return (
-      weight > BACKLOG_WEIGHT || (oldest !== undefined && this.#clock.now() - oldest.queuedAt >= BACKLOG_MS)
-    );
   }
 
   #backlogTimer: Timer | undefined;
@@ -317,15 +255,7 @@ export class WorkerPool {
   }
 
   #spawn(): Worker {
-    const child = fork(WORKER, [], {
-      execArgv: [
-        ...(FROM_SOURCE ? ['--import', 'tsx/esm'] : []),
-        `--max-old-space-size=${this.#settings.heapMb}`,
-        ...PROFILE_FLAGS,
-      ],
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+    const child = forkWorker(this.#settings.heapMb);
     const worker: Worker = { child, turn: [], merged: false, stderr: '', warm: new Set() };
     this.#workers.add(worker);
     child.stderr?.setEncoding('utf8');
@@ -487,16 +417,6 @@ export class WorkerPool {
   }
 }
 
-/** Light work: of known size, no larger than `HEAVY_WEIGHT`, and needing no extractor library. */
-function light(job: Job): boolean {
-  return job.weight !== undefined && job.weight <= HEAVY_WEIGHT && (job.affinity ?? []).length === 0;
-}
-
-/** A task that may share a worker turn with others (`MERGE`). */
-function mergeable(job: Job): boolean {
-  return !job.alone && light(job) && (job.weight ?? 0) <= MERGE.itemWeight;
-}
-
 /** The errors of tasks stopped at their time limit, with the item that was running (0 for a one-item task). */
 const timedOut = new WeakMap<object, number>();
 
@@ -507,19 +427,4 @@ const timedOut = new WeakMap<object, number>();
  */
 export function timedOutItem(err: unknown): number | undefined {
   return typeof err === 'object' && err !== null ? timedOut.get(err) : undefined;
-}
-
-/** A busy worker keeps this process alive (its caller waits on it); an idle one does not. */
-function hold(child: ChildProcess, busy: boolean): void {
-  const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
-  const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
-  if (busy) {
-    child.ref();
-    channel?.ref?.();
-    stderr?.ref?.();
-  } else {
-    child.unref();
-    channel?.unref?.();
-    stderr?.unref?.();
-  }
 }

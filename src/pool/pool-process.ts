@@ -1,0 +1,45 @@
+import { type ChildProcess, fork } from 'node:child_process';
+
+/*
+ * A pool worker as an operating-system process (worker-pool.ts schedules them). From `src/` (tests,
+ * tsx) the worker entry is TypeScript and needs tsx's loader; from `dist/` it is plain JavaScript.
+ */
+const FROM_SOURCE = import.meta.url.endsWith('.ts');
+const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
+/**
+ * A parent started with `--cpu-prof` (and its `--cpu-prof-dir=…`, `--cpu-prof-interval=…`) profiles
+ * its workers too: each writes its own profile when it exits (docs/performance.md, "Profile").
+ */
+const PROFILE_FLAGS = process.execArgv.filter((a) => /^--cpu-prof(?:$|-)/.test(a));
+
+/**
+ * Starts a worker process with a hard V8 heap limit, structured-clone IPC and its stderr piped (for
+ * V8's out-of-memory report). It inherits this process's environment: the memory settings and the
+ * compile cache (src/cli/process-memory.ts, src/cli/compile-cache.ts).
+ */
+export function forkWorker(heapMb: number): ChildProcess {
+  return fork(WORKER, [], {
+    execArgv: [
+      ...(FROM_SOURCE ? ['--import', 'tsx/esm'] : []),
+      `--max-old-space-size=${heapMb}`,
+      ...PROFILE_FLAGS,
+    ],
+    serialization: 'advanced',
+    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+  });
+}
+
+/** A busy worker keeps this process alive (its caller waits on it); an idle one does not. */
+export function hold(child: ChildProcess, busy: boolean): void {
+  const channel = child.channel as { ref?(): void; unref?(): void } | null | undefined;
+  const stderr = child.stderr as { ref?(): void; unref?(): void } | null;
+  if (busy) {
+    child.ref();
+    channel?.ref?.();
+    stderr?.ref?.();
+  } else {
+    child.unref();
+    channel?.unref?.();
+    stderr?.unref?.();
+  }
+}
