@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
+import { KildeError } from '../http/errors.js';
 import type { StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
+import { invalid } from './request.js';
 import { committedRecord, ledgerFields, retiredEntries } from './version-ledger.js';
 
 /**
@@ -202,4 +204,80 @@ function languagesOf(p: StoredPoint): string[] {
 
 function text(v: unknown): string | null {
   return typeof v === 'string' && v !== '' ? v : null;
+}
+
+/** A read of the index: its failures answer 502 `VECTORDB_FAILED`. */
+export async function reading<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+  }
+}
+
+/** One page of a collection's documents; a cursor the index cannot read answers 400. */
+export async function documentsPage(
+  index: VectorIndex,
+  collectionName: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<{ documents: DocumentSummary[]; next: string | undefined }> {
+  try {
+    return await listDocuments(index, collectionName, limit, cursor);
+  } catch (err) {
+    if (cursor !== undefined) throw invalid(400, 'cursor is not a cursor this endpoint returned');
+    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+  }
+}
+
+/**
+ * The versions of a file in a collection (the collection its live chunks are in when not given).
+ * 404 when the file has none there.
+ */
+export async function fileVersions(
+  index: VectorIndex,
+  fileId: string,
+  collectionName?: string,
+): Promise<{ collectionName: string; versions: VersionSummary[] }> {
+  const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
+  const versions =
+    collection === undefined ? [] : await reading(() => listVersions(index, fileId, collection));
+  if (collection === undefined || versions.length === 0) {
+    throw new KildeError(
+      'NOT_FOUND',
+      404,
+      `No versions of file_id ${fileId}${collection === undefined ? '' : ` in ${collection}`}`,
+    );
+  }
+  return { collectionName: collection, versions };
+}
+
+export interface ChunkPage {
+  total: number;
+  points: StoredPoint[];
+  next?: string;
+}
+
+/** One page of a file's stored chunks (read-only inspection): chunks only, not the ledger. */
+export async function chunkPage(
+  index: VectorIndex,
+  fileId: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<ChunkPage> {
+  const total = await index.count({ fileId, chunksOnly: true }).catch((err: unknown) => {
+    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+  });
+  try {
+    const page = await index.scroll(
+      { fileId, chunksOnly: true },
+      { limit, ...(cursor === undefined ? {} : { cursor }) },
+    );
+    return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
+  } catch (err) {
+    // The index just answered the count, so a failing page with a cursor is the cursor's fault.
+    if (cursor !== undefined) throw invalid(400, 'offset is not a cursor this endpoint returned');
+    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+  }
 }

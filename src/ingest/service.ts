@@ -1,14 +1,16 @@
 import type { Logger } from 'pino';
 import type { SourceFile } from '../extract/extractor.js';
 import { KildeError } from '../http/errors.js';
-import type { StoredPoint } from '../index/contract.js';
 import {
+  type ChunkPage,
   type CollectionSummary,
+  chunkPage,
   collectionOf,
   type DocumentSummary,
+  documentsPage,
+  fileVersions,
   listCollections,
-  listDocuments,
-  listVersions,
+  reading,
   type VersionSummary,
 } from './knowledge.js';
 import { DELETED_SCOPE, type FileLock, InProcessFileLock, type Lease } from './lock.js';
@@ -28,26 +30,12 @@ export interface IngestOutcome extends IngestResult {
   bytes: number;
 }
 
+export type { ChunkPage };
+
 /** One file of `IngestService.ingestMany`. */
 export interface BatchRequest {
   target: IngestTarget;
   load: SourceLoader;
-}
-
-export interface ChunkPage {
-  total: number;
-  points: StoredPoint[];
-  next?: string;
-}
-
-/** A read of the index: its failures answer 502 `VECTORDB_FAILED`. */
-async function reading<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof KildeError) throw err;
-    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
-  }
 }
 
 /**
@@ -318,39 +306,23 @@ export class IngestService {
   }
 
   /** One page of a collection's documents. */
-  async documents(
+  documents(
     collectionName: string,
     limit: number,
     cursor: string | undefined,
   ): Promise<{ documents: DocumentSummary[]; next: string | undefined }> {
-    try {
-      return await listDocuments(this.parts.index, collectionName, limit, cursor);
-    } catch (err) {
-      if (cursor !== undefined) throw invalid(400, 'cursor is not a cursor this endpoint returned');
-      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
-    }
+    return documentsPage(this.parts.index, collectionName, limit, cursor);
   }
 
   /**
    * The versions of a file in a collection (the collection its live chunks are in when not given).
    * 404 when the file has none there.
    */
-  async versions(
+  versions(
     fileId: string,
     collectionName?: string,
   ): Promise<{ collectionName: string; versions: VersionSummary[] }> {
-    const { index } = this.parts;
-    const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
-    const versions =
-      collection === undefined ? [] : await reading(() => listVersions(index, fileId, collection));
-    if (collection === undefined || versions.length === 0) {
-      throw new KildeError(
-        'NOT_FOUND',
-        404,
-        `No versions of file_id ${fileId}${collection === undefined ? '' : ` in ${collection}`}`,
-      );
-    }
-    return { collectionName: collection, versions };
+    return fileVersions(this.parts.index, fileId, collectionName);
   }
 
   /**
@@ -404,22 +376,7 @@ export class IngestService {
   }
 
   /** One page of a file's stored chunks (read-only inspection). */
-  async chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
-    const { index } = this.parts;
-    // Chunks only: the version ledger and staged points are bookkeeping, not the file's content.
-    const total = await index.count({ fileId, chunksOnly: true }).catch((err: unknown) => {
-      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
-    });
-    try {
-      const page = await index.scroll(
-        { fileId, chunksOnly: true },
-        { limit, ...(cursor === undefined ? {} : { cursor }) },
-      );
-      return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
-    } catch (err) {
-      // The index just answered the count, so a failing page with a cursor is the cursor's fault.
-      if (cursor !== undefined) throw invalid(400, 'offset is not a cursor this endpoint returned');
-      throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
-    }
+  chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
+    return chunkPage(this.parts.index, fileId, limit, cursor);
   }
 }
