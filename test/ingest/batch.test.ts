@@ -1,11 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StoredPoint } from '../../src/index/contract.js';
 import type { IngestTarget } from '../../src/ingest/request.js';
-import type { BatchRequest, IngestService } from '../../src/ingest/service.js';
-import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
+import type { BatchRequest } from '../../src/ingest/service.js';
+import { pointsOf, versionsOf } from './helpers/harness.js';
+import { handbook, serviceFixture } from './helpers/service-fixture.js';
 
 /**
  * `IngestService.ingestMany`: many files through one pipeline pass and one group commit, each
@@ -13,22 +13,9 @@ import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harne
  * its previous version while the others land).
  */
 const C = 'batch-docs';
-const ENV = { CHUNK_SPLIT_BY: 'word', CHUNK_SIZE: '12', CHUNK_OVERLAP: '2', INGEST_SWEEP_INTERVAL: '0' };
-const text = (tag: string, n: number) =>
-  Array.from({ length: n }, (_, i) => `Clause ${i} of the ${tag} handbook covers case ${i}.`).join(' ');
+const text = handbook;
 
-let h: Harness;
-let dir: string;
-let service: IngestService;
-beforeEach(async () => {
-  h = await startIngest(ENV);
-  service = h.part.pipeline().service;
-  dir = await mkdtemp(join(tmpdir(), 'kilde-batch-'));
-});
-afterEach(async () => {
-  await h.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const f = serviceFixture();
 
 function target(fileId: string, collectionName = C): IngestTarget {
   return {
@@ -43,7 +30,7 @@ function target(fileId: string, collectionName = C): IngestTarget {
 }
 
 async function request(fileId: string, content: string | Buffer, ext = 'txt', collection = C) {
-  const path = join(dir, `${fileId}-${Math.random().toString(16).slice(2)}.${ext}`);
+  const path = join(f.dir, `${fileId}-${Math.random().toString(16).slice(2)}.${ext}`);
   await writeFile(path, content);
   const filename = `${fileId}.${ext}`;
   return {
@@ -64,24 +51,24 @@ const shape = (points: readonly StoredPoint[]) =>
   }));
 
 async function visibleVersions(fileId: string): Promise<string[]> {
-  return versionsOf(await pointsOf(h.index, fileId));
+  return versionsOf(await pointsOf(f.h.index, fileId));
 }
 
 describe('ingestMany', () => {
   it('writes every file as its own version, with exactly the chunks a single ingest gives', async () => {
     const texts = { a: text('alpha', 20), b: text('beta', 3), c: `# Title\n\n${text('gamma', 9)}` };
-    const many = await service.ingestMany(
+    const many = await f.service.ingestMany(
       await Promise.all(Object.entries(texts).map(([id, t]) => request(id, t, id === 'c' ? 'md' : 'txt'))),
     );
     expect(many.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
     // The same files one by one into another collection: the chunks must be the same.
     for (const [id, t] of Object.entries(texts)) {
       const r = await request(`single-${id}`, t, id === 'c' ? 'md' : 'txt', 'single-docs');
-      await service.ingest(r.target, r.load);
+      await f.service.ingest(r.target, r.load);
     }
     for (const [k, id] of Object.keys(texts).entries()) {
-      const batch = await pointsOf(h.index, id);
-      const single = await pointsOf(h.index, `single-${id}`);
+      const batch = await pointsOf(f.h.index, id);
+      const single = await pointsOf(f.h.index, `single-${id}`);
       expect(batch.length).toBeGreaterThan(0);
       expect(shape(batch)).toEqual(shape(single).map((s) => ({ ...s, name: batch[0]!.meta.name })));
       const outcome = many[k]!;
@@ -89,19 +76,19 @@ describe('ingestMany', () => {
       expect(outcome.value.chunksCount).toBe(batch.length);
       // One version per file, the one the result names, and its committed record.
       expect(versionsOf(batch)).toEqual([outcome.value.ingestVersion]);
-      const committed = await h.index.scroll({ reserved: 'committed', fileId: id }, { limit: 10 });
+      const committed = await f.h.index.scroll({ reserved: 'committed', fileId: id }, { limit: 10 });
       expect(committed.points.map((p) => p.meta.ingest_version)).toEqual([outcome.value.ingestVersion]);
     }
     // No bookkeeping left behind: no `writing` entry, nothing staged.
-    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
-    expect(await h.index.count({ reserved: 'staging' })).toBe(0);
+    expect(await f.h.index.count({ reserved: 'writing' })).toBe(0);
+    expect(await f.h.index.count({ reserved: 'staging' })).toBe(0);
     // The versions landed together: the log says one pass of three files.
-    const lines = h.logs.lines.filter((l) => l.msg === 'ingested');
+    const lines = f.h.logs.lines.filter((l) => l.msg === 'ingested');
     expect(lines.map((l) => l.batch)).toEqual([3, 3, 3, undefined, undefined, undefined]);
   });
 
   it('replaces the old versions of the files that succeed; a failing file keeps its previous version', async () => {
-    const first = await service.ingestMany([
+    const first = await f.service.ingestMany([
       await request('good', text('first good', 6)),
       await request('broken', text('first broken', 6)),
       await request('emptied', text('first emptied', 6)),
@@ -113,7 +100,7 @@ describe('ingestMany', () => {
       good: await visibleVersions('good'),
     };
 
-    const second = await service.ingestMany([
+    const second = await f.service.ingestMany([
       await request('good', text('second good', 8)),
       // Not a PDF at all: extraction fails for this file alone.
       await request('broken', Buffer.from('%PDF-1.7 this is not a pdf'), 'pdf'),
@@ -129,25 +116,25 @@ describe('ingestMany', () => {
     );
 
     // The good file: its new version alone is visible, with its new text.
-    const goodPoints = await pointsOf(h.index, 'good');
+    const goodPoints = await pointsOf(f.h.index, 'good');
     expect(versionsOf(goodPoints)).toHaveLength(1);
     expect(versionsOf(goodPoints)).not.toEqual(before.good);
     expect(goodPoints.map((p) => p.content).join(' ')).toContain('second good');
     // The failing files: their previous versions, untouched.
     expect(await visibleVersions('broken')).toEqual(before.broken);
     expect(await visibleVersions('emptied')).toEqual(before.emptied);
-    expect((await pointsOf(h.index, 'broken')).map((p) => p.content).join(' ')).toContain('first broken');
-    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
+    expect((await pointsOf(f.h.index, 'broken')).map((p) => p.content).join(' ')).toContain('first broken');
+    expect(await f.h.index.count({ reserved: 'writing' })).toBe(0);
   });
 
   it('ingests a file_id named twice in one call twice, the later one last', async () => {
-    const out = await service.ingestMany([
+    const out = await f.service.ingestMany([
       await request('twice', text('earlier', 4)),
       await request('once', text('other', 4)),
       await request('twice', text('later', 4)),
     ]);
     expect(out.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
-    const points = await pointsOf(h.index, 'twice');
+    const points = await pointsOf(f.h.index, 'twice');
     const last = out[2];
     if (last?.status !== 'fulfilled') throw new Error('expected a result');
     expect(versionsOf(points)).toEqual([last.value.ingestVersion]);
@@ -155,12 +142,12 @@ describe('ingestMany', () => {
   });
 
   it('refuses a bad collection name for that file only', async () => {
-    const out = await service.ingestMany([
+    const out = await f.service.ingestMany([
       await request('fine', text('fine', 4)),
       await request('bad', text('bad', 4), 'txt', 'not a valid name!'),
     ]);
     expect(out[0]?.status).toBe('fulfilled');
     expect(out[1]?.status === 'rejected' && (out[1].reason as { statusCode?: number }).statusCode).toBe(400);
-    expect(await h.index.count({ fileId: 'bad' })).toBe(0);
+    expect(await f.h.index.count({ fileId: 'bad' })).toBe(0);
   });
 });

@@ -1,11 +1,11 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StoredPoint } from '../../src/index/contract.js';
-import type { IngestOutcome, IngestService } from '../../src/ingest/service.js';
+import type { IngestOutcome } from '../../src/ingest/service.js';
 import type { PipelineProgress } from '../../src/ingest/stages.js';
-import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
+import { pointsOf, versionsOf } from './helpers/harness.js';
+import { handbook, serviceFixture } from './helpers/service-fixture.js';
 
 /**
  * Concurrent `IngestService.ingest` calls (uploads, jobs) of small files share pipeline passes
@@ -14,22 +14,9 @@ import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harne
  * progress.
  */
 const C = 'shared';
-const ENV = { CHUNK_SPLIT_BY: 'word', CHUNK_SIZE: '12', CHUNK_OVERLAP: '2', INGEST_SWEEP_INTERVAL: '0' };
-const text = (tag: string, n: number) =>
-  Array.from({ length: n }, (_, i) => `Clause ${i} of the ${tag} handbook covers case ${i}.`).join(' ');
+const text = handbook;
 
-let h: Harness;
-let dir: string;
-let service: IngestService;
-beforeEach(async () => {
-  h = await startIngest(ENV);
-  service = h.part.pipeline().service;
-  dir = await mkdtemp(join(tmpdir(), 'kilde-passes-'));
-});
-afterEach(async () => {
-  await h.close();
-  await rm(dir, { recursive: true, force: true });
-});
+const f = serviceFixture();
 
 async function ingest(
   fileId: string,
@@ -42,10 +29,10 @@ async function ingest(
   } = {},
 ): Promise<IngestOutcome> {
   const ext = o.ext ?? 'txt';
-  const path = join(dir, `${fileId}-${Math.random().toString(16).slice(2)}.${ext}`);
+  const path = join(f.dir, `${fileId}-${Math.random().toString(16).slice(2)}.${ext}`);
   await writeFile(path, content);
   const filename = `${fileId}.${ext}`;
-  return service.ingest(
+  return f.service.ingest(
     {
       fileId,
       filename,
@@ -70,7 +57,7 @@ const shape = (points: readonly StoredPoint[]) =>
     languages: p.meta.languages,
   }));
 
-const ingestedLines = () => h.logs.lines.filter((l) => l.msg === 'ingested');
+const ingestedLines = () => f.h.logs.lines.filter((l) => l.msg === 'ingested');
 
 /** An ingest that runs alone; resolves once it is running, so the next ones join shared passes. */
 async function leading(fileId: string): Promise<{ done: Promise<IngestOutcome> }> {
@@ -93,14 +80,14 @@ describe('concurrent ingests of small files', () => {
     // One after another, each alone, into another collection.
     for (const [id, t] of Object.entries(texts)) await ingest(`alone-${id}`, t, { collection: 'alone' });
     for (const [k, id] of Object.keys(texts).entries()) {
-      const mine = await pointsOf(h.index, id);
-      const alone = await pointsOf(h.index, `alone-${id}`);
+      const mine = await pointsOf(f.h.index, id);
+      const alone = await pointsOf(f.h.index, `alone-${id}`);
       expect(mine.length).toBeGreaterThan(0);
       expect(shape(mine)).toEqual(shape(alone));
       expect(versionsOf(mine)).toEqual([together[k]!.ingestVersion]);
       expect(together[k]!.chunksCount).toBe(mine.length);
     }
-    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
+    expect(await f.h.index.count({ reserved: 'writing' })).toBe(0);
     // The first ran alone; the others, arriving while it ran, went in passes of several files.
     const batches = passLines.map((l) => l.batch as number | undefined);
     expect(batches.filter((b) => b === undefined).length).toBeGreaterThanOrEqual(1);
@@ -130,8 +117,8 @@ describe('concurrent ingests of small files', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     const reason = (results[2] as PromiseRejectedResult).reason as { code?: string; statusCode?: number };
     expect({ code: reason.code, status: reason.statusCode }).toEqual(alone);
-    expect(await h.index.count({ fileId: 'broken' })).toBe(0);
-    for (const id of ['g1', 'g2', 'g3']) expect((await pointsOf(h.index, id)).length).toBeGreaterThan(0);
+    expect(await f.h.index.count({ fileId: 'broken' })).toBe(0);
+    for (const id of ['g1', 'g2', 'g3']) expect((await pointsOf(f.h.index, id)).length).toBeGreaterThan(0);
     await lead.done;
     // The good ones went through shared passes.
     for (const id of ['g1', 'g2', 'g3']) {
@@ -160,13 +147,13 @@ describe('concurrent ingests of small files', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     expect(((results[2] as PromiseRejectedResult).reason as { statusCode?: number }).statusCode).toBe(499);
     expect(stages[0]).toBe('convert');
-    expect(versionsOf(await pointsOf(h.index, 'kept'))).toEqual([first.ingestVersion]);
+    expect(versionsOf(await pointsOf(f.h.index, 'kept'))).toEqual([first.ingestVersion]);
     await lead.done;
     for (const id of ['o1', 'o2', 'o3']) {
       expect(ingestedLines().find((l) => l.fileId === id)?.batch).toBeGreaterThanOrEqual(1);
     }
-    for (const id of ['o1', 'o2', 'o3']) expect((await pointsOf(h.index, id)).length).toBeGreaterThan(0);
-    expect(await h.index.count({ reserved: 'writing' })).toBe(0);
+    for (const id of ['o1', 'o2', 'o3']) expect((await pointsOf(f.h.index, id)).length).toBeGreaterThan(0);
+    expect(await f.h.index.count({ reserved: 'writing' })).toBe(0);
   });
 
   it('reports each stage of a shared pass to the file’s caller (a job’s progress)', async () => {
