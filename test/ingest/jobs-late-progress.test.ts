@@ -1,12 +1,12 @@
 import { setImmediate as turn } from 'node:timers/promises';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KildeError } from '../../src/errors.js';
 import { BullJobQueue } from '../../src/ingest/jobs/bullmq-queue.js';
 import type { JobContext, JobPayload, JobQueue } from '../../src/ingest/jobs/job.js';
 import { MemoryJobQueue } from '../../src/ingest/jobs/memory-queue.js';
 import { ManualClock } from '../helpers/clock.js';
-import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
+import { REDIS_SERVER_MISSING, redisForSuite, redisSuite } from '../helpers/redis.js';
 
 /*
  * A branch of the pipeline can still report its stage after another branch has failed the run
@@ -75,13 +75,7 @@ describe('a stage reported after the job failed', () => {
   });
 
   describe.skipIf(REDIS_SERVER_MISSING !== undefined)(redisSuite('BullMQ on redis-server'), () => {
-    let redis: RedisServer;
-    beforeAll(async () => {
-      redis = await startRedis();
-    });
-    afterAll(async () => {
-      await redis?.stop();
-    });
+    const redis = redisForSuite();
 
     it('the failure keeps its code', async () => {
       const queue = await BullJobQueue.open({

@@ -9,7 +9,7 @@ import type { JobPayload, JobQueue } from '../../src/ingest/jobs/job.js';
 import { MemoryJobQueue } from '../../src/ingest/jobs/memory-queue.js';
 import { spoolDir, sweepSpool } from '../../src/ingest/jobs/runner.js';
 import { ManualClock } from '../helpers/clock.js';
-import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
+import { REDIS_SERVER_MISSING, redisForSuite, redisSuite } from '../helpers/redis.js';
 
 /*
  * Spooled uploads (multipart job submissions) that nothing will read are removed at start-up:
@@ -95,13 +95,7 @@ describe('the job spool sweep', () => {
   });
 
   describe.skipIf(REDIS_SERVER_MISSING !== undefined)(redisSuite('BullMQ on redis-server'), () => {
-    let redis: RedisServer;
-    beforeAll(async () => {
-      redis = await startRedis();
-    });
-    afterAll(async () => {
-      await redis?.stop();
-    });
+    const redis = redisForSuite();
 
     it('keeps queued jobs and recent uploads (a shared volume), removes old unknown ones', async () => {
       const dir = join(root, 'redis');
