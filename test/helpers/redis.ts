@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll } from 'vitest';
 
 /**
  * A real `redis-server` (the Debian package `redis-server`; `.ci/run` installs it when it can) on a
@@ -91,26 +90,6 @@ export async function startRedis(port?: number, options: { dir?: string } = {}):
       client.disconnect();
       if (child.exitCode === null) child.kill('SIGKILL');
       await exited;
-    },
-  };
-}
-
-/**
- * A redis-server for the suite that calls this (started before its tests, stopped after them);
- * read its URL once the tests run.
- */
-export function redisForSuite(): { readonly url: string } {
-  let redis: RedisServer | undefined;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    await redis?.stop();
-  });
-  return {
-    get url(): string {
-      if (!redis) throw new Error('redis-server starts in beforeAll');
-      return redis.url;
     },
   };
 }

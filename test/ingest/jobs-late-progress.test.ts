@@ -6,7 +6,8 @@ import { BullJobQueue } from '../../src/ingest/jobs/bullmq-queue.js';
 import type { JobContext, JobPayload, JobQueue } from '../../src/ingest/jobs/job.js';
 import { MemoryJobQueue } from '../../src/ingest/jobs/memory-queue.js';
 import { ManualClock } from '../helpers/clock.js';
-import { REDIS_SERVER_MISSING, redisForSuite, redisSuite } from '../helpers/redis.js';
+import { REDIS_SERVER_MISSING, redisSuite } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis-suite.js';
 
 /*
  * A branch of the pipeline can still report its stage after another branch has failed the run

@@ -9,7 +9,8 @@ import type { JobPayload, JobQueue } from '../../src/ingest/jobs/job.js';
 import { MemoryJobQueue } from '../../src/ingest/jobs/memory-queue.js';
 import { spoolDir, sweepSpool } from '../../src/ingest/jobs/runner.js';
 import { ManualClock } from '../helpers/clock.js';
-import { REDIS_SERVER_MISSING, redisForSuite, redisSuite } from '../helpers/redis.js';
+import { REDIS_SERVER_MISSING, redisSuite } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis-suite.js';
 
 /*
  * Spooled uploads (multipart job submissions) that nothing will read are removed at start-up:
