@@ -186,3 +186,17 @@ async function detectZip(path: string, ext: string): Promise<DetectedType> {
   if (odf) return known(odf);
   return { kind: undefined, mime: mimetype ?? legacyOfficeMime(ext) ?? 'application/zip' };
 }
+
+/**
+ * The library a file's reader loads, from its name: `pdf`, `docx`, `html`, `office`, or '' for
+ * plain text, which needs none. A hint (the pool's `affinity`, which uploads share passes): the
+ * file's content decides its reader.
+ */
+export function readerLibrary(filename: string): string {
+  const ext = extname(filename).toLowerCase();
+  if (ext === '.pdf') return 'pdf';
+  if (ext === '.docx') return 'docx';
+  if (ext === '.html' || ext === '.htm' || ext === '.xhtml') return 'html';
+  if (/^\.(?:pptx|xlsx|odt|odp|ods|rtf|epub)$/.test(ext)) return 'office';
+  return '';
+}

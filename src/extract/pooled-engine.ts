@@ -1,12 +1,11 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
-import { extname } from 'node:path';
 import { KildeError } from '../errors.js';
 import type { TaskOutputs } from '../pool/tasks.js';
 import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
-import { detectFileType, type FileKind } from './file-type.js';
+import { detectFileType, type FileKind, readerLibrary } from './file-type.js';
 import { openPlainText } from './inprocess/text-stream.js';
 import { checkTextSize, type ExtractionLimits } from './limits.js';
 
@@ -111,7 +110,10 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       // Small files grouped by the library that reads them, so a group loads few libraries.
       const small = files
         .flatMap((_, i) => (sizes[i]! > GROUPED_FILE_BYTES ? [] : [i]))
-        .sort((a, b) => libraryOf(files[a]!).localeCompare(libraryOf(files[b]!)) || a - b);
+        .sort(
+          (a, b) =>
+            readerLibrary(files[a]!.filename).localeCompare(readerLibrary(files[b]!.filename)) || a - b,
+        );
       const group = async (ids: readonly number[]): Promise<void> => {
         if (ids.length === 0) return;
         let results: TaskOutputs['extract-many'];
@@ -195,21 +197,8 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
   };
 }
 
-/**
- * The library a file's reader loads, from its name (a hint for the pool's `affinity`: the file's
- * content decides its reader); '' for plain text, which needs none.
- */
-function libraryOf(file: SourceFile): string {
-  const ext = extname(file.filename).toLowerCase();
-  if (ext === '.pdf') return 'pdf';
-  if (ext === '.docx') return 'docx';
-  if (ext === '.html' || ext === '.htm' || ext === '.xhtml') return 'html';
-  if (/^\.(?:pptx|xlsx|odt|odp|ods|rtf|epub)$/.test(ext)) return 'office';
-  return '';
-}
-
 function librariesOf(files: readonly SourceFile[]): string[] {
-  return [...new Set(files.map(libraryOf))].filter(Boolean);
+  return [...new Set(files.map((f) => readerLibrary(f.filename)))].filter(Boolean);
 }
 
 /** Files up to this size are read together in `extract-many` tasks; a larger one has a task of its own. */

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { SourceFile } from '../extract/extractor.js';
+import { readerLibrary } from '../extract/file-type.js';
 import { KildeError } from '../http/errors.js';
 import {
   type ChunkPage,
@@ -94,9 +95,10 @@ export class IngestService {
       const { file, version } = await this.#prepare(target, load, lease);
       const started = performance.now();
       this.#writing.add(version);
-      // With other ingests in flight a small file joins the next shared pass (PassQueue); alone, or
-      // larger than a pass, it runs its own pipeline.
-      const together = this.#running > 0 && file.bytes <= PASS_BYTES;
+      // With other ingests in flight a small plain-text file joins the next shared pass (PassQueue);
+      // alone, larger than a pass, or a document with a reader of its own (PDF, DOCX, HTML, office:
+      // seconds for some, which would hold up a whole pass) it runs its own pipeline.
+      const together = this.#running > 0 && file.bytes <= PASS_BYTES && readerLibrary(file.filename) === '';
       this.#running += 1;
       let result: IngestResult;
       let batch: number | undefined;

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredPoint } from '../../src/index/contract.js';
 import type { IngestOutcome } from '../../src/ingest/service.js';
 import type { PipelineProgress } from '../../src/ingest/stages.js';
+import { makePdf } from '../helpers/make-pdf.js';
 import { pointsOf, versionsOf } from './helpers/harness.js';
 import { handbook, serviceFixture } from './helpers/service-fixture.js';
 
@@ -101,29 +102,53 @@ describe('concurrent ingests of small files', () => {
   });
 
   it('a file that fails in a shared pass fails alone, with the error it gets alone', async () => {
-    const broken = Buffer.from('%PDF-1.7 this is not a pdf');
-    const alone = await ingest('broken-alone', broken, { ext: 'pdf' }).then(
+    // A text file with no text in it: the pass reads it with the others, and it fails there.
+    const blank = '   \n \t \n';
+    const alone = await ingest('blank-alone', blank).then(
       () => undefined,
-      (err: { code?: string; statusCode?: number }) => ({ code: err.code, status: err.statusCode }),
+      (err: { code?: string; statusCode?: number; message?: string }) => ({
+        code: err.code,
+        status: err.statusCode,
+        message: err.message,
+      }),
     );
-    expect(alone).toEqual({ code: 'EXTRACTION_FAILED', status: 422 });
+    expect(alone).toMatchObject({ code: 'EXTRACTION_FAILED', status: 422 });
     const lead = await leading('lead');
     const results = await Promise.allSettled([
       ingest('g1', text('good one', 5)),
       ingest('g2', text('good two', 5)),
-      ingest('broken', broken, { ext: 'pdf' }),
+      ingest('blank', blank),
       ingest('g3', text('good three', 5)),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
-    const reason = (results[2] as PromiseRejectedResult).reason as { code?: string; statusCode?: number };
-    expect({ code: reason.code, status: reason.statusCode }).toEqual(alone);
-    expect(await f.h.index.count({ fileId: 'broken' })).toBe(0);
+    const reason = (results[2] as PromiseRejectedResult).reason as {
+      code?: string;
+      statusCode?: number;
+      message?: string;
+    };
+    expect({ code: reason.code, status: reason.statusCode, message: reason.message }).toEqual(alone);
+    expect(await f.h.index.count({ fileId: 'blank' })).toBe(0);
     for (const id of ['g1', 'g2', 'g3']) expect((await pointsOf(f.h.index, id)).length).toBeGreaterThan(0);
     await lead.done;
     // The good ones went through shared passes.
     for (const id of ['g1', 'g2', 'g3']) {
       expect(ingestedLines().find((l) => l.fileId === id)?.batch).toBeGreaterThanOrEqual(1);
     }
+  });
+
+  it('a document with a reader of its own (a PDF) runs its own pipeline, beside the shared passes', async () => {
+    const lead = await leading('lead');
+    const pdf = makePdf([[{ text: 'The heron report covers the marsh survey of the year.' }]]);
+    const [report, note] = await Promise.all([
+      ingest('report', pdf, { ext: 'pdf' }),
+      ingest('note', text('note', 5)),
+    ]);
+    await lead.done;
+    expect(report.chunksCount).toBeGreaterThan(0);
+    expect(note.chunksCount).toBeGreaterThan(0);
+    // The text file joined a pass; the PDF, which could hold a pass up for seconds, did not.
+    expect(ingestedLines().find((l) => l.fileId === 'note')?.batch).toBeGreaterThanOrEqual(1);
+    expect(ingestedLines().find((l) => l.fileId === 'report')).not.toHaveProperty('batch');
   });
 
   it('a caller that goes away mid-pass fails with 499 and keeps its previous version; the others commit', async () => {
