@@ -5,7 +5,8 @@
  * embedder on both sides and LanceDB on both sides. Every variant runs in a fresh process
  * (bench/vs-langchain-kilde.ts over the built dist/, as `kilde ingest` runs it, built first;
  * bench/vs-langchain/runner.mjs), rounds interleaved (the order alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
- * means Kilde is faster) and peak RSS. Asserts nothing.
+ * means Kilde is faster) and peak RSS, and a feature-matched LangChain.js run that also builds a full-text
+ * index over its chunks (`LC_FTS=1`), as Kilde's table always has one. Asserts nothing.
  *
  * Sets: small files (SciFact abstracts as .txt), mixed real documents (the PDF and DOCX fixtures and
  * the Danish textbook's Markdown chapters), one large generated PDF.
@@ -103,7 +104,9 @@ async function writeSets(): Promise<Array<{ key: string; name: string; files: st
   ].filter((s) => chosen.has(s.key));
 }
 
-function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
+type Side = 'kilde' | 'langchain' | 'langchain+fts';
+
+function runOnce(side: Side, list: string, dir: string): Run {
   // Kilde's side runs the built code (dist/), as `kilde ingest` does: no TypeScript compiled in the
   // timed process or its workers (use-dist.mjs; Node strips the bench file's own types).
   const args =
@@ -130,7 +133,9 @@ function runOnce(side: 'kilde' | 'langchain', list: string, dir: string): Run {
           NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
           ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
         }
-      : process.env;
+      : side === 'langchain+fts'
+        ? { ...process.env, LC_FTS: '1' }
+        : process.env;
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
   const line = res.stdout.trim().split('\n').at(-1) ?? '';
   if (res.status !== 0 || !line.startsWith('{')) {
@@ -156,10 +161,10 @@ try {
   for (const set of sets) {
     const list = join(work, 'files.json');
     await writeFile(list, JSON.stringify(set.files));
-    const runs: Record<'kilde' | 'langchain', Run[]> = { kilde: [], langchain: [] };
+    const runs: Record<Side, Run[]> = { kilde: [], langchain: [], 'langchain+fts': [] };
     for (let r = 0; r < ROUNDS; r++) {
-      const order: Array<'kilde' | 'langchain'> =
-        r % 2 === 0 ? ['kilde', 'langchain'] : ['langchain', 'kilde'];
+      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts'];
+      const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
         const dir = await mkdtemp(join(work, `${side}-`));
         runs[side].push(runOnce(side, list, dir));
@@ -175,12 +180,16 @@ try {
     // CPU, steadier than wall time on a loaded machine (each side's whole process, Kilde's workers too).
     const kCpu = stats(runs.kilde.map((r) => r.cpu ?? Number.NaN));
     const lCpu = stats(runs.langchain.map((r) => r.cpu ?? Number.NaN));
+    const f = stats(runs['langchain+fts'].map((r) => r.seconds));
+    const fCpu = stats(runs['langchain+fts'].map((r) => r.cpu ?? Number.NaN));
+    const fRss = Math.max(...runs['langchain+fts'].map((r) => r.peakRss));
     console.log(
       `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
         `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
         `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
         `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)\n` +
-        `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×`,
+        `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×\n` +
+        `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×`,
     );
   }
 } finally {

@@ -57,11 +57,17 @@ for (const path of files) {
   // Only the source as metadata: the loaders' nested objects differ per format and one table holds all.
   for (const d of split) chunks.push({ pageContent: d.pageContent, metadata: { source: path } });
 }
-await LanceDB.fromDocuments(chunks, new ZeroCostEmbeddings(), {
+const store = await LanceDB.fromDocuments(chunks, new ZeroCostEmbeddings(), {
   uri: join(work, 'lancedb'),
   tableName: 'bench',
   mode: 'overwrite',
 });
+// LC_FTS=1: also a full-text index over the chunk text, so the table is searchable by keyword as
+// Kilde's is (its side always builds one): the feature-matched variant.
+if (process.env.LC_FTS === '1') {
+  const { Index } = await import('@lancedb/lancedb');
+  await store.table.createIndex('text', { config: Index.fts() });
+}
 const seconds = (performance.now() - t0) / 1000;
 clearInterval(sampler);
 const usage = process.resourceUsage();
