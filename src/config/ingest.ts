@@ -61,6 +61,11 @@ export const ingestPiece = {
     'Most chunks of one file embedded, encoded and written at a time. A file with more is written in staged batches that stay invisible until the last one is in, then become visible at once (the previous version stays until then); memory stays bounded by the batch, not the file.',
     { min: 1 },
   ),
+  INGEST_LARGE_FILES: int(
+    2,
+    'Files over 1 MiB one process ingests at the same time (uploads and jobs alike); the others wait their turn. Each holds at most one batch (`INGEST_BATCH_CHUNKS`) in memory at a time, so this bounds what large files take; smaller files are not counted.',
+    { min: 1, max: 64 },
+  ),
   INGEST_SEGMENT_CHARS: int(
     1_000_000,
     'Most characters of extracted text chunked at a time. A longer document is cut into segments before a heading, at a blank line or at a line break (no chunk spans a cut); shorter ones are chunked whole.',
@@ -112,7 +117,7 @@ export const jobsPiece = {
   ),
   JOBS_CONCURRENCY: int(
     8,
-    'Jobs one worker process runs at the same time. Small files (up to 1 MiB) of concurrent jobs share pipeline passes (one extraction task, one embedding call, one commit); each large file runs its own bounded-batch pipeline, so memory grows with the large files in flight.',
+    'Jobs one worker process runs at the same time. Small plain-text files (up to 1 MiB) of concurrent jobs share pipeline passes (one extraction task, one embedding call, one commit); larger files take turns, `INGEST_LARGE_FILES` at a time.',
     { min: 1, max: 64 },
   ),
   JOBS_MAX_ATTEMPTS: int(

@@ -173,6 +173,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       keepVersions: config.KEEP_VERSIONS,
       batchChunks: config.INGEST_BATCH_CHUNKS,
       segmentChars: config.INGEST_SEGMENT_CHARS,
+      largeFiles: config.INGEST_LARGE_FILES,
       ...(deps.observer ? { observer: deps.observer } : {}),
       ...(clock ? { now: () => clock.now() } : {}),
     },

@@ -54,6 +54,8 @@ export interface PipelineParts {
   batchChunks?: number;
   /** Most characters chunked at a time (`INGEST_SEGMENT_CHARS`); a longer document is cut (segments.ts). */
   segmentChars?: number;
+  /** `INGEST_LARGE_FILES`: files over a pass's 1 MiB ingested at the same time (default 2). */
+  largeFiles?: number;
 }
 
 export interface PipelineOptions {

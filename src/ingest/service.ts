@@ -19,6 +19,7 @@ import { DEFAULT_PASS_FILES, PASS_BYTES, PassQueue } from './pass-queue.js';
 import { type IngestResult, type PipelineOptions, type PipelineParts, runPipeline } from './pipeline.js';
 import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
+import { Slots } from './slots.js';
 import { cancelledIf, timed } from './stages.js';
 import { fencedVersion, hasIndexedVersion, newIngestVersion } from './version-ledger.js';
 import { restoreVersion } from './version-restore.js';
@@ -49,10 +50,12 @@ export class IngestService {
   readonly #writing = new Set<string>();
   /** `ingest` calls past their lock and running now. */
   #running = 0;
+  /** Files over a pass's 1 MiB run here, `INGEST_LARGE_FILES` at a time. */
+  readonly #large: Slots;
   /**
    * Concurrent requests' small files, coalesced into pipeline passes (`runPipelineBatch`), one pass
    * at a time beside the files running alone: under load they share pool tasks, embedding calls and
-   * commits (docs/performance.md, "Concurrent uploads share passes"; two passes in flight cost the
+   * commits (docs/performance.md, "Over HTTP: concurrent uploads share passes"; two passes in flight cost the
    * server 30 % more CPU for no shorter run).
    */
   readonly #passes = new PassQueue((files) => runPipelineBatch(this.parts, files), {
@@ -67,6 +70,7 @@ export class IngestService {
     lock?: FileLock,
   ) {
     this.#lock = lock ?? new InProcessFileLock();
+    this.#large = new Slots(parts.largeFiles ?? 2);
   }
 
   /** Releases the lock's connection (Redis); the service takes no requests afterwards. */
@@ -116,6 +120,11 @@ export class IngestService {
           if (!outcome.ok) throw outcome.error;
           result = outcome.result;
           batch = files;
+        } else if (file.bytes > PASS_BYTES) {
+          // A large file waits for one of the INGEST_LARGE_FILES slots: their memory stays bounded.
+          result = await this.#large.run(signal, () =>
+            runPipeline(this.parts, target, file, version, signal, lease, options),
+          );
         } else result = await runPipeline(this.parts, target, file, version, signal, lease, options);
       } catch (err) {
         if (signal?.aborted) {
