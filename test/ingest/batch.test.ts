@@ -5,7 +5,7 @@ import type { StoredPoint } from '../../src/index/contract.js';
 import type { IngestTarget } from '../../src/ingest/request.js';
 import type { BatchRequest } from '../../src/ingest/service.js';
 import { pointsOf, versionsOf } from './helpers/harness.js';
-import { handbook, serviceFixture } from './helpers/service-fixture.js';
+import { chunkShape, handbook, serviceFixture } from './helpers/service-fixture.js';
 
 /**
  * `IngestService.ingestMany`: many files through one pipeline pass and one group commit, each
@@ -39,16 +39,9 @@ async function request(fileId: string, content: string | Buffer, ext = 'txt', co
   } satisfies BatchRequest;
 }
 
-/** What a reader sees of a file: its chunks' text and offsets (not the version-dependent ids). */
+/** What a reader sees of a file, and the name it was read under. */
 const shape = (points: readonly StoredPoint[]) =>
-  points.map((p) => ({
-    content: p.content,
-    split: p.meta.split_id,
-    start: p.meta.char_start,
-    end: p.meta.char_end,
-    languages: p.meta.languages,
-    name: p.meta.name,
-  }));
+  chunkShape(points).map((c, i) => ({ ...c, name: points[i]!.meta.name }));
 
 async function visibleVersions(fileId: string): Promise<string[]> {
   return versionsOf(await pointsOf(f.h.index, fileId));

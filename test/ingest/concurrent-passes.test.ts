@@ -1,12 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { StoredPoint } from '../../src/index/contract.js';
 import type { IngestOutcome } from '../../src/ingest/service.js';
 import type { PipelineProgress } from '../../src/ingest/stages.js';
 import { makePdf } from '../helpers/make-pdf.js';
 import { pointsOf, versionsOf } from './helpers/harness.js';
-import { handbook, serviceFixture } from './helpers/service-fixture.js';
+import { chunkShape, handbook, serviceFixture } from './helpers/service-fixture.js';
 
 /**
  * Concurrent `IngestService.ingest` calls (uploads, jobs) of small files share pipeline passes
@@ -49,14 +48,7 @@ async function ingest(
   );
 }
 
-const shape = (points: readonly StoredPoint[]) =>
-  points.map((p) => ({
-    content: p.content,
-    split: p.meta.split_id,
-    start: p.meta.char_start,
-    end: p.meta.char_end,
-    languages: p.meta.languages,
-  }));
+const shape = chunkShape;
 
 const ingestedLines = () => f.h.logs.lines.filter((l) => l.msg === 'ingested');
 

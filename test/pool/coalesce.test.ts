@@ -69,6 +69,13 @@ const outcome = (p: Promise<unknown>): Promise<Outcome> =>
     (error: unknown) => ({ ok: false as const, error }),
   );
 
+/** Holds one of `pool`'s workers on a file that cannot be read until `hold.release()`. */
+function holdWorker(pool: WorkerPool): { hold: ReturnType<typeof heldFile>; first: Promise<Outcome> } {
+  const hold = heldFile();
+  const first = outcome(pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }));
+  return { hold, first };
+}
+
 /** Each caller's small work, as calls to make: a file read, its chunks, their terms. */
 function smallWork(
   pool: WorkerPool,
@@ -100,10 +107,7 @@ describe('queued small tasks merged into one worker turn', () => {
         ),
       );
       files.splice(1, 0, await textFile('junk.bin', '\u0000\u0001\u0002\u0003\u0000\u0000\u0007'));
-      const hold = heldFile();
-      const first = outcome(
-        pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(pool);
       const merged = together(smallWork(pool, files));
       await until(() => pool.load.queued === 12);
       await hold.release();
@@ -130,10 +134,7 @@ describe('queued small tasks merged into one worker turn', () => {
     const clock = new ManualClock();
     const pool = poolOf({ clock });
     try {
-      const hold = heldFile();
-      const first = outcome(
-        pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(pool);
       const small = (text: string) => pool.run({ kind: 'chunk', docs: [{ text }] }, { weight: text.length });
       const before = small('Before the slow one.');
       // Light by its caller's word, but seconds of work: it shares the turn.
@@ -171,10 +172,7 @@ describe('queued small tasks merged into one worker turn', () => {
       const files = await Promise.all(
         ['a', 'b', 'c'].map((n) => textFile(`${n}.txt`, `File ${n} holds a short English sentence.`)),
       );
-      const hold = heldFile();
-      const first = outcome(
-        pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(pool);
       const read = (file: { path: string; filename: string }, weight: number) =>
         outcome(pool.run({ kind: 'extract', file, engine: 'inprocess' }, { weight }));
       // The huge page claims to be small: it is merged with the others.
@@ -207,10 +205,7 @@ describe('queued small tasks merged into one worker turn', () => {
     const clock = new ManualClock();
     const pool = poolOf({ clock });
     try {
-      const hold = heldFile();
-      const first = outcome(
-        pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(pool);
       const small = (text: string, signal?: AbortSignal) =>
         outcome(pool.run({ kind: 'chunk', docs: [{ text }] }, { weight: text.length, signal }));
       const running = new AbortController();
@@ -246,10 +241,7 @@ describe('a second worker only when the queued work warrants it', () => {
     const clock = new ManualClock();
     const pool = poolOf({ size: 2, clock });
     try {
-      const hold = heldFile();
-      const first = outcome(
-        pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(pool);
       const files = await Promise.all(
         ['a', 'b', 'c'].map((n) => textFile(`w${n}.txt`, `File ${n} holds a short English sentence.`)),
       );
@@ -273,10 +265,7 @@ describe('a second worker only when the queued work warrants it', () => {
 
     const later = poolOf({ size: 2, clock });
     try {
-      const hold = heldFile();
-      const first = outcome(
-        later.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }),
-      );
+      const { hold, first } = holdWorker(later);
       const light = together(smallWork(later, [await textFile('x.txt', 'A short English sentence.')]));
       await until(() => later.load.queued === 3);
       expect(later.pids).toHaveLength(1);

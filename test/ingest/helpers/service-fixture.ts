@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
+import type { StoredPoint } from '../../../src/index/contract.js';
 import type { IngestService } from '../../../src/ingest/service.js';
 import { type Harness, startIngest } from './harness.js';
 
@@ -46,3 +47,13 @@ export function serviceFixture(env: Record<string, string> = SMALL_CHUNKS_ENV) {
     },
   };
 }
+
+/** What a reader sees of a file: its chunks' text, offsets and languages (not the version-dependent ids). */
+export const chunkShape = (points: readonly StoredPoint[]) =>
+  points.map((p) => ({
+    content: p.content,
+    split: p.meta.split_id,
+    start: p.meta.char_start,
+    end: p.meta.char_end,
+    languages: p.meta.languages,
+  }));
