@@ -1,12 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type Timer } from '../clock.js';
-import { limitExceeded } from '../extract/limits.js';
 import { KildeError } from '../http/errors.js';
+import { timedOutError, workerFailure } from './pool-errors.js';
 import { BACKLOG_MS, mergeable, type Queued, takeMergeable, warranted } from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
+export { timedOutItem } from './pool-errors.js';
 export { BACKLOG_MS, BACKLOG_WEIGHT, HEAVY_WEIGHT, MERGE } from './pool-policy.js';
 
 export interface PoolSettings {
@@ -313,8 +314,7 @@ export class WorkerPool {
       { task: job.input.kind, limitSeconds: seconds },
       'worker task over its time limit: worker replaced',
     );
-    const err = limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT');
-    timedOut.set(err, job.item ?? 0);
+    const err = timedOutError(seconds, job.item ?? 0);
     this.#settle(job, err);
     this.#stop(worker);
   }
@@ -360,34 +360,16 @@ export class WorkerPool {
       for (const job of open) if (job === current || !current) job.alone = true;
       this.#requeue(open);
     } else {
-      for (const job of open) this.#settle(job, this.#failure(worker, job, code, signal, err));
+      for (const job of open)
+        this.#settle(
+          job,
+          workerFailure(
+            { stderr: worker.stderr, heapMb: this.#settings.heapMb, task: job.input.kind, code, signal, err },
+            this.#log,
+          ),
+        );
     }
     this.#pump();
-  }
-
-  /** Why a worker died under a task: out of heap (V8 says so on stderr), or anything else. */
-  #failure(
-    worker: Worker,
-    job: Job,
-    code: number | null,
-    signal: NodeJS.Signals | null,
-    err: Error | undefined,
-  ): KildeError {
-    const task = job.input.kind;
-    if (/heap out of memory|Reached heap limit/.test(worker.stderr)) {
-      this.#log.warn({ task, heapMb: this.#settings.heapMb }, 'worker out of memory: worker replaced');
-      return limitExceeded(
-        `processing needed more than ${this.#settings.heapMb} MiB of memory`,
-        'EXTRACTION_MAX_HEAP_MB',
-      );
-    }
-    this.#log.error(
-      { err, task, exitCode: code, signal, stderr: worker.stderr.slice(-1000) },
-      'worker stopped unexpectedly: worker replaced',
-    );
-    return new KildeError('EXTRACTION_FAILED', 500, 'The extraction worker stopped unexpectedly', {
-      cause: err,
-    });
   }
 
   #settle(job: Job, err: unknown, value?: unknown): void {
@@ -415,16 +397,4 @@ export class WorkerPool {
     queueMicrotask(() => this.#pump());
     return exited;
   }
-}
-
-/** The errors of tasks stopped at their time limit, with the item that was running (0 for a one-item task). */
-const timedOut = new WeakMap<object, number>();
-
-/**
- * Which item of a task over many (`extract-many`) ran past its time limit, when `err` is that task's
- * time-out; undefined for any other error. The items before it had finished (their results were lost
- * with the worker), the ones after it had not started.
- */
-export function timedOutItem(err: unknown): number | undefined {
-  return typeof err === 'object' && err !== null ? timedOut.get(err) : undefined;
 }
