@@ -4,8 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { IngestOutcome } from '../../src/ingest/service.js';
 import type { PipelineProgress } from '../../src/ingest/stages.js';
 import { makePdf } from '../helpers/make-pdf.js';
+import { REDIS_SERVER_MISSING, redisSuite } from '../helpers/redis.js';
+import { redisForSuite } from '../helpers/redis-suite.js';
 import { pointsOf, versionsOf } from './helpers/harness.js';
-import { chunkShape, handbook, serviceFixture } from './helpers/service-fixture.js';
+import { chunkShape, handbook, SMALL_CHUNKS_ENV, serviceFixture } from './helpers/service-fixture.js';
 
 /**
  * Concurrent `IngestService.ingest` calls (uploads, jobs) of small files share pipeline passes
@@ -185,3 +187,55 @@ describe('concurrent ingests of small files', () => {
     expect(progress.at(-1)).toEqual({ stage: 'write', chunksTotal: chunks, chunksDone: chunks });
   });
 });
+
+describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
+  redisSuite('concurrent ingests under Redis leases (REDIS_URL) share passes too'),
+  () => {
+    const redis = redisForSuite();
+    const g = serviceFixture(() => ({ ...SMALL_CHUNKS_ENV, REDIS_URL: redis.url }));
+
+    it('each file gets one fenced version, the ones re-ingested lose their old one, nothing is left over', async () => {
+      const put = async (fileId: string, content: string, onProgress?: () => void) => {
+        const path = join(g.dir, `${fileId}-${Math.random().toString(16).slice(2)}.txt`);
+        await writeFile(path, content);
+        return g.service.ingest(
+          {
+            fileId,
+            filename: `${fileId}.txt`,
+            collectionName: C,
+            collectionType: 'file',
+            userId: 'u1',
+            overwrite: true,
+            source: `${fileId}.txt`,
+          },
+          async () => ({ path, filename: `${fileId}.txt`, bytes: Buffer.byteLength(content) }),
+          undefined,
+          onProgress ? { onProgress } : {},
+        );
+      };
+      const old = await Promise.all(['r1', 'r2'].map((id) => put(id, text(`old ${id}`, 4))));
+      // A long one first, running when the others arrive.
+      let running: () => void = () => {};
+      const started = new Promise<void>((resolve) => {
+        running = resolve;
+      });
+      const lead = put('lead', text('lead', 60), () => running());
+      await started;
+      const ids = ['r1', 'r2', 'n1', 'n2', 'n3', 'n4'];
+      const out = await Promise.all(ids.map((id) => put(id, text(`new ${id}`, 5))));
+      await lead;
+      const lines = g.h.logs.lines.filter((l) => l.msg === 'ingested');
+      for (const [k, id] of ids.entries()) {
+        const versions = versionsOf(await pointsOf(g.h.index, id));
+        expect(versions).toEqual([out[k]!.ingestVersion]);
+        expect(
+          lines.find((l) => l.fileId === id && l.version === out[k]!.ingestVersion)?.batch,
+        ).toBeGreaterThanOrEqual(1);
+      }
+      // Fenced versions (the lease's fence in them) differ from the old ones, which are gone.
+      expect(out[0]!.ingestVersion).not.toBe(old[0]!.ingestVersion);
+      expect(await g.h.index.count({ reserved: 'writing' })).toBe(0);
+      expect(await g.h.index.count({ reserved: 'staging' })).toBe(0);
+    });
+  },
+);

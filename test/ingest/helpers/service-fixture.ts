@@ -19,14 +19,17 @@ export const handbook = (tag: string, n: number) =>
   Array.from({ length: n }, (_, i) => `Clause ${i} of the ${tag} handbook covers case ${i}.`).join(' ');
 
 /**
- * A fresh ingest part (LanceDB in a temp dir) and a scratch directory for each test of the file
- * that calls this at its top level; read them through the returned getters.
+ * A fresh ingest part (LanceDB in a temp dir) and a scratch directory for each test of the suite
+ * that calls this; read them through the returned getters. `env` may be a function, read when each
+ * test starts (a Redis URL known only once the suite's server runs).
  */
-export function serviceFixture(env: Record<string, string> = SMALL_CHUNKS_ENV) {
+export function serviceFixture(
+  env: Record<string, string> | (() => Record<string, string>) = SMALL_CHUNKS_ENV,
+) {
   let h: Harness | undefined;
   let dir: string | undefined;
   beforeEach(async () => {
-    h = await startIngest(env);
+    h = await startIngest(typeof env === 'function' ? env() : env);
     dir = await mkdtemp(join(tmpdir(), 'kilde-service-'));
   });
   afterEach(async () => {
