@@ -58,15 +58,23 @@ export interface JobIngestOptions {
 export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: number }> {
   const manifest = await readManifest(o.manifest, o.url, o.collection);
   let skipped = 0;
-  // Writes are atomic (rename), so an interrupted run leaves a whole manifest, and coalesced: the
-  // saves asked for while one is written share the next (one write per file made 2000 rewrites of
-  // a growing manifest for 1000 files, 6.8 s of the client's CPU).
-  const save = coalesced(async () => {
-    await mkdir(dirname(o.manifest), { recursive: true });
-    const tmp = `${o.manifest}.${process.pid}.tmp`;
-    await writeFile(tmp, `${JSON.stringify(manifest)}\n`);
-    await rename(tmp, o.manifest);
-  });
+  // Writes are atomic (rename), so an interrupted run leaves a whole manifest, and coalesced, at
+  // most one per MANIFEST_GAP_MS: one write per file rewrote a growing manifest 2000 times for 1000
+  // files. Files do not wait for them: the manifest only saves work on a rerun (a job it does not
+  // know yet is submitted again, one not marked done is asked about), so the last write, at the
+  // end of the run (after Ctrl-C too), is the one whose error counts.
+  const save = coalesced(
+    async () => {
+      await mkdir(dirname(o.manifest), { recursive: true });
+      const tmp = `${o.manifest}.${process.pid}.tmp`;
+      await writeFile(tmp, `${JSON.stringify(manifest)}\n`);
+      await rename(tmp, o.manifest);
+    },
+    { gapMs: MANIFEST_GAP_MS },
+  );
+  const saveSoon = () => {
+    save().catch(() => undefined);
+  };
 
   async function one(file: FoundFile): Promise<void> {
     const fileId = fileIdFor(o.collection, file.relative);
@@ -93,12 +101,12 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
           source: file.relative,
         });
         manifest.files[fileId] = { sha256, job_id: job.job_id, done: false };
-        await save();
+        saveSoon();
       }
       const end = await o.client.watch(job.job_id, (j) => o.stage(file.relative, j), o.signal);
       if (end.state === 'done') {
         manifest.files[fileId] = { sha256, job_id: end.job_id, done: true };
-        await save();
+        saveSoon();
         o.record({ ...base, ok: true, chunks: end.result?.chunks_count ?? 0, ms: ms(), job_id: end.job_id });
         return;
       }
@@ -130,30 +138,39 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
     for (let i = next++; i < o.files.length && !o.signal.aborted; i = next++) await one(o.files[i]!);
   };
   await Promise.all(Array.from({ length: Math.min(o.concurrency, o.files.length) }, worker));
-  await save.settled();
+  await save();
   return { skipped };
 }
 
+/** The least time between two manifest writes of `kilde ingest --url`. */
+const MANIFEST_GAP_MS = 250;
+
 /**
- * `write` run one at a time, the calls made while one runs sharing the next: each call resolves
- * after a run that started after it was made (so that run saw its change), and a failed run fails
- * the calls that shared it. `settled()` waits for whatever is running or due.
+ * `write` run one at a time, the calls made while one runs (or waits) sharing the next: each call
+ * resolves after a run that started after it was made (so that run saw its change), and a failed
+ * run fails the calls that shared it. With `gapMs`, a run starts no sooner than that after the one
+ * before it started (`wait` sleeps; tests pass their own). `settled()` waits for whatever is
+ * running or due.
  */
-export function coalesced(write: () => Promise<void>): (() => Promise<void>) & { settled(): Promise<void> } {
+export function coalesced(
+  write: () => Promise<void>,
+  o: { gapMs?: number; wait?: (ms: number) => Promise<void> } = {},
+): (() => Promise<void>) & { settled(): Promise<void> } {
+  const gapMs = o.gapMs ?? 0;
+  const wait = o.wait ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   let last: Promise<void> = Promise.resolve();
   let next: Promise<void> | undefined;
+  let lastStart = Number.NEGATIVE_INFINITY;
+  const start = async () => {
+    const due = lastStart + gapMs - performance.now();
+    if (due > 0) await wait(due);
+    next = undefined;
+    lastStart = performance.now();
+    return write();
+  };
   const call = () => {
     if (!next) {
-      const run = last.then(
-        () => {
-          next = undefined;
-          return write();
-        },
-        () => {
-          next = undefined;
-          return write();
-        },
-      );
+      const run = last.then(start, start);
       next = run;
       last = run;
     }

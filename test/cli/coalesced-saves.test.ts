@@ -53,4 +53,37 @@ describe('coalesced manifest saves', () => {
     expect(writes).toBe(2);
     await expect(save.settled()).resolves.toBeUndefined();
   });
+
+  it('with a gap, the saves asked for before the next write may start all share it', async () => {
+    let writes = 0;
+    const waits: number[] = [];
+    let release = () => {};
+    const save = coalesced(
+      async () => {
+        writes += 1;
+      },
+      {
+        gapMs: 60_000,
+        wait: (ms) => {
+          waits.push(ms);
+          return new Promise<void>((resolve) => {
+            release = resolve;
+          });
+        },
+      },
+    );
+    // The first write starts at once: there was none before it.
+    await save();
+    expect(writes).toBe(1);
+    expect(waits).toEqual([]);
+    // The next waits out the gap; every save asked for meanwhile joins it.
+    const later = [save(), save(), save()];
+    await new Promise((r) => setImmediate(r));
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThan(0);
+    expect(writes).toBe(1);
+    release();
+    await Promise.all(later);
+    expect(writes).toBe(2);
+  });
 });
