@@ -6,7 +6,8 @@
  * (bench/vs-langchain-kilde.ts over the built dist/, as `kilde ingest` runs it, built first;
  * bench/vs-langchain/runner.mjs), rounds interleaved (the order alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
  * means Kilde is faster) and peak RSS, and a feature-matched LangChain.js run that also builds a full-text
- * index over its chunks (`LC_FTS=1`), as Kilde's table always has one. Asserts nothing.
+ * index over its chunks (`LC_FTS=1`), as Kilde's table always has one, and a per-file LangChain.js run that
+ * adds each file to its table as it is loaded (`LC_PER_FILE=1`), as uploads arriving one by one are. Asserts nothing.
  *
  * Sets: small files (SciFact abstracts as .txt), mixed real documents (the PDF and DOCX fixtures and
  * the Danish textbook's Markdown chapters), one large generated PDF.
@@ -104,7 +105,7 @@ async function writeSets(): Promise<Array<{ key: string; name: string; files: st
   ].filter((s) => chosen.has(s.key));
 }
 
-type Side = 'kilde' | 'langchain' | 'langchain+fts';
+type Side = 'kilde' | 'langchain' | 'langchain+fts' | 'langchain-per-file';
 
 function runOnce(side: Side, list: string, dir: string): Run {
   // Kilde's side runs the built code (dist/), as `kilde ingest` does: no TypeScript compiled in the
@@ -135,7 +136,9 @@ function runOnce(side: Side, list: string, dir: string): Run {
         }
       : side === 'langchain+fts'
         ? { ...process.env, LC_FTS: '1' }
-        : process.env;
+        : side === 'langchain-per-file'
+          ? { ...process.env, LC_PER_FILE: '1' }
+          : process.env;
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
   const line = res.stdout.trim().split('\n').at(-1) ?? '';
   if (res.status !== 0 || !line.startsWith('{')) {
@@ -161,9 +164,14 @@ try {
   for (const set of sets) {
     const list = join(work, 'files.json');
     await writeFile(list, JSON.stringify(set.files));
-    const runs: Record<Side, Run[]> = { kilde: [], langchain: [], 'langchain+fts': [] };
+    const runs: Record<Side, Run[]> = {
+      kilde: [],
+      langchain: [],
+      'langchain+fts': [],
+      'langchain-per-file': [],
+    };
     for (let r = 0; r < ROUNDS; r++) {
-      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts'];
+      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts', 'langchain-per-file'];
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
         const dir = await mkdtemp(join(work, `${side}-`));
@@ -183,13 +191,17 @@ try {
     const f = stats(runs['langchain+fts'].map((r) => r.seconds));
     const fCpu = stats(runs['langchain+fts'].map((r) => r.cpu ?? Number.NaN));
     const fRss = Math.max(...runs['langchain+fts'].map((r) => r.peakRss));
+    const p = stats(runs['langchain-per-file'].map((r) => r.seconds));
+    const pCpu = stats(runs['langchain-per-file'].map((r) => r.cpu ?? Number.NaN));
+    const pRss = Math.max(...runs['langchain-per-file'].map((r) => r.peakRss));
     console.log(
       `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
         `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
         `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
         `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)\n` +
         `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×\n` +
-        `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×`,
+        `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×\n` +
+        `${''.padEnd(18)} per file: LangChain.js adding each file to its table as it is loaded (as uploads arriving one by one) ${p.min.toFixed(1)}/${p.median.toFixed(1)} s, CPU ${pCpu.min.toFixed(2)}/${pCpu.median.toFixed(2)} s, peak ${mib(pRss)}: speed ratio ${(p.min / k.min).toFixed(2)}× / ${(p.median / k.median).toFixed(2)}×`,
     );
   }
 } finally {
