@@ -50,48 +50,28 @@ const sampler = setInterval(() => {
   peak = Math.max(peak, process.memoryUsage.rss());
 }, 5);
 const t0 = performance.now();
+const table = { uri: join(work, 'lancedb'), tableName: 'bench', mode: 'overwrite' };
+// LC_PER_FILE=1: each file is added to the LanceDB table as soon as it is loaded and split (as
+// uploads arriving one at a time would be), instead of one `fromDocuments` over everything.
+const perFile = process.env.LC_PER_FILE === '1';
+let store;
+const write = async (docs) => {
+  if (store) await store.addDocuments(docs);
+  else store = await LanceDB.fromDocuments(docs, new ZeroCostEmbeddings(), table);
+};
 const chunks = [];
-// LC_PER_FILE=1: each file is loaded, split and added to the LanceDB table on its own (as uploads
-// arriving one at a time would be), instead of one `fromDocuments` over everything.
-if (process.env.LC_PER_FILE === '1') {
-  let store;
-  let total = 0;
-  for (const path of files) {
-    const docs = await loaderFor(path).load();
-    const split = (await (path.endsWith('.md') ? markdown : recursive).splitDocuments(docs)).map((d) => ({
-      pageContent: d.pageContent,
-      metadata: { source: path },
-    }));
-    total += split.length;
-    if (!store) {
-      store = await LanceDB.fromDocuments(split, new ZeroCostEmbeddings(), {
-        uri: join(work, 'lancedb'),
-        tableName: 'bench',
-        mode: 'overwrite',
-      });
-    } else await store.addDocuments(split);
-  }
-  const seconds = (performance.now() - t0) / 1000;
-  clearInterval(sampler);
-  const usage = process.resourceUsage();
-  peak = Math.max(peak, usage.maxRSS * 1024);
-  const cpu = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
-  process.stdout.write(
-    `${JSON.stringify({ files: files.length, chunks: total, seconds, peakRss: peak, cpu })}\n`,
-  );
-  process.exit(0);
-}
+let total = 0;
 for (const path of files) {
   const docs = await loaderFor(path).load();
   const split = await (path.endsWith('.md') ? markdown : recursive).splitDocuments(docs);
   // Only the source as metadata: the loaders' nested objects differ per format and one table holds all.
-  for (const d of split) chunks.push({ pageContent: d.pageContent, metadata: { source: path } });
+  const mine = split.map((d) => ({ pageContent: d.pageContent, metadata: { source: path } }));
+  total += mine.length;
+  // Per file nothing is held past its own write.
+  if (perFile) await write(mine);
+  else chunks.push(...mine);
 }
-const store = await LanceDB.fromDocuments(chunks, new ZeroCostEmbeddings(), {
-  uri: join(work, 'lancedb'),
-  tableName: 'bench',
-  mode: 'overwrite',
-});
+if (!perFile) await write(chunks);
 // LC_FTS=1: also a full-text index over the chunk text, so the table is searchable by keyword as
 // Kilde's is (its side always builds one): the feature-matched variant.
 if (process.env.LC_FTS === '1') {
@@ -105,5 +85,5 @@ peak = Math.max(peak, usage.maxRSS * 1024);
 // CPU seconds of the whole process from its start (LanceDB's threads included), as Kilde's side reports.
 const cpu = (usage.userCPUTime + usage.systemCPUTime) / 1e6;
 process.stdout.write(
-  `${JSON.stringify({ files: files.length, chunks: chunks.length, seconds, peakRss: peak, cpu })}\n`,
+  `${JSON.stringify({ files: files.length, chunks: total, seconds, peakRss: peak, cpu })}\n`,
 );
