@@ -16,6 +16,11 @@ export const extractionLimitsPiece = {
     'Worker processes that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced.',
     { min: 1, max: 64 },
   ),
+  EXTRACTION_WARM_WORKERS: int(
+    1,
+    'Worker processes kept running while idle (at most `EXTRACTION_WORKERS`), so that an upload after a quiet spell does not wait for a worker to start and load its libraries (about 0.2 s on 2 cores); the others stop after a minute idle. A kept worker that has grown by more than 256 MiB since its start (a large document) is replaced by a fresh one once idle. 0: every idle worker stops, and the next upload starts one.',
+    { min: 0, max: 64 },
+  ),
   EXTRACTION_PDF_SPLIT: bool(
     false,
     'Read a PDF of at least 1 MiB and 64 pages in two halves on two pool workers at once, when both are free and the 1-minute load leaves a core idle; the text, pages and headings are the same. Off by default: on 2 cores a 300-page PDF took 1.5 s either way, for about 19 % more CPU and 100 MiB more memory (docs/performance.md); try it on a machine with idle cores.',

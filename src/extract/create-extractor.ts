@@ -227,6 +227,7 @@ function autoRouter(s: ExtractionSettings, d: FactoryDeps): Extractor {
 type PoolConfig = Pick<
   ExtractionSettings,
   | 'EXTRACTION_WORKERS'
+  | 'EXTRACTION_WARM_WORKERS'
   | 'EXTRACTION_PDF_SPLIT'
   | 'EXTRACTION_MAX_HEAP_MB'
   | 'EXTRACTION_TIMEOUT'
@@ -243,6 +244,7 @@ export function ownPool(s: PoolConfig, deps: { log: Logger; clock?: Clock | unde
   return new WorkerPool(
     {
       size: s.EXTRACTION_WORKERS,
+      warm: s.EXTRACTION_WARM_WORKERS,
       heapMb: s.EXTRACTION_MAX_HEAP_MB,
       timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
       setup: { limits: extractionLimits(s) },

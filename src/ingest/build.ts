@@ -97,6 +97,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
   const pool = new WorkerPool(
     {
       size: config.EXTRACTION_WORKERS,
+      warm: config.EXTRACTION_WARM_WORKERS,
       heapMb: config.EXTRACTION_MAX_HEAP_MB,
       timeoutMs: config.EXTRACTION_TIMEOUT * 1000,
       setup: {

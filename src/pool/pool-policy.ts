@@ -70,3 +70,15 @@ export function warranted(queue: readonly Queued[], now: number): boolean {
   const oldest = queue[0];
   return weight > BACKLOG_WEIGHT || (oldest !== undefined && now - oldest.queuedAt >= BACKLOG_MS);
 }
+
+/**
+ * A kept idle worker holding this many MiB more than at its start is replaced by a fresh one: what
+ * loading the libraries adds (eld, pdf.js, mammoth: tens of MiB) stays; a large document's heap,
+ * which V8 keeps once grown, goes.
+ */
+export const RECYCLE_GROWTH_MB = 256;
+
+/** Whether a worker's memory (its last report) has grown by more than `growthMb` since its start. */
+export function grown(memory: { rss: number; startRss: number } | undefined, growthMb: number): boolean {
+  return memory !== undefined && memory.rss - memory.startRss > growthMb * 1024 * 1024;
+}

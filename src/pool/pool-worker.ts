@@ -16,6 +16,8 @@ import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSe
  * has started (the caller's time limit runs from then, not from when it was queued), then runs it
  * in this process, where a runaway document can only exhaust this process's heap or time. It ends with the pool (its IPC channel closing).
  */
+/** This process's resident memory once its modules are loaded: what a fresh worker holds. */
+const START_RSS = process.memoryUsage.rss();
 let setup: WorkerSetup | undefined;
 let chunker: Promise<Chunker> | undefined;
 let analyzer: LexicalAnalyzer | undefined;
@@ -36,11 +38,21 @@ process.on('message', (msg: ToWorker) => {
   void runTurn(msg.tasks);
 });
 
-/** A turn's tasks one after another, each answered as soon as it is done. */
+/**
+ * A turn's tasks one after another, each answered as soon as it is done; the last answer carries the
+ * worker's memory (the pool replaces a kept idle worker that has grown).
+ */
 async function runTurn(tasks: Array<{ id: number; input: TaskInput }>): Promise<void> {
-  for (const { id, input } of tasks) {
+  for (const [k, { id, input }] of tasks.entries()) {
     send({ type: 'started', id });
-    send({ type: 'result', id, result: await run(input, (item) => send({ type: 'started', id, item })) });
+    const result = await run(input, (item) => send({ type: 'started', id, item }));
+    const last = k === tasks.length - 1;
+    send({
+      type: 'result',
+      id,
+      result,
+      ...(last ? { memory: { rss: process.memoryUsage.rss(), startRss: START_RSS } } : {}),
+    });
   }
 }
 process.on('disconnect', () => process.exit(0));

@@ -57,7 +57,13 @@ export type ToWorker =
  */
 export type FromWorker =
   | { type: 'started'; id: number; item?: number }
-  | { type: 'result'; id: number; result: TaskResult<TaskInput['kind']> };
+  | {
+      type: 'result';
+      id: number;
+      result: TaskResult<TaskInput['kind']>;
+      /** With a turn's last result: the worker's resident memory now and at its start, bytes. */
+      memory?: { rss: number; startRss: number };
+    };
 
 export interface TaskOutputs {
   /** The document as read, and its languages as `detectLanguages` finds them. */

@@ -3,7 +3,15 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { KildeError } from '../http/errors.js';
 import { timedOutError, workerFailure } from './pool-errors.js';
-import { BACKLOG_MS, mergeable, type Queued, takeMergeable, warranted } from './pool-policy.js';
+import {
+  BACKLOG_MS,
+  grown,
+  mergeable,
+  type Queued,
+  RECYCLE_GROWTH_MB,
+  takeMergeable,
+  warranted,
+} from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
@@ -18,16 +26,28 @@ export interface PoolSettings {
   /** Wall time of one task once it runs (`EXTRACTION_TIMEOUT`). */
   timeoutMs: number;
   setup: WorkerSetup;
+  /**
+   * Workers kept running while idle (`EXTRACTION_WARM_WORKERS`, at most `size`), so that work after a
+   * quiet spell does not wait for a worker's start; the others stop after `IDLE_MS` idle. Default 0.
+   */
+  warm?: number;
+  /**
+   * A kept worker that holds this many MiB more than when it started (a large document's leftovers)
+   * is replaced by a fresh one once idle. Default `RECYCLE_GROWTH_MB`.
+   */
+  recycleGrowthMb?: number;
 }
 
 export interface PoolDeps {
   log: Logger;
   /** Times a running task's limit; tests pass a manual clock and advance it themselves. */
   clock?: Clock;
+  /** Times how long a worker has been idle (`IDLE_MS`); tests pass a manual clock. Default the system clock. */
+  idleClock?: Clock;
 }
 
-/** Idle workers are stopped after this long; the next task starts a fresh one. */
-const IDLE_MS = 60_000;
+/** Idle workers beyond the kept ones (`PoolSettings.warm`) stop after this long. */
+export const IDLE_MS = 60_000;
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
 
@@ -53,7 +73,9 @@ interface Worker {
   /** The task running now (from its `started` message) and its time limit. */
   current?: Job | undefined;
   deadline?: Timer | undefined;
-  idle?: NodeJS.Timeout | undefined;
+  idle?: Timer | undefined;
+  /** Its resident memory and that at its start, bytes, as of its last turn (`FromWorker`). */
+  memory?: { rss: number; startRss: number } | undefined;
   stderr: string;
   /** The libraries of the tasks it has run (loaded in this process already). */
   warm: Set<string>;
@@ -95,6 +117,7 @@ export class WorkerPool {
   readonly #settings: PoolSettings;
   readonly #log: Logger;
   readonly #clock: Clock;
+  readonly #idleClock: Clock;
   readonly #workers = new Set<Worker>();
   readonly #queue: Job[] = [];
   #nextId = 1;
@@ -105,6 +128,7 @@ export class WorkerPool {
     this.#settings = settings;
     this.#log = deps.log;
     this.#clock = deps.clock ?? systemClock;
+    this.#idleClock = deps.idleClock ?? systemClock;
   }
 
   /** Runs one task in a worker; `signal` (the caller going away) stops it wherever it is. */
@@ -196,7 +220,7 @@ export class WorkerPool {
       // Queued light tasks join it in one turn (pool-policy.ts).
       const turn = [first, ...(mergeable(first) ? takeMergeable(this.#queue, first) : [])];
       for (const job of turn) for (const lib of job.affinity ?? []) worker.warm.add(lib);
-      if (worker.idle) clearTimeout(worker.idle);
+      worker.idle?.cancel();
       worker.idle = undefined;
       worker.turn = turn;
       worker.merged = turn.length > 1;
@@ -289,6 +313,7 @@ export class WorkerPool {
       return;
     }
     worker.turn.splice(worker.turn.indexOf(job), 1);
+    if (msg.memory) worker.memory = msg.memory;
     worker.deadline?.cancel();
     worker.deadline = undefined;
     worker.current = undefined;
@@ -301,11 +326,26 @@ export class WorkerPool {
     else this.#idleLater(worker);
   }
 
+  /**
+   * A worker idle for `IDLE_MS` stops, unless it is one of the `warm` kept running: then it stays,
+   * or, when it has grown by `recycleGrowthMb` since its start (a large document's heap that V8 keeps),
+   * a fresh one takes its place now, while nothing waits on it.
+   */
   #idleLater(worker: Worker): void {
-    worker.idle = setTimeout(() => {
-      if (worker.turn.length === 0) void this.#kill(worker, 'SIGTERM');
+    worker.idle = this.#idleClock.schedule(() => {
+      worker.idle = undefined;
+      if (worker.turn.length > 0 || !this.#workers.has(worker) || this.#closed) return;
+      const warm = Math.min(this.#settings.warm ?? 0, this.#settings.size);
+      if (this.#workers.size > warm) {
+        void this.#kill(worker, 'SIGTERM');
+        return;
+      }
+      const growthMb = this.#settings.recycleGrowthMb ?? RECYCLE_GROWTH_MB;
+      if (!grown(worker.memory, growthMb)) return;
+      this.#log.debug({ rss: worker.memory?.rss }, 'idle worker replaced by a fresh one (it had grown)');
+      void this.#kill(worker, 'SIGTERM');
+      this.#spawn();
     }, IDLE_MS);
-    worker.idle.unref();
   }
 
   #timeOut(worker: Worker, job: Job): void {
@@ -349,7 +389,7 @@ export class WorkerPool {
 
   #onExit(worker: Worker, code: number | null, signal: NodeJS.Signals | null, err?: Error): void {
     if (!this.#workers.delete(worker)) return;
-    if (worker.idle) clearTimeout(worker.idle);
+    worker.idle?.cancel();
     worker.deadline?.cancel();
     const { turn, current, merged } = worker;
     worker.turn = [];
@@ -386,7 +426,7 @@ export class WorkerPool {
   #kill(worker: Worker, how: NodeJS.Signals): Promise<void> {
     const { child } = worker;
     this.#workers.delete(worker);
-    if (worker.idle) clearTimeout(worker.idle);
+    worker.idle?.cancel();
     worker.deadline?.cancel();
     if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

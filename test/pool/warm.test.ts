@@ -1,0 +1,114 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { IDLE_MS, type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
+import { ManualClock } from '../helpers/clock.js';
+
+/*
+ * Idle workers: the ones beyond `warm` stop after `IDLE_MS`; the kept ones stay warm for the next
+ * upload, unless a large document has grown them, when a fresh worker takes their place.
+ */
+
+const poolOf = (o: Partial<PoolSettings>, idleClock: ManualClock) =>
+  new WorkerPool(
+    {
+      size: 2,
+      heapMb: 256,
+      timeoutMs: 60_000,
+      setup: {
+        limits: DEFAULT_LIMITS,
+        chunking: { settings: { mode: 'markdown', size: 60, overlap: 10 }, counter: 'approximate' },
+      },
+      ...o,
+    },
+    { log: pino({ level: 'silent' }), clock: new ManualClock(), idleClock },
+  );
+
+/** Chunking tasks of unknown size: each one is heavy, so two at once start both workers. */
+const chunk = (pool: WorkerPool, text: string) => pool.run({ kind: 'chunk', docs: [{ text }] });
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('idle workers', () => {
+  it('keeps EXTRACTION_WARM_WORKERS running after a minute idle, stops the others, and runs the next task on a kept one', async () => {
+    const idle = new ManualClock();
+    const pool = poolOf({ warm: 1 }, idle);
+    try {
+      await Promise.all([chunk(pool, 'First text.'), chunk(pool, 'Second text.')]);
+      const both = pool.pids;
+      expect(both).toHaveLength(2);
+      idle.advance(IDLE_MS - 1);
+      expect(pool.pids).toEqual(both);
+      idle.advance(1);
+      const kept = pool.pids;
+      expect(kept).toHaveLength(1);
+      expect(both).toContain(kept[0]);
+      expect(alive(kept[0]!)).toBe(true);
+      // Long after, the kept worker is still the one that answers: no start on the way.
+      idle.advance(10 * IDLE_MS);
+      const [chunks] = await chunk(pool, 'After a quiet spell.');
+      expect(chunks?.[0]?.content).toBe('After a quiet spell.');
+      expect(pool.pids).toEqual(kept);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('with EXTRACTION_WARM_WORKERS=0 stops every worker after a minute idle; the next task starts one', async () => {
+    const idle = new ManualClock();
+    const pool = poolOf({ warm: 0 }, idle);
+    try {
+      await chunk(pool, 'Only text.');
+      const [first] = pool.pids;
+      expect(first).toBeDefined();
+      idle.advance(IDLE_MS);
+      expect(pool.pids).toEqual([]);
+      const [chunks] = await chunk(pool, 'Started again.');
+      expect(chunks?.[0]?.content).toBe('Started again.');
+      expect(pool.pids).toHaveLength(1);
+      expect(pool.pids).not.toContain(first);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('replaces a kept worker that has grown since its start by a fresh one while idle', async () => {
+    const idle = new ManualClock();
+    // Any growth counts here; by default a worker must hold 256 MiB more than at its start.
+    const pool = poolOf({ warm: 1, recycleGrowthMb: 0 }, idle);
+    try {
+      await chunk(pool, 'word '.repeat(200_000));
+      const [grown] = pool.pids;
+      idle.advance(IDLE_MS);
+      const [fresh] = pool.pids;
+      expect(pool.pids).toHaveLength(1);
+      expect(fresh).not.toBe(grown);
+      // The fresh worker is the one the next task finds.
+      const [chunks] = await chunk(pool, 'On the fresh worker.');
+      expect(chunks?.[0]?.content).toBe('On the fresh worker.');
+      expect(pool.pids).toEqual([fresh]);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('keeps a worker whose growth stays under the threshold', async () => {
+    const idle = new ManualClock();
+    const pool = poolOf({ warm: 1, recycleGrowthMb: 4096 }, idle);
+    try {
+      await chunk(pool, 'word '.repeat(200_000));
+      const before = pool.pids;
+      idle.advance(IDLE_MS);
+      expect(pool.pids).toEqual(before);
+    } finally {
+      await pool.close();
+    }
+  });
+});
