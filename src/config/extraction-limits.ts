@@ -21,6 +21,11 @@ export interface ExtractionLimits {
   maxTextChars: number;
   /** Open elements of an HTML or XML document (`EXTRACTION_MAX_NESTING`). */
   maxNesting: number;
+  /**
+   * MiB of memory one document may take (`EXTRACTION_MAX_HEAP_MB`): the worker's V8 heap limit, and
+   * the bound PDFium's WebAssembly memory, which that heap limit does not cover, is checked against.
+   */
+  maxHeapMb: number;
 }
 
 /** Defaults of the per-document limits (also used where no configuration is read: tests, benches). */
@@ -31,4 +36,5 @@ export const LIMIT_DEFAULTS: ExtractionLimits = {
   maxCompressionRatio: 500,
   maxTextChars: 20_000_000,
   maxNesting: 512,
+  maxHeapMb: 1024,
 };

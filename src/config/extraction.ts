@@ -21,12 +21,17 @@ export const extractionLimitsPiece = {
     'Worker processes kept running while idle (at most `EXTRACTION_WORKERS`), so that an upload after a quiet spell does not wait for a worker to start and load its libraries (about 0.2 s on 2 cores); the others stop after a minute idle. A kept worker that has grown by more than 256 MiB since its start (a large document) is replaced by a fresh one once idle. 0: every idle worker stops, and the next upload starts one.',
     { min: 0, max: 64 },
   ),
+  EXTRACTION_PDF_READER: oneOf(
+    ['pdfjs', 'pdfium'],
+    'pdfium',
+    'The library the in-process engines read PDF text with. `pdfium`: PDFium, the PDF engine of Chrome, compiled to WebAssembly (@embedpdf/pdfium): 2–10 times faster than pdf.js on real PDFs (their embedded fonts are parsed in C++), with the same page spans and headings and the spaces between mixed-script runs that pdf.js drops (docs/performance.md); its memory lies outside the V8 heap and is checked against `EXTRACTION_MAX_HEAP_MB` after every page; a file or page it cannot open (damaged, or a page tree nested past its limit) is read by pdf.js. `pdfjs`: Mozilla pdf.js alone. Rendering pages for the vision engines always uses pdf.js.',
+  ),
   EXTRACTION_PDF_SPLIT: bool(
     false,
     'Read a PDF of at least 1 MiB and 64 pages in two halves on two pool workers at once, when both are free and the 1-minute load leaves a core idle; the text, pages and headings are the same. Off by default: on 2 cores a 300-page PDF took 1.5 s either way, for about 19 % more CPU and 100 MiB more memory (docs/performance.md); try it on a machine with idle cores.',
   ),
   EXTRACTION_MAX_HEAP_MB: int(
-    1024,
+    LIMIT_DEFAULTS.maxHeapMb,
     'V8 heap of one worker process, MiB (`--max-old-space-size`); a document that needs more fails with `EXTRACTION_FAILED` and the worker is replaced.',
     { min: 64 },
   ),
@@ -243,6 +248,7 @@ export function extractionLimits(c: z.output<typeof limitsSchema>): ExtractionLi
     maxCompressionRatio: c.EXTRACTION_MAX_COMPRESSION_RATIO,
     maxTextChars: c.EXTRACTION_MAX_TEXT_CHARS,
     maxNesting: c.EXTRACTION_MAX_NESTING,
+    maxHeapMb: c.EXTRACTION_MAX_HEAP_MB,
   };
 }
 const limitsSchema = z.object(extractionLimitsPiece);

@@ -229,6 +229,7 @@ type PoolConfig = Pick<
   | 'EXTRACTION_WORKERS'
   | 'EXTRACTION_WARM_WORKERS'
   | 'EXTRACTION_PDF_SPLIT'
+  | 'EXTRACTION_PDF_READER'
   | 'EXTRACTION_MAX_HEAP_MB'
   | 'EXTRACTION_TIMEOUT'
   | 'EXTRACTION_MAX_PAGES'
@@ -247,7 +248,7 @@ export function ownPool(s: PoolConfig, deps: { log: Logger; clock?: Clock | unde
       warm: s.EXTRACTION_WARM_WORKERS,
       heapMb: s.EXTRACTION_MAX_HEAP_MB,
       timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
-      setup: { limits: extractionLimits(s) },
+      setup: { limits: extractionLimits(s), pdfReader: s.EXTRACTION_PDF_READER },
     },
     { log: deps.log, ...(deps.clock ? { clock: deps.clock } : {}) },
   );

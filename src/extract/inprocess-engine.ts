@@ -4,10 +4,10 @@ import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind, HEAD_BYTES } from './file-type.js';
 import type { ReadContent } from './inprocess/content.js';
-import type { PdfPart } from './inprocess/pdf.js';
+import type { PdfPart, PdfReader } from './inprocess/pdf-parts.js';
 import { checkTextSize, DEFAULT_LIMITS, type ExtractionLimits } from './limits.js';
 
-type Reader = (path: string, limits: ExtractionLimits) => Promise<ReadContent>;
+type Reader = (path: string, limits: ExtractionLimits, opts: InprocessOptions) => Promise<ReadContent>;
 
 /** Readers load their libraries on first use: a worker that only sees PDFs never loads mammoth. */
 const office =
@@ -15,7 +15,7 @@ const office =
   async (p) =>
     (await import('./inprocess/office.js')).readOffice(p, kind);
 const READERS: Record<FileKind, Reader> = {
-  pdf: async (p, l) => (await import('./inprocess/pdf.js')).readPdf(p, l),
+  pdf: async (p, l, o) => (await import('./inprocess/pdf-parts.js')).readPdf(p, l, o.pdfReader),
   docx: async (p, l) => (await import('./inprocess/docx.js')).readDocx(p, l),
   pptx: office('pptx'),
   xlsx: office('xlsx'),
@@ -41,6 +41,8 @@ export interface InprocessOptions {
   only?: readonly FileKind[];
   /** Per-document limits; the configured defaults when absent. */
   limits?: ExtractionLimits;
+  /** The PDF text reader (`EXTRACTION_PDF_READER`); PDFium when absent. */
+  pdfReader?: PdfReader;
 }
 
 /** What the format readers make of a file, before languages are detected. */
@@ -75,7 +77,7 @@ export async function readDocument(file: SourceFile, opts: InprocessOptions): Pr
     content =
       start.whole && (type.kind === 'text' || type.kind === 'markdown')
         ? (await import('./inprocess/text.js')).plainContent(start.whole)
-        : await READERS[type.kind](file.path, limits);
+        : await READERS[type.kind](file.path, limits, opts);
   } catch (err) {
     if (err instanceof KildeError) throw err;
     throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`, 422, err);
@@ -115,10 +117,11 @@ export async function readPdfPart(
   file: SourceFile,
   limits: ExtractionLimits,
   split: { part: number; of: number; minPages: number },
+  reader?: PdfReader,
 ): Promise<PdfPart> {
   try {
-    const { readPdfPart: read } = await import('./inprocess/pdf.js');
-    return await read(file.path, limits, split.part, split.of, split.minPages);
+    const { readPdfPart: read } = await import('./inprocess/pdf-parts.js');
+    return await read(file.path, limits, split.part, split.of, split.minPages, reader);
   } catch (err) {
     if (err instanceof KildeError) throw err;
     throw extractionFailed(`Could not extract PDF file: ${reasonOf(err)}`, 422, err);
@@ -131,7 +134,7 @@ export async function joinPdf(
   mime: string,
   limits: ExtractionLimits,
 ): Promise<ReadDocument> {
-  const content = (await import('./inprocess/pdf.js')).joinPdfParts(parts);
+  const content = (await import('./inprocess/pdf-parts.js')).joinPdfParts(parts);
   checkTextSize(content.text.length, limits);
   return { content, mime };
 }

@@ -102,6 +102,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       timeoutMs: config.EXTRACTION_TIMEOUT * 1000,
       setup: {
         limits: extractionLimits(config),
+        pdfReader: config.EXTRACTION_PDF_READER,
         chunking: { settings: chunkerSettings, counter: tokens.counter.source ?? 'approximate' },
       },
     },

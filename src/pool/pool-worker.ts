@@ -101,7 +101,7 @@ async function perform(
       return out;
     }
     case 'pdf-part':
-      return readPdfPart(input.file, setupOf().limits, input);
+      return readPdfPart(input.file, setupOf().limits, input, setupOf().pdfReader);
     case 'pdf-join': {
       const read = await joinPdf(input.parts, input.mime, setupOf().limits);
       return { ...read, languages: detectLanguages(read.content.text) };
@@ -144,6 +144,7 @@ async function extract(
     name: engine,
     limits: setupOf().limits,
     ...(only ? { only } : {}),
+    ...(setupOf().pdfReader ? { pdfReader: setupOf().pdfReader } : {}),
   });
   return { ...read, languages: detectLanguages(read.content.text) };
 }

@@ -5,7 +5,7 @@ import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
-import type { PdfPart } from '../extract/inprocess/pdf.js';
+import type { PdfPart, PdfReader } from '../extract/inprocess/pdf-parts.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
@@ -16,6 +16,8 @@ export interface WorkerSetup {
   limits: ExtractionLimits;
   /** Chunking, when the pool chunks: the settings and the counter (`approximate` or a tokenizer.json path). */
   chunking?: { settings: ChunkerSettings; counter: string };
+  /** The PDF text reader (`EXTRACTION_PDF_READER`); PDFium when absent. */
+  pdfReader?: PdfReader;
 }
 
 export type TaskInput =

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExtractedDocument } from '../../src/extract/extractor.js';
-import { joinPdfParts, partPages, readPdf, readPdfPart } from '../../src/extract/inprocess/pdf.js';
+import { joinPdfParts, partPages, readPdf, readPdfPart } from '../../src/extract/inprocess/pdf-parts.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor } from '../../src/extract/pooled-engine.js';

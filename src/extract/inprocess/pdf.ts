@@ -4,8 +4,8 @@ import { dirname, join } from 'node:path';
 import { getDocumentProxy, getMeta } from 'unpdf';
 import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
-import { joinPages, type ReadContent, type ReadMetadata } from './content.js';
-import { type OutlineEntry, type PdfLine, pageTextsWithHeadings } from './pdf-headings.js';
+import type { OutlineEntry, PdfLine } from './pdf-headings.js';
+import { type PdfPart, partPages } from './pdf-parts.js';
 
 /**
  * pdf.js needs the Adobe CMaps to decode CJK fonts with predefined encodings; without them those
@@ -23,40 +23,12 @@ const PDF_OPTIONS = {
 type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 
 /**
- * What one worker read of a PDF: the lines of its run of pages (`from`, 1-based, onwards), and in
- * the first part the outline and the info dictionary. A large PDF is read in parts by two workers
- * at once (`pooled-engine.ts`) and the parts joined in page order by `joinPdfParts`; a PDF read
- * whole is one part, so both paths build the text with the same code.
+ * Part `part` of `of` of a PDF with pdf.js (see `partPages` and `readPdfPart`, pdf-parts.ts): each
+ * page's lines with font sizes (headings, pdf-headings.ts), and in the first part the outline and
+ * the info dictionary. Pages are read one at a time (each released after its lines are taken), so
+ * memory follows the largest page, not the document.
  */
-export interface PdfPart {
-  pageCount: number;
-  from: number;
-  lines: PdfLine[][];
-  outline?: OutlineEntry[];
-  metadata?: ReadMetadata;
-}
-
-/**
- * The pages (1-based, inclusive; empty when `from > to`) that part `part` of `of` reads. A PDF of
- * fewer than `minPages` pages is read whole by part 0: splitting it costs more than it saves.
- */
-export function partPages(pageCount: number, part: number, of: number, minPages: number): [number, number] {
-  if (of <= 1 || pageCount < minPages) return part === 0 ? [1, pageCount] : [1, 0];
-  return [Math.floor((pageCount * part) / of) + 1, Math.floor((pageCount * (part + 1)) / of)];
-}
-
-/**
- * PDF text page by page (page spans into the joined text), headings marked as Markdown (from the
- * outline, else font sizes; see pdf-headings.ts) so chunks get `meta.headers`, and the info
- * dictionary. The page count is judged before any page is read, and pages are read one at a time
- * (each released after its lines are taken) so memory follows the largest page, not the document.
- */
-export async function readPdf(path: string, limits: ExtractionLimits): Promise<ReadContent> {
-  return joinPdfParts([await readPdfPart(path, limits)]);
-}
-
-/** Part `part` of `of` of a PDF (see `partPages`); the whole document with the defaults. */
-export async function readPdfPart(
+export async function readPdfjsPart(
   path: string,
   limits: ExtractionLimits,
   part = 0,
@@ -89,27 +61,6 @@ export async function readPdfPart(
   } finally {
     await pdf.destroy();
   }
-}
-
-/** The parts of one PDF, in page order, as one document (the text limit is the caller's). */
-export function joinPdfParts(parts: readonly PdfPart[]): ReadContent {
-  const [first] = parts;
-  if (!first) throw new Error('no part of the PDF was read');
-  let next = 1;
-  for (const p of parts) {
-    if (p.pageCount !== first.pageCount || (p.lines.length > 0 && p.from !== next)) {
-      throw new Error(`the parts of the PDF do not follow each other (page ${p.from}, expected ${next})`);
-    }
-    next += p.lines.length;
-  }
-  if (next - 1 !== first.pageCount) throw new Error(`the parts hold ${next - 1} pages of ${first.pageCount}`);
-  const pages = parts.flatMap((p) => p.lines);
-  const joined = joinPages(pageTextsWithHeadings(pages, first.outline ?? []));
-  return {
-    text: joined.text,
-    pages: joined.pages,
-    metadata: { ...first.metadata, page_count: first.pageCount },
-  };
 }
 
 /** A page's text runs joined as pdf.js orders them (a run with `hasEOL` ends a line), with font sizes. */
