@@ -50,6 +50,8 @@ const config = parseConfig(ingestSchema, {
   API_KEY: 'bench-key-not-served-anywhere',
   CHUNK_SIZE: chunkTokens,
   CHUNK_OVERLAP: overlapTokens,
+  // The PDF reader to compare (`EXTRACTION_PDF_READER=pdfjs`), else the default.
+  ...(process.env.EXTRACTION_PDF_READER ? { EXTRACTION_PDF_READER: process.env.EXTRACTION_PDF_READER } : {}),
 });
 const index = await openIndex(
   { uri: join(work, 'lancedb'), collection: 'bench', denseDim: DIM, sparse: true, timeoutMs: 60_000 },
