@@ -24,7 +24,7 @@ export const extractionLimitsPiece = {
   EXTRACTION_PDF_READER: oneOf(
     ['pdfjs', 'pdfium'],
     'pdfium',
-    'The library the in-process engines read PDF text with. `pdfium`: PDFium, the PDF engine of Chrome, compiled to WebAssembly (@embedpdf/pdfium): 2–10 times faster than pdf.js on real PDFs (their embedded fonts are parsed in C++), with the same page spans and headings and the spaces between mixed-script runs that pdf.js drops (docs/performance.md); its memory lies outside the V8 heap and is checked against `EXTRACTION_MAX_HEAP_MB` after every page; a file or page it cannot open (damaged, or a page tree nested past its limit) is read by pdf.js. `pdfjs`: Mozilla pdf.js alone. Rendering pages for the vision engines always uses pdf.js.',
+    'The library the in-process engines read PDF text with. `pdfium`: PDFium, the PDF engine of Chrome, compiled to WebAssembly (@embedpdf/pdfium): 2–10 times faster than pdf.js on real PDFs (their embedded fonts are parsed in C++), with the same page spans and headings and the spaces between mixed-script runs that pdf.js drops (docs/performance.md); its memory lies outside the V8 heap, so it may grow only to `EXTRACTION_MAX_HEAP_MB` (a document that needs more fails naming it); a file or page it cannot open (damaged, or a page tree nested past its limit) is read by pdf.js. `pdfjs`: Mozilla pdf.js alone. Rendering pages for the vision engines always uses pdf.js.',
   ),
   EXTRACTION_PDF_SPLIT: bool(
     false,

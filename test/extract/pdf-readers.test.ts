@@ -101,6 +101,19 @@ describe('PDFium and pdf.js', () => {
     expect(read.text).toContain('Page 3 of a long hostile report.');
   });
 
+  it('a page that needs more memory than EXTRACTION_MAX_HEAP_MB fails naming it; the next PDF gets a fresh PDFium', async () => {
+    // 200,000 text runs on one page: PDFium holds each as an object (≈ 280 MiB of linear memory).
+    const path = join(tmp, 'heavy.pdf');
+    await writeFile(path, makePdf([Array.from({ length: 200_000 }, (_, i) => ({ text: `word ${i}` }))]));
+    await expect(readPdf(path, { ...DEFAULT_LIMITS, maxHeapMb: 64 }, 'pdfium')).rejects.toMatchObject({
+      code: 'EXTRACTION_FAILED',
+      message:
+        'Document exceeds an extraction limit: processing needed more than 64 MiB of memory (EXTRACTION_MAX_HEAP_MB)',
+    });
+    const after = await readPdf(join(DOCUMENTS, 'multi_page.pdf'), DEFAULT_LIMITS, 'pdfium');
+    expect(headings(after.text)).toContain('# Pre-Digital Era (19th - Early 20th Century)');
+  });
+
   it('a PDF over EXTRACTION_MAX_PAGES fails before any page is read', async () => {
     const path = join(tmp, 'pages.pdf');
     await writePdf(path, 12);

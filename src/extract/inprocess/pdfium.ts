@@ -12,8 +12,8 @@ import { type PdfPart, partPages } from './pdf-parts.js';
  * each page's lines with their largest font size, the outline, the info dictionary; so headings,
  * page spans, the split of a large PDF and the limits work alike. On real PDFs it reads 2–10 times
  * faster (PDFium parses embedded fonts in C++ where pdf.js rebuilds them in JavaScript;
- * docs/performance.md). Its memory is WebAssembly linear memory, outside V8's heap limit, so it is
- * checked against that limit after every page. What it cannot open is left to pdf.js.
+ * docs/performance.md). Its memory is WebAssembly linear memory, outside V8's heap limit, so it may
+ * grow only up to that limit (`Instance`). What it cannot open, or where it stops, is left to pdf.js.
  */
 
 /** FPDF_GetLastError codes (fpdfview.h) that end the reading: pdf.js could not do better. */
@@ -30,27 +30,63 @@ export class PdfiumCannotRead extends Error {}
 /** Outline entries read at most (a hostile outline may be huge or loop). */
 const MAX_OUTLINE = 10_000;
 
-let loaded: Promise<WrappedPdfiumModule> | undefined;
+/**
+ * One PDFium instance and the bound on its memory. Its linear memory is outside V8's heap limit, so
+ * it may grow only up to `EXTRACTION_MAX_HEAP_MB` (its `grow` refuses beyond; PDFium then fails an
+ * allocation and aborts). An instance that aborted is dropped: the next document gets a fresh one.
+ */
+interface Instance {
+  m: WrappedPdfiumModule;
+  /** Bytes the linear memory may reach (the document being read's `maxHeapMb`). */
+  limit: number;
+  /** A growth past `limit` was refused during this document. */
+  refused: boolean;
+  /** PDFium aborted (a trap, or an allocation that failed): the instance is unusable. */
+  aborted: boolean;
+}
+
+/** What of a `WebAssembly.Memory` is used here (the lib Kilde compiles against has no WebAssembly types). */
+interface LinearMemory {
+  buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+
+let current: Promise<Instance> | undefined;
 
 /** The module's linear memory as bytes (Emscripten's `HEAPU8`, re-read: it is replaced when memory grows). */
 const heapBytes = (m: WrappedPdfiumModule): Uint8Array =>
   (m.pdfium as unknown as { HEAPU8: Uint8Array }).HEAPU8;
 
-/** The PDFium module, compiled and initialised once per process (≈30 ms). */
-function pdfium(): Promise<WrappedPdfiumModule> {
-  loaded ??= (async () => {
+/** The PDFium instance, compiled and initialised once per process (≈60 ms of CPU). */
+function pdfium(): Promise<Instance> {
+  current ??= (async () => {
     const { init } = await import('@embedpdf/pdfium');
     const wasm = await readFile(createRequire(import.meta.url).resolve('@embedpdf/pdfium/pdfium.wasm'));
-    const m = await init({
+    const instance = { limit: Number.POSITIVE_INFINITY, refused: false, aborted: false } as Instance;
+    instance.m = await init({
       wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength),
-    });
-    m.PDFiumExt_Init();
-    return m;
+      // Its refused growths and its abort are reported to the caller as errors, not printed.
+      printErr: () => undefined,
+      onAbort: () => {
+        instance.aborted = true;
+      },
+    } as Parameters<typeof init>[0]);
+    const memory = (instance.m.pdfium.wasmExports as unknown as { memory: LinearMemory }).memory;
+    const grow = memory.grow.bind(memory);
+    memory.grow = (pages: number) => {
+      if (memory.buffer.byteLength + pages * 65_536 > instance.limit) {
+        instance.refused = true;
+        throw new RangeError('over EXTRACTION_MAX_HEAP_MB');
+      }
+      return grow(pages);
+    };
+    instance.m.PDFiumExt_Init();
+    return instance;
   })();
-  return loaded;
+  return current;
 }
 
-/** Part `part` of `of` of a PDF (see `partPages`), as `readPdfPart` of pdf.ts reads it. */
+/** Part `part` of `of` of a PDF (see `partPages`), as `readPdfjsPart` of pdf.ts reads it. */
 export async function readPdfiumPart(
   path: string,
   limits: ExtractionLimits,
@@ -58,12 +94,43 @@ export async function readPdfiumPart(
   of = 1,
   minPages = 0,
 ): Promise<PdfPart> {
-  const m = await pdfium();
-  const heap = m.pdfium.wasmExports;
   const bytes = await readFile(path);
-  const memory = new MemoryGuard(m, limits.maxHeapMb);
+  const loading = pdfium();
+  const instance = await loading;
+  // From here on all is synchronous: no other read can change the limit or the flags meanwhile.
+  const exceeded = () =>
+    limitExceeded(`processing needed more than ${limits.maxHeapMb} MiB of memory`, 'EXTRACTION_MAX_HEAP_MB');
+  instance.limit = limits.maxHeapMb * 2 ** 20;
+  instance.refused = false;
+  if (heapBytes(instance.m).byteLength > instance.limit) throw exceeded();
+  let read: PdfPart;
+  try {
+    read = readWith(instance, bytes, limits, part, of, minPages);
+  } catch (err) {
+    // A WebAssembly trap (`RuntimeError`) leaves the instance as unusable as an abort does.
+    const trapped = instance.aborted || (err instanceof Error && err.name === 'RuntimeError');
+    if (trapped && current === loading) current = undefined;
+    if (instance.refused) throw exceeded();
+    if (!trapped) throw err;
+    throw new PdfiumCannotRead(`PDFium stopped: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  // PDFium went on without memory it asked for: what it read may lack text.
+  if (instance.refused) throw exceeded();
+  return read;
+}
+
+function readWith(
+  instance: Instance,
+  bytes: Uint8Array,
+  limits: ExtractionLimits,
+  part: number,
+  of: number,
+  minPages: number,
+): PdfPart {
+  const { m } = instance;
+  const heap = m.pdfium.wasmExports;
   const data = heap.malloc(bytes.length);
-  if (data === 0) throw memory.exceeded();
+  if (data === 0) throw new PdfiumCannotRead('PDFium could not hold the file');
   heapBytes(m).set(bytes, data);
   const doc = m.FPDF_LoadMemDocument(data, bytes.length, '');
   const matrix = heap.malloc(24);
@@ -86,7 +153,6 @@ export async function readPdfiumPart(
     let chars = 0;
     for (let n = from; n <= to; n++) {
       const page = pageLines(m, doc, n - 1, matrix);
-      memory.check();
       for (const l of page) chars += l.text.length + 1;
       if (chars > limits.maxTextChars) {
         throw limitExceeded(
@@ -99,9 +165,12 @@ export async function readPdfiumPart(
     if (part !== 0) return { pageCount, from, lines };
     return { pageCount, from, lines, outline: readOutline(m, doc), metadata: pdfInfo(readInfo(m, doc)) };
   } finally {
-    if (doc !== 0) m.FPDF_CloseDocument(doc);
-    heap.free(matrix);
-    heap.free(data);
+    // An aborted instance is dropped whole; nothing of it can be called any more.
+    if (!instance.aborted) {
+      if (doc !== 0) m.FPDF_CloseDocument(doc);
+      heap.free(matrix);
+      heap.free(data);
+    }
   }
 }
 
@@ -278,29 +347,5 @@ function utf16(m: WrappedPdfiumModule, get: (buffer: number, length: number) => 
     return m.pdfium.UTF16ToString(buffer, bytes);
   } finally {
     heap.free(buffer);
-  }
-}
-
-/**
- * PDFium's memory is WebAssembly linear memory, which V8's heap limit (the worker's
- * `--max-old-space-size`) does not cover: a document that makes it grow past `EXTRACTION_MAX_HEAP_MB`
- * fails as one that runs out of heap does. (Linear memory never shrinks; the pool replaces a kept
- * worker that has grown once it is idle.)
- */
-class MemoryGuard {
-  constructor(
-    private readonly m: WrappedPdfiumModule,
-    private readonly limitMb: number,
-  ) {}
-
-  check(): void {
-    if (heapBytes(this.m).byteLength > this.limitMb * 2 ** 20) throw this.exceeded();
-  }
-
-  exceeded() {
-    return limitExceeded(
-      `processing needed more than ${this.limitMb} MiB of memory`,
-      'EXTRACTION_MAX_HEAP_MB',
-    );
   }
 }
