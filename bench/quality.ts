@@ -29,6 +29,7 @@ import { createSearchService } from '../src/retrieve/search-service.js';
 import { kildeVersion } from '../src/version.js';
 import { DANISH_AUDIT } from './da-citizenship-audit.js';
 import { benchData } from './lib/data.js';
+import { textbookPdfs } from './lib/textbook-pdf.js';
 import {
   type AuditEntry,
   auditedTargets,
@@ -54,6 +55,8 @@ import {
  *   --runs DIR          also write each SciFact search's evaluation run there (`kilde eval compare` reads them)
  *   --misses            print each Danish question the offline default misses in its top five, with
  *                       the label and the sections it found (what to look at before changing the analysis)
+ *   --pdf               also the Danish textbook as PDFs (LibreOffice prints each chapter; needs
+ *                       `soffice`), read once by each `EXTRACTION_PDF_READER`: PDFium and pdf.js
  */
 const { values: args } = parseArgs({
   options: {
@@ -62,6 +65,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '4' },
     runs: { type: 'string' },
     misses: { type: 'boolean', default: false },
+    pdf: { type: 'boolean', default: false },
   },
 });
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
@@ -404,8 +408,71 @@ async function danish(): Promise<void> {
       ],
     );
     for (const p of problems) console.log(`audit entry no longer holds, not used: ${p}`);
+    if (args.pdf) await danishPdf(corpus, names, questions, nearest, audit, lexical.scores);
   } finally {
     await rm(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The same questions over the textbook as PDFs (`--pdf`): LibreOffice prints each chapter (headings
+ * in larger type and in the outline, fonts embedded), and each PDF reader reads them; the
+ * breadcrumbs then come from the headings the reader finds.
+ */
+async function danishPdf(
+  corpus: string,
+  names: readonly string[],
+  questions: readonly Question[],
+  nearest: (q: Question) => string,
+  audit: ReadonlyMap<string, AuditEntry>,
+  markdown: number[],
+): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-quality-pdf-'));
+  try {
+    const pdfs = await textbookPdfs(corpus, names, dir);
+    if (!pdfs) {
+      console.log('\n--pdf: LibreOffice (soffice) is not installed; the PDF rows are left out.');
+      return;
+    }
+    const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+    const rows: string[][] = [['the Markdown chapters (above)', '–', '', ...markdown.map(pct)]];
+    for (const reader of ['pdfium', 'pdfjs']) {
+      const work = await mkdtemp(join(tmpdir(), `kilde-bench-quality-${reader}-`));
+      try {
+        const env = envFor(work, 'english', { EXTRACTION_PDF_READER: reader });
+        const backend = createLocalBackend(env, log);
+        const started = performance.now();
+        const chunks = await ingestAll(
+          backend,
+          dir,
+          pdfs.map((name) => ({ name, id: name.replace(/\.pdf$/, '.md') })),
+          `danish-pdf-${reader}`,
+        );
+        const seconds = (performance.now() - started) / 1000;
+        await backend.close();
+        await settle(work);
+        const settled = createLocalBackend(env, log);
+        const scores = (await evalDanish(viaBackend(settled), questions, nearest, audit)).scores;
+        await settled.close();
+        rows.push([
+          `PDF, EXTRACTION_PDF_READER=${reader}`,
+          `${seconds.toFixed(1)} s`,
+          String(chunks),
+          ...scores.map(pct),
+        ]);
+      } finally {
+        await rm(work, { recursive: true, force: true });
+      }
+    }
+    console.log(
+      `\nThe textbook as ${pdfs.length} PDFs printed by LibreOffice, lexical search (the offline default):`,
+    );
+    printTable(
+      ['read from', 'ingest', 'chunks', 'top-1', 'top-5', 'top-1 (nearest)', 'top-5 (nearest)'],
+      rows,
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
