@@ -49,6 +49,7 @@ export async function startService(name: string, env: Env): Promise<Running> {
     throw listenError(err, kernel.HOST, kernel.PORT);
   }
   log.info({ service: def.name, address }, 'kilde listening');
+  for (const part of parts) part.afterListen?.();
   return { service: def.name, app, parts, config: kernel, log, address };
 }
 

@@ -20,6 +20,11 @@ function lib(): Eld {
   return eld;
 }
 
+/** Loads the detector's table now (a worker started ahead of its first document). */
+export function loadLanguageDetector(): void {
+  lib();
+}
+
 /**
  * ISO 639-1 → 639-3 for the languages eld reports and the usual others, as Kreuzberg reports them
  * in `detected_languages` (Mandarin `cmn`, Iranian Persian `pes`, Bokmål `nob` and Standard Latvian

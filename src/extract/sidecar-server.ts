@@ -29,15 +29,17 @@ export function createExtractorPart(
   config: ExtractorServiceConfig,
   deps: { log?: Logger; extractor?: Extractor } = {},
 ): ServicePart {
+  const pool = deps.extractor ? undefined : ownPool(config, { log: deps.log ?? pino({ level: 'silent' }) });
   const extractor =
     deps.extractor ??
-    createPooledExtractor(ownPool(config, { log: deps.log ?? pino({ level: 'silent' }) }), {
+    createPooledExtractor(pool!, {
       name: 'inprocess',
       ownsPool: true,
       pdfSplit: config.EXTRACTION_PDF_SPLIT ? PDF_SPLIT : false,
     });
   return {
     name: 'extractor',
+    afterListen: () => pool?.prewarm(),
     close: async () => extractor.close?.(),
     async register(app: KildeApp, ctx) {
       await app.register(multipart, {

@@ -42,6 +42,11 @@ export interface ServicePart {
   info?: () => InfoPiece | Promise<InfoPiece>;
   /** Runs once at start-up (after routes are registered, before listening): warm-ups, collection checks. */
   start?: () => Promise<void>;
+  /**
+   * Runs once the service listens (`kilde serve`): work that helps the first requests but must not
+   * hold up start-up, such as starting the kept extraction workers.
+   */
+  afterListen?: () => void;
   close?: () => Promise<void>;
 }
 

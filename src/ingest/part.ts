@@ -273,6 +273,10 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       }
       await ready(made);
     },
+    /** The kept extraction workers start now, so the first upload does not wait for one. */
+    afterListen() {
+      (built ?? pending)?.pool.prewarm();
+    },
     async close() {
       stopping.abort();
       clearInterval(sweepTimer);

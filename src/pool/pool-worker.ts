@@ -7,7 +7,7 @@ import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
 import { joinPdf, readDocument, readPdfPart } from '../extract/inprocess-engine.js';
-import { detectLanguages } from '../extract/languages.js';
+import { detectLanguages, loadLanguageDetector } from '../extract/languages.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
 /*
@@ -33,6 +33,11 @@ if (process.execArgv.some((a) => a.startsWith('--cpu-prof'))) process.on('SIGTER
 process.on('message', (msg: ToWorker) => {
   if (msg.type === 'setup') {
     setup = msg.setup;
+    return;
+  }
+  if (msg.type === 'preload') {
+    // The language detector's table: every document's languages are detected with it.
+    loadLanguageDetector();
     return;
   }
   void runTurn(msg.tasks);

@@ -50,6 +50,8 @@ export type TaskInput =
  */
 export type ToWorker =
   | { type: 'setup'; setup: WorkerSetup }
+  /** A worker started ahead of any task (`prewarm`): load what every document needs (eld) now. */
+  | { type: 'preload' }
   | { type: 'tasks'; tasks: Array<{ id: number; input: TaskInput }> };
 
 /**

@@ -169,6 +169,15 @@ export class WorkerPool {
     return this.#settings.size;
   }
 
+  /**
+   * Starts the kept workers (`warm`) now, while nothing waits on them, so that the first task after
+   * start-up does not pay a worker's start (`kilde serve`, once it listens).
+   */
+  prewarm(): void {
+    const warm = Math.min(this.#settings.warm ?? 0, this.#settings.size);
+    while (!this.#closed && this.#workers.size < warm) this.#spawnKept();
+  }
+
   /** Worker processes now running and tasks waiting for one. */
   get load(): { threads: number; queued: number } {
     return { threads: this.#workers.size, queued: this.#queue.length };
@@ -344,8 +353,13 @@ export class WorkerPool {
       if (!grown(worker.memory, growthMb)) return;
       this.#log.debug({ rss: worker.memory?.rss }, 'idle worker replaced by a fresh one (it had grown)');
       void this.#kill(worker, 'SIGTERM');
-      this.#spawn();
+      this.#spawnKept();
     }, IDLE_MS);
+  }
+
+  /** A worker started while nothing waits (kept warm): it loads what every document needs now. */
+  #spawnKept(): void {
+    this.#spawn().child.send({ type: 'preload' } satisfies ToWorker);
   }
 
   #timeOut(worker: Worker, job: Job): void {

@@ -1,7 +1,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import { startService } from '../../src/cli/serve.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { IDLE_MS, type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
+import { tempDir } from '../cli/helpers.js';
 import { ManualClock } from '../helpers/clock.js';
 
 /*
@@ -109,6 +111,50 @@ describe('idle workers', () => {
       expect(pool.pids).toEqual(before);
     } finally {
       await pool.close();
+    }
+  });
+});
+
+describe('kept workers at start-up', () => {
+  it('prewarm starts the kept workers before any task; none with EXTRACTION_WARM_WORKERS=0', async () => {
+    const idle = new ManualClock();
+    const kept = poolOf({ warm: 1 }, idle);
+    const none = poolOf({ warm: 0 }, idle);
+    try {
+      kept.prewarm();
+      none.prewarm();
+      expect(kept.pids).toHaveLength(1);
+      expect(none.pids).toEqual([]);
+      const [started] = kept.pids;
+      const [chunks] = await chunk(kept, 'The first task finds a worker.');
+      expect(chunks?.[0]?.content).toBe('The first task finds a worker.');
+      expect(kept.pids).toEqual([started]);
+      // Called again (a second part, a restart of the listener): no second worker.
+      kept.prewarm();
+      expect(kept.pids).toEqual([started]);
+    } finally {
+      await Promise.all([kept.close(), none.close()]);
+    }
+  });
+
+  it('`kilde serve ingest` starts its kept worker once it listens', async () => {
+    const tmp = await tempDir('kilde-warm-serve-');
+    const running = await startService('ingest', {
+      API_KEY: 'k',
+      KILDE_DATA_DIR: tmp.dir,
+      EMBEDDING_PROVIDER: 'none',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+    });
+    try {
+      const part = running.parts.find((p) => p.name === 'ingest') as unknown as {
+        pipeline(): { pool: WorkerPool };
+      };
+      expect(part.pipeline().pool.pids).toHaveLength(1);
+    } finally {
+      await running.app.close();
+      await tmp.remove();
     }
   });
 });
