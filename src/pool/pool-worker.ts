@@ -36,8 +36,11 @@ process.on('message', (msg: ToWorker) => {
     return;
   }
   if (msg.type === 'preload') {
-    // The language detector's table: every document's languages are detected with it.
+    // The language detector's table: every document's languages are detected with it; and PDFium,
+    // which reads the most common uploads.
     loadLanguageDetector();
+    if (setup?.pdfReader !== 'pdfjs')
+      void import('../extract/inprocess/pdfium.js').then((m) => m.loadPdfium());
     return;
   }
   void runTurn(msg.tasks);

@@ -50,7 +50,7 @@ export type TaskInput =
  */
 export type ToWorker =
   | { type: 'setup'; setup: WorkerSetup }
-  /** A worker started ahead of any task (`prewarm`): load what every document needs (eld) now. */
+  /** A worker started ahead of any task (`prewarm`): load what most documents need (eld, PDFium) now. */
   | { type: 'preload' }
   | { type: 'tasks'; tasks: Array<{ id: number; input: TaskInput }> };
 

@@ -86,6 +86,11 @@ function pdfium(): Promise<Instance> {
   return current;
 }
 
+/** Compiles and initialises PDFium now (a worker started ahead of its first document). */
+export async function loadPdfium(): Promise<void> {
+  await pdfium();
+}
+
 /** Part `part` of `of` of a PDF (see `partPages`), as `readPdfjsPart` of pdf.ts reads it. */
 export async function readPdfiumPart(
   path: string,
