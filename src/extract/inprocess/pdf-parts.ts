@@ -1,4 +1,4 @@
-import type { ExtractionLimits } from '../limits.js';
+import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
 import { joinPages, type ReadContent, type ReadMetadata } from './content.js';
 import { type OutlineEntry, type PdfLine, pageTextsWithHeadings } from './pdf-headings.js';
 
@@ -33,6 +33,28 @@ export interface PdfPart {
 export function partPages(pageCount: number, part: number, of: number, minPages: number): [number, number] {
   if (of <= 1 || pageCount < minPages) return part === 0 ? [1, pageCount] : [1, 0];
   return [Math.floor((pageCount * part) / of) + 1, Math.floor((pageCount * (part + 1)) / of)];
+}
+
+/** The limit judged before any page is read (`EXTRACTION_MAX_PAGES`), by either reader. */
+export function checkPageCount(pageCount: number, limits: Pick<ExtractionLimits, 'maxPages'>): void {
+  if (pageCount > limits.maxPages) {
+    throw limitExceeded(
+      `${pageCount.toLocaleString('en')} pages, more than ${limits.maxPages.toLocaleString('en')}`,
+      'EXTRACTION_MAX_PAGES',
+    );
+  }
+}
+
+/** The characters read so far with `page` added, held to `EXTRACTION_MAX_TEXT_CHARS` as each page comes. */
+export function withPage(
+  chars: number,
+  page: readonly PdfLine[],
+  limits: Pick<ExtractionLimits, 'maxTextChars'>,
+): number {
+  let total = chars;
+  for (const l of page) total += l.text.length + 1;
+  checkTextSize(total, limits);
+  return total;
 }
 
 /**

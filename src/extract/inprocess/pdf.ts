@@ -2,10 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { getDocumentProxy, getMeta } from 'unpdf';
-import { checkTextSize, type ExtractionLimits, limitExceeded } from '../limits.js';
+import type { ExtractionLimits } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
 import type { OutlineEntry, PdfLine } from './pdf-headings.js';
-import { type PdfPart, partPages } from './pdf-parts.js';
+import { checkPageCount, type PdfPart, partPages, withPage } from './pdf-parts.js';
 
 /**
  * pdf.js needs the Adobe CMaps to decode CJK fonts with predefined encodings; without them those
@@ -39,19 +39,13 @@ export async function readPdfjsPart(
   const pdf = await getDocumentProxy(data, PDF_OPTIONS);
   try {
     const pageCount = pdf.numPages;
-    if (pageCount > limits.maxPages) {
-      throw limitExceeded(
-        `${pageCount.toLocaleString('en')} pages, more than ${limits.maxPages.toLocaleString('en')}`,
-        'EXTRACTION_MAX_PAGES',
-      );
-    }
+    checkPageCount(pageCount, limits);
     const [from, to] = partPages(pageCount, part, of, minPages);
     const lines: PdfLine[][] = [];
     let chars = 0;
     for (let n = from; n <= to; n++) {
       const page = await pageLines(pdf, n);
-      for (const l of page) chars += l.text.length + 1;
-      checkTextSize(chars, limits);
+      chars = withPage(chars, page, limits);
       lines.push(page);
     }
     if (part !== 0) return { pageCount, from, lines };

@@ -4,7 +4,7 @@ import type { WrappedPdfiumModule } from '@embedpdf/pdfium';
 import { type ExtractionLimits, limitExceeded } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
 import type { OutlineEntry, PdfLine } from './pdf-headings.js';
-import { type PdfPart, partPages } from './pdf-parts.js';
+import { checkPageCount, type PdfPart, partPages, withPage } from './pdf-parts.js';
 
 /*
  * The PDF reader on PDFium (Chrome's PDF engine, compiled to WebAssembly by @embedpdf/pdfium), the
@@ -147,24 +147,13 @@ function readWith(
       throw new PdfiumCannotRead(`PDFium could not open the document (error ${code})`);
     }
     const pageCount = m.FPDF_GetPageCount(doc);
-    if (pageCount > limits.maxPages) {
-      throw limitExceeded(
-        `${pageCount.toLocaleString('en')} pages, more than ${limits.maxPages.toLocaleString('en')}`,
-        'EXTRACTION_MAX_PAGES',
-      );
-    }
+    checkPageCount(pageCount, limits);
     const [from, to] = partPages(pageCount, part, of, minPages);
     const lines: PdfLine[][] = [];
     let chars = 0;
     for (let n = from; n <= to; n++) {
       const page = pageLines(m, doc, n - 1, matrix);
-      for (const l of page) chars += l.text.length + 1;
-      if (chars > limits.maxTextChars) {
-        throw limitExceeded(
-          `more than ${limits.maxTextChars.toLocaleString('en')} characters of text`,
-          'EXTRACTION_MAX_TEXT_CHARS',
-        );
-      }
+      chars = withPage(chars, page, limits);
       lines.push(page);
     }
     if (part !== 0) return { pageCount, from, lines };
