@@ -39,8 +39,10 @@ process.on('message', (msg: ToWorker) => {
     // The language detector's table: every document's languages are detected with it; and PDFium,
     // which reads the most common uploads.
     loadLanguageDetector();
-    if (setup?.pdfReader !== 'pdfjs')
-      void import('../extract/inprocess/pdfium.js').then((m) => m.loadPdfium());
+    // A failure here is the first PDF's to report (it falls back to pdf.js), not the worker's end.
+    if (setup?.pdfReader !== 'pdfjs') {
+      void import('../extract/inprocess/pdfium.js').then((m) => m.loadPdfium()).catch(() => undefined);
+    }
     return;
   }
   void runTurn(msg.tasks);

@@ -101,7 +101,14 @@ export async function readPdfiumPart(
 ): Promise<PdfPart> {
   const bytes = await readFile(path);
   const loading = pdfium();
-  const instance = await loading;
+  let instance: Instance;
+  try {
+    instance = await loading;
+  } catch (err) {
+    // PDFium did not start (a damaged install): pdf.js reads the PDF; the next one tries again.
+    if (current === loading) current = undefined;
+    throw new PdfiumCannotRead(`PDFium could not start: ${err instanceof Error ? err.message : String(err)}`);
+  }
   // From here on all is synchronous: no other read can change the limit or the flags meanwhile.
   const exceeded = () =>
     limitExceeded(`processing needed more than ${limits.maxHeapMb} MiB of memory`, 'EXTRACTION_MAX_HEAP_MB');
