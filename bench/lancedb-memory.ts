@@ -5,6 +5,12 @@
  * runs in a fresh process: glibc's defaults, the mmap threshold pinned as Kilde sets it
  * (src/cli/process-memory.ts), and `MALLOC_ARENA_MAX=2`. Prints RSS every tenth write and the time; asserts
  * nothing.   npm run bench:lancedb-memory [-- --writes 100 --rows 1000 --optimize-every 10]
+ *
+ * `--churn N`: instead, what a long-running server does (the soak's pattern, LanceDB alone): N cycles of
+ * a small commit (3 rows added, the previous rows of the same file deleted) and a filtered query on a
+ * table of a constant ~120 rows, an optimize every 20 cycles; `--no-query`, `--no-delete`,
+ * `--no-write` leave a step out. Prints RSS every 500 cycles (Kilde's allocator setting); the table
+ * does not grow, so neither should RSS.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -23,6 +29,10 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '1000' },
     'optimize-every': { type: 'string', default: '10' },
     child: { type: 'boolean', default: false },
+    churn: { type: 'string' },
+    'no-query': { type: 'boolean', default: false },
+    'no-delete': { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
   },
 });
 const WRITES = Number(args.writes);
@@ -59,8 +69,53 @@ async function workload(): Promise<void> {
   }
 }
 
-if (args.child) {
+/** `--churn`: small commits and queries on a table that stays the same size (see the header). */
+async function churn(cycles: number): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-lancechurn-'));
+  const db = await connect(dir);
+  try {
+    const table = await db.createTable('t', [{ id: 'seed', file: 'f0', text: 'seed row' }]);
+    const t0 = performance.now();
+    const marks: string[] = [];
+    for (let i = 0; i < cycles; i++) {
+      const file = `f${i % 40}`;
+      if (!args['no-write']) {
+        await table.add(
+          [0, 1, 2].map((k) => ({ id: `${i}-${k}`, file, text: `text ${i} ${k} lorem ipsum` })),
+        );
+      }
+      if (!args['no-delete']) await table.delete(`file = '${file}' AND id NOT LIKE '${i}-%'`);
+      if (!args['no-query']) await table.query().where(`file = '${file}'`).select(['id']).toArray();
+      if (i > 0 && i % 20 === 0) await table.optimize({ cleanupOlderThan: new Date(Date.now() - 600_000) });
+      if (i % 500 === 0) marks.push(`${i}: ${mib(process.memoryUsage.rss())}`);
+    }
+    marks.push(`${cycles}: ${mib(process.memoryUsage.rss())}`);
+    const s = (performance.now() - t0) / 1000;
+    console.log(
+      `  RSS MiB by cycle: ${marks.join(', ')}; ${s.toFixed(1)} s; ${await table.countRows()} rows`,
+    );
+    table.close();
+  } finally {
+    db.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (args.child && args.churn !== undefined) {
+  await churn(Number(args.churn));
+} else if (args.child) {
   await workload();
+} else if (args.churn !== undefined) {
+  const steps = ['write', 'delete', 'query'].filter((s) => !args[`no-${s}` as 'no-write']);
+  console.log(
+    `LanceDB alone, churn: ${args.churn} cycles of ${steps.join(' + ')}, optimize every 20; GLIBC_TUNABLES=${MMAP_THRESHOLD_TUNABLE} (Kilde's)`,
+  );
+  const skip = ['no-write', 'no-delete', 'no-query']
+    .filter((k) => args[k as 'no-write'])
+    .map((k) => `--${k}`);
+  const argv = ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--churn', args.churn, ...skip];
+  const env = { ...process.env, GLIBC_TUNABLES: MMAP_THRESHOLD_TUNABLE };
+  process.stdout.write(execFileSync(process.execPath, argv, { encoding: 'utf8', env }));
 } else {
   console.log(
     `LanceDB alone: ${WRITES} merge-inserts of ${ROWS} rows, full-text index, optimize every ${OPTIMIZE_EVERY} (load ${(await import('node:os')).loadavg()[0]!.toFixed(1)})`,
