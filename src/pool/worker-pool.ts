@@ -13,41 +13,13 @@ import {
   warranted,
 } from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
-import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
+import { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
+import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker } from './tasks.js';
 
 export { timedOutItem } from './pool-errors.js';
 export { BACKLOG_MS, BACKLOG_WEIGHT, HEAVY_WEIGHT, MERGE } from './pool-policy.js';
+export { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
 
-export interface PoolSettings {
-  /** Worker processes (`EXTRACTION_WORKERS`). */
-  size: number;
-  /** V8 old-generation heap of one worker, MiB (`EXTRACTION_MAX_HEAP_MB`). */
-  heapMb: number;
-  /** Wall time of one task once it runs (`EXTRACTION_TIMEOUT`). */
-  timeoutMs: number;
-  setup: WorkerSetup;
-  /**
-   * Workers kept running while idle (`EXTRACTION_WARM_WORKERS`, at most `size`), so that work after a
-   * quiet spell does not wait for a worker's start; the others stop after `IDLE_MS` idle. Default 0.
-   */
-  warm?: number;
-  /**
-   * A kept worker that holds this many MiB more than when it started (a large document's leftovers)
-   * is replaced by a fresh one once idle. Default `RECYCLE_GROWTH_MB`.
-   */
-  recycleGrowthMb?: number;
-}
-
-export interface PoolDeps {
-  log: Logger;
-  /** Times a running task's limit; tests pass a manual clock and advance it themselves. */
-  clock?: Clock;
-  /** Times how long a worker has been idle (`IDLE_MS`); tests pass a manual clock. Default the system clock. */
-  idleClock?: Clock;
-}
-
-/** Idle workers beyond the kept ones (`PoolSettings.warm`) stop after this long. */
-export const IDLE_MS = 60_000;
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
 
@@ -79,26 +51,6 @@ interface Worker {
   stderr: string;
   /** The libraries of the tasks it has run (loaded in this process already). */
   warm: Set<string>;
-}
-
-export interface RunOptions {
-  /** The caller going away: stops the task wherever it is. */
-  signal?: AbortSignal | undefined;
-  /**
-   * The libraries the task will load (`pdf`, `docx`…): a free worker prefers a queued task whose
-   * libraries it has loaded, or that no other worker has, so each library is loaded and warmed up
-   * in one worker rather than in every one (docs/performance.md, "A large PDF on both cores, and
-   * one worker per library").
-   */
-  affinity?: readonly string[] | undefined;
-  /**
-   * The work's size in bytes or characters (a file's bytes, the characters to chunk or analyse),
-   * when the caller knows it. A task of known size with no `affinity` is *light*: up to
-   * `MERGE.itemWeight` it may share a worker's turn with other queued light tasks, and it starts a
-   * second worker only when light work piles up (see `#warranted`). A task of unknown size, one
-   * that loads a library, or one over `HEAVY_WEIGHT` is *heavy*: it starts a worker when none is free.
-   */
-  weight?: number | undefined;
 }
 
 /** A queued task passed over this many times by later ones is started next, whatever it needs. */

@@ -1,0 +1,60 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { WorkerSetup } from './tasks.js';
+
+/*
+ * What a worker pool (worker-pool.ts) is made with and what its callers pass per task: its size and
+ * limits, the workers it keeps warm, its clocks, and a task's signal, libraries and size.
+ */
+
+export interface PoolSettings {
+  /** Worker processes (`EXTRACTION_WORKERS`). */
+  size: number;
+  /** V8 old-generation heap of one worker, MiB (`EXTRACTION_MAX_HEAP_MB`). */
+  heapMb: number;
+  /** Wall time of one task once it runs (`EXTRACTION_TIMEOUT`). */
+  timeoutMs: number;
+  setup: WorkerSetup;
+  /**
+   * Workers kept running while idle (`EXTRACTION_WARM_WORKERS`, at most `size`), so that work after a
+   * quiet spell does not wait for a worker's start; the others stop after `IDLE_MS` idle. Default 0.
+   */
+  warm?: number;
+  /**
+   * A kept worker that holds this many MiB more than when it started (a large document's leftovers)
+   * is replaced by a fresh one once idle. Default `RECYCLE_GROWTH_MB` (pool-policy.ts).
+   */
+  recycleGrowthMb?: number;
+}
+
+export interface PoolDeps {
+  log: Logger;
+  /** Times a running task's limit; tests pass a manual clock and advance it themselves. */
+  clock?: Clock;
+  /** Times how long a worker has been idle (`IDLE_MS`); tests pass a manual clock. Default the system clock. */
+  idleClock?: Clock;
+}
+
+/** Idle workers beyond the kept ones (`PoolSettings.warm`) stop after this long. */
+export const IDLE_MS = 60_000;
+
+/** What a caller passes with one task (`WorkerPool.run`). */
+export interface RunOptions {
+  /** The caller going away: stops the task wherever it is. */
+  signal?: AbortSignal | undefined;
+  /**
+   * The libraries the task will load (`pdf`, `docx`…): a free worker prefers a queued task whose
+   * libraries it has loaded, or that no other worker has, so each library is loaded and warmed up
+   * in one worker rather than in every one (docs/performance.md, "A large PDF on both cores, and
+   * one worker per library").
+   */
+  affinity?: readonly string[] | undefined;
+  /**
+   * The work's size in bytes or characters (a file's bytes, the characters to chunk or analyse),
+   * when the caller knows it. A task of known size with no `affinity` is *light*: up to
+   * `MERGE.itemWeight` it may share a worker's turn with other queued light tasks, and it starts a
+   * second worker only when light work piles up (`warranted`, pool-policy.ts). A task of unknown size, one
+   * that loads a library, or one over `HEAVY_WEIGHT` is *heavy*: it starts a worker when none is free.
+   */
+  weight?: number | undefined;
+}
