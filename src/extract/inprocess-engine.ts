@@ -4,7 +4,7 @@ import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind, HEAD_BYTES } from './file-type.js';
 import type { ReadContent } from './inprocess/content.js';
-import type { PdfPart, PdfReader } from './inprocess/pdf-parts.js';
+import type { PdfPart, PdfReader, PdfSplit } from './inprocess/pdf-parts.js';
 import { checkTextSize, DEFAULT_LIMITS, type ExtractionLimits } from './limits.js';
 
 type Reader = (path: string, limits: ExtractionLimits, opts: InprocessOptions) => Promise<ReadContent>;
@@ -116,12 +116,12 @@ function readStart(path: string): { head: Uint8Array; whole?: Buffer } {
 export async function readPdfPart(
   file: SourceFile,
   limits: ExtractionLimits,
-  split: { part: number; of: number; minPages: number },
+  split: PdfSplit,
   reader?: PdfReader,
 ): Promise<PdfPart> {
   try {
     const { readPdfPart: read } = await import('./inprocess/pdf-parts.js');
-    return await read(file.path, limits, split.part, split.of, split.minPages, reader);
+    return await read(file.path, limits, split, reader);
   } catch (err) {
     if (err instanceof KildeError) throw err;
     throw extractionFailed(`Could not extract PDF file: ${reasonOf(err)}`, 422, err);

@@ -61,7 +61,7 @@ describe('a PDF read in parts', () => {
     for (const file of [...FIXTURE_PDFS, ...generated]) {
       const whole = await readPdf(file.path, DEFAULT_LIMITS);
       const parts = await Promise.all(
-        [0, 1].map((part) => readPdfPart(file.path, DEFAULT_LIMITS, part, 2, 0)),
+        [0, 1].map((part) => readPdfPart(file.path, DEFAULT_LIMITS, { part, of: 2, minPages: 0 })),
       );
       expect(parts[1]?.lines.length, file.filename).toBeGreaterThan(0);
       expect(joinPdfParts(parts), file.filename).toEqual(whole);
@@ -74,7 +74,9 @@ describe('a PDF read in parts', () => {
 
   it('refuses parts that do not make the whole document', async () => {
     const file = generated[0]!.path;
-    const [a, b] = await Promise.all([0, 1].map((part) => readPdfPart(file, DEFAULT_LIMITS, part, 2, 0)));
+    const [a, b] = await Promise.all(
+      [0, 1].map((part) => readPdfPart(file, DEFAULT_LIMITS, { part, of: 2, minPages: 0 })),
+    );
     expect(() => joinPdfParts([b!, a!])).toThrow(/do not follow each other/);
     expect(() => joinPdfParts([a!])).toThrow('the parts hold 35 pages of 70');
   });

@@ -26,6 +26,16 @@ export interface PdfPart {
   metadata?: ReadMetadata;
 }
 
+/** Which part of a PDF a reader reads: part `part` of `of`, the PDF read whole below `minPages` pages. */
+export interface PdfSplit {
+  part: number;
+  of: number;
+  minPages: number;
+}
+
+/** The whole document, as one part. */
+export const WHOLE: PdfSplit = { part: 0, of: 1, minPages: 0 };
+
 /**
  * The pages (1-based, inclusive; empty when `from > to`) that part `part` of `of` reads. A PDF of
  * fewer than `minPages` pages is read whole by part 0: splitting it costs more than it saves.
@@ -68,7 +78,7 @@ export async function readPdf(
   limits: ExtractionLimits,
   reader?: PdfReader,
 ): Promise<ReadContent> {
-  return joinPdfParts([await readPdfPart(path, limits, 0, 1, 0, reader)]);
+  return joinPdfParts([await readPdfPart(path, limits, WHOLE, reader)]);
 }
 
 /**
@@ -79,21 +89,19 @@ export async function readPdf(
 export async function readPdfPart(
   path: string,
   limits: ExtractionLimits,
-  part = 0,
-  of = 1,
-  minPages = 0,
+  split: PdfSplit = WHOLE,
   reader: PdfReader = 'pdfium',
 ): Promise<PdfPart> {
   if (reader === 'pdfium') {
     const { readPdfiumPart, PdfiumCannotRead } = await import('./pdfium.js');
     try {
-      return await readPdfiumPart(path, limits, part, of, minPages);
+      return await readPdfiumPart(path, limits, split);
     } catch (err) {
       // What PDFium cannot open (a damaged file, a page tree nested past its limit), pdf.js may.
       if (!(err instanceof PdfiumCannotRead)) throw err;
     }
   }
-  return (await import('./pdf.js')).readPdfjsPart(path, limits, part, of, minPages);
+  return (await import('./pdf.js')).readPdfjsPart(path, limits, split);
 }
 
 /** The parts of one PDF, in page order, as one document (the text limit is the caller's). */

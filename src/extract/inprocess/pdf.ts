@@ -5,7 +5,7 @@ import { getDocumentProxy, getMeta } from 'unpdf';
 import type { ExtractionLimits } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
 import type { OutlineEntry, PdfLine } from './pdf-headings.js';
-import { checkPageCount, type PdfPart, partPages, withPage } from './pdf-parts.js';
+import { checkPageCount, type PdfPart, type PdfSplit, partPages, WHOLE, withPage } from './pdf-parts.js';
 
 /**
  * pdf.js needs the Adobe CMaps to decode CJK fonts with predefined encodings; without them those
@@ -31,16 +31,14 @@ type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 export async function readPdfjsPart(
   path: string,
   limits: ExtractionLimits,
-  part = 0,
-  of = 1,
-  minPages = 0,
+  split: PdfSplit = WHOLE,
 ): Promise<PdfPart> {
   const data = new Uint8Array(await readFile(path));
   const pdf = await getDocumentProxy(data, PDF_OPTIONS);
   try {
     const pageCount = pdf.numPages;
     checkPageCount(pageCount, limits);
-    const [from, to] = partPages(pageCount, part, of, minPages);
+    const [from, to] = partPages(pageCount, split.part, split.of, split.minPages);
     const lines: PdfLine[][] = [];
     let chars = 0;
     for (let n = from; n <= to; n++) {
@@ -48,7 +46,7 @@ export async function readPdfjsPart(
       chars = withPage(chars, page, limits);
       lines.push(page);
     }
-    if (part !== 0) return { pageCount, from, lines };
+    if (split.part !== 0) return { pageCount, from, lines };
     const outline = await readOutline(pdf).catch(() => []);
     const { info } = await getMeta(pdf);
     return { pageCount, from, lines, outline, metadata: pdfInfo(info) };

@@ -4,7 +4,7 @@ import type { WrappedPdfiumModule } from '@embedpdf/pdfium';
 import { type ExtractionLimits, limitExceeded } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
 import type { OutlineEntry, PdfLine } from './pdf-headings.js';
-import { checkPageCount, type PdfPart, partPages, withPage } from './pdf-parts.js';
+import { checkPageCount, type PdfPart, type PdfSplit, partPages, WHOLE, withPage } from './pdf-parts.js';
 
 /*
  * The PDF reader on PDFium (Chrome's PDF engine, compiled to WebAssembly by @embedpdf/pdfium), the
@@ -95,9 +95,7 @@ export async function loadPdfium(): Promise<void> {
 export async function readPdfiumPart(
   path: string,
   limits: ExtractionLimits,
-  part = 0,
-  of = 1,
-  minPages = 0,
+  split: PdfSplit = WHOLE,
 ): Promise<PdfPart> {
   const bytes = await readFile(path);
   const loading = pdfium();
@@ -117,7 +115,7 @@ export async function readPdfiumPart(
   if (heapBytes(instance.m).byteLength > instance.limit) throw exceeded();
   let read: PdfPart;
   try {
-    read = readWith(instance, bytes, limits, part, of, minPages);
+    read = readWith(instance, bytes, limits, split);
   } catch (err) {
     // A WebAssembly trap (`RuntimeError`) leaves the instance as unusable as an abort does.
     const trapped = instance.aborted || (err instanceof Error && err.name === 'RuntimeError');
@@ -131,14 +129,7 @@ export async function readPdfiumPart(
   return read;
 }
 
-function readWith(
-  instance: Instance,
-  bytes: Uint8Array,
-  limits: ExtractionLimits,
-  part: number,
-  of: number,
-  minPages: number,
-): PdfPart {
+function readWith(instance: Instance, bytes: Uint8Array, limits: ExtractionLimits, split: PdfSplit): PdfPart {
   const { m } = instance;
   const heap = m.pdfium.wasmExports;
   const data = heap.malloc(bytes.length);
@@ -155,7 +146,7 @@ function readWith(
     }
     const pageCount = m.FPDF_GetPageCount(doc);
     checkPageCount(pageCount, limits);
-    const [from, to] = partPages(pageCount, part, of, minPages);
+    const [from, to] = partPages(pageCount, split.part, split.of, split.minPages);
     const lines: PdfLine[][] = [];
     let chars = 0;
     for (let n = from; n <= to; n++) {
@@ -163,7 +154,7 @@ function readWith(
       chars = withPage(chars, page, limits);
       lines.push(page);
     }
-    if (part !== 0) return { pageCount, from, lines };
+    if (split.part !== 0) return { pageCount, from, lines };
     return { pageCount, from, lines, outline: readOutline(m, doc), metadata: pdfInfo(readInfo(m, doc)) };
   } finally {
     // An aborted instance is dropped whole; nothing of it can be called any more.
