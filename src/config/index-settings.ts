@@ -119,6 +119,16 @@ export const indexPiece = {
     'LanceDB only: refine factor of the approximate dense index: k × this many candidates of the graph search are re-ranked by their full vectors (Qdrant: `quantization.rescore` with `oversampling`). 0: none, the 8-bit distances decide. Not applied to the exact index.',
     { min: 0 },
   ),
+  LANCEDB_INDEX_CACHE_MB: int(
+    1024,
+    'LanceDB only: most memory (MiB) the process\'s LanceDB session keeps of index data (the dense vector index, the full-text and scalar indexes) for reuse across queries; the least recently used is dropped past it. Each optimize writes new index files, so without a bound old ones pile up. Size it to hold the dense index (rows × dimensions × 4 bytes for the exact one) plus the full-text index; LanceDB\'s own default is 6 GiB. One cache for every table the process opens (docs/operations.md, "Memory").',
+    { min: 1 },
+  ),
+  LANCEDB_METADATA_CACHE_MB: int(
+    64,
+    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of table metadata (manifests, data and deletion file footers). Every commit adds a table version whose metadata LanceDB caches, so a server that ingests steadily grew by about 20 KiB a commit up to LanceDB's own default of 1 GiB; past this bound the least recently used is dropped (docs/performance.md, \"LanceDB's caches\").",
+    { min: 1 },
+  ),
 };
 
 export const EMBEDDING_PROVIDERS = ['http-compat', 'inference-server', 'inprocess', 'none'] as const;

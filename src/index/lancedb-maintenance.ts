@@ -12,6 +12,8 @@ export interface MaintenanceContext {
   options: LanceIndexOptions;
   denseDim: number | undefined;
   vectorIndex: VectorIndexSettings;
+  /** The bound of the process's LanceDB index cache (`LANCEDB_INDEX_CACHE_MB`), to warn of an index that outgrows it. */
+  indexCacheMb: number;
   closed(): boolean;
 }
 
@@ -106,6 +108,7 @@ export class TableMaintenance {
     w.vectorBuild = buildVectorIndexIfDue(table, this.c.vectorIndex, {
       log: this.c.log,
       now: () => clock.now(),
+      cache: { dim: this.c.denseDim, indexCacheMb: this.c.indexCacheMb },
       onStart: this.c.options.onVectorIndexBuild,
     })
       .then(() => undefined)

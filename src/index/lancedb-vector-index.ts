@@ -140,7 +140,13 @@ export function tuneVectorQuery(
 export async function buildVectorIndexIfDue(
   table: Table,
   s: VectorIndexSettings,
-  deps: { log: Logger; now: () => number; onStart?: (() => Promise<void> | void) | undefined },
+  deps: {
+    log: Logger;
+    now: () => number;
+    onStart?: (() => Promise<void> | void) | undefined;
+    /** The vectors' size and the index cache's bound, to warn when the index will not fit in it. */
+    cache?: { dim: number; indexCacheMb: number };
+  },
 ): Promise<boolean> {
   const { log } = deps;
   if (s.minRows <= 0) return false;
@@ -166,7 +172,32 @@ export async function buildVectorIndexIfDue(
     if (isDenseIndex(old) && old.name !== name) await table.dropIndex(old.name);
   }
   log.info({ table: table.name, rows, kind, ms: deps.now() - started }, 'dense vector index built');
+  if (deps.cache) warnIfOverCache(log, table.name, rows, kind, deps.cache);
   return true;
+}
+
+/** Bytes LanceDB's index cache holds for a dense index (HNSW: 8-bit vectors and ~2 × 20 neighbours of 4 bytes). */
+export function denseIndexBytes(kind: DenseIndexKind, rows: number, dim: number): number {
+  return kind === 'exact' ? rows * dim * 4 : rows * (dim + 160);
+}
+
+/**
+ * An index larger than the cache is evicted piece by piece, and searches read it back from disk on
+ * every query: correct, but many times slower. Said once per build, where an operator looks.
+ */
+function warnIfOverCache(
+  log: Logger,
+  table: string,
+  rows: number,
+  kind: DenseIndexKind,
+  cache: { dim: number; indexCacheMb: number },
+): void {
+  const indexMb = Math.ceil(denseIndexBytes(kind, rows, cache.dim) / 1048576);
+  if (indexMb <= cache.indexCacheMb * 0.75) return;
+  log.warn(
+    { table, rows, kind, indexMb, indexCacheMb: cache.indexCacheMb },
+    'the dense vector index takes most or more of LANCEDB_INDEX_CACHE_MB: raise it, or searches read the index from disk',
+  );
 }
 
 /** How long the kind of a table's dense index, once looked up, is taken as known. */

@@ -25,6 +25,7 @@ import {
   useDenseColumn,
 } from './lancedb-schema-check.js';
 import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
+import { DEFAULT_CACHE_MB, sessionFor } from './lancedb-session.js';
 import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
@@ -81,7 +82,10 @@ export async function createLanceIndex(
   options: LanceIndexOptions = {},
 ): Promise<VectorIndex> {
   const directory = resolve(settings.uri);
-  const db = await connect(directory, { readConsistencyInterval: options.readConsistencySeconds ?? 1 });
+  const db = await connect(directory, {
+    readConsistencyInterval: options.readConsistencySeconds ?? 1,
+    session: sessionFor(settings.cacheMb),
+  });
   return new LanceIndex(db, directory, settings, deps.log, options);
 }
 
@@ -128,6 +132,7 @@ class LanceIndex implements VectorIndex {
       options,
       denseDim: this.denseDim,
       vectorIndex: this.vectorIndex,
+      indexCacheMb: (settings.cacheMb ?? DEFAULT_CACHE_MB).index,
       closed: () => this.closed,
     });
   }

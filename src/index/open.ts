@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import type { LanceCacheMb } from './lancedb-session.js';
 import type { VectorIndexSettings } from './lancedb-vector-index.js';
 import type { VectorIndex } from './store.js';
 
@@ -20,6 +21,8 @@ export interface IndexSettings {
   cluster?: QdrantCluster;
   /** LanceDB: when to build the dense vector index and how queries search it (lancedb-vector-index.ts). */
   vectorIndex?: Partial<VectorIndexSettings>;
+  /** LanceDB: bounds of the process's session caches, MiB (lancedb-session.ts); unset: Kilde's defaults. */
+  cacheMb?: LanceCacheMb;
 }
 
 export interface QdrantCluster {

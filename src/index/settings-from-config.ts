@@ -19,6 +19,8 @@ export interface IndexConfigFields {
   LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS?: number | undefined;
   LANCEDB_VECTOR_INDEX_EF?: number | undefined;
   LANCEDB_VECTOR_INDEX_REFINE?: number | undefined;
+  LANCEDB_INDEX_CACHE_MB?: number | undefined;
+  LANCEDB_METADATA_CACHE_MB?: number | undefined;
 }
 
 function vectorIndexFrom(c: IndexConfigFields): Partial<VectorIndexSettings> {
@@ -58,5 +60,8 @@ export function indexSettingsFrom(c: IndexConfigFields, sparse: boolean): IndexS
     timeoutMs: c.VECTORDB_TIMEOUT * 1000,
     cluster: clusterFrom(c),
     vectorIndex: vectorIndexFrom(c),
+    ...(c.LANCEDB_INDEX_CACHE_MB !== undefined && c.LANCEDB_METADATA_CACHE_MB !== undefined
+      ? { cacheMb: { index: c.LANCEDB_INDEX_CACHE_MB, metadata: c.LANCEDB_METADATA_CACHE_MB } }
+      : {}),
   };
 }

@@ -8,7 +8,12 @@ import { retrieveSchema } from '../../src/config/retrieve.js';
 import { mulberry32 } from '../../src/eval/significance.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
-import { isDenseIndex, type VectorIndexSettings } from '../../src/index/lancedb-vector-index.js';
+import type { LanceCacheMb } from '../../src/index/lancedb-session.js';
+import {
+  denseIndexBytes,
+  isDenseIndex,
+  type VectorIndexSettings,
+} from '../../src/index/lancedb-vector-index.js';
 import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { logSink, testConfig } from '../helpers/app.js';
@@ -52,12 +57,21 @@ async function lance(
   vectorIndex: Partial<VectorIndexSettings>,
   options: LanceIndexOptions = {},
   existing?: string,
+  cacheMb?: LanceCacheMb,
 ) {
   const dir = existing ?? (await mkdtemp(join(tmpdir(), 'kilde-lance-vidx-')));
   if (!existing) dirs.push(dir);
   const logs = logSink();
   const index = await createLanceIndex(
-    { uri: dir, collection: 'ingestion_files', denseDim: DIM, sparse: true, timeoutMs: 30_000, vectorIndex },
+    {
+      uri: dir,
+      collection: 'ingestion_files',
+      denseDim: DIM,
+      sparse: true,
+      timeoutMs: 30_000,
+      vectorIndex,
+      ...(cacheMb ? { cacheMb } : {}),
+    },
     { log: pino({ level: 'debug' }, logs.stream) },
     // Optimize after every commit, unspaced (a manual clock that never moves): each write can start a build.
     { optimizeEvery: 1, optimizeSpacing: 0, clock: new ManualClock(), ...options },
@@ -109,6 +123,20 @@ describe('LanceDB dense vector index', () => {
       rows: 700,
       kind: 'exact',
     });
+    // 700 × 16 × 4 bytes: far inside the default index cache.
+    expect(second.logs.lines.filter((l) => l.level === 40)).toEqual([]);
+  });
+
+  it('warns once built when the index takes most of LANCEDB_INDEX_CACHE_MB, and still answers', async () => {
+    expect(denseIndexBytes('exact', 700, DIM)).toBe(44_800);
+    // A 40 KiB bound (whole MiB in the configuration; any size here).
+    const { index, logs } = await lance({ minRows: 600 }, {}, undefined, { index: 40 / 1024, metadata: 1 });
+    await index.upsert(big(0, 700));
+    await index.close();
+    const warned = logs.lines.filter((l) => l.level === 40);
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatchObject({ kind: 'exact', rows: 700, indexMb: 1, indexCacheMb: 40 / 1024 });
+    expect(String(warned[0]?.msg)).toMatch(/LANCEDB_INDEX_CACHE_MB/);
   });
 
   it('answers exactly what a scan answers through the exact index', async () => {

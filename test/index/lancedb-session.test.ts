@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { retrieveSchema } from '../../src/config/retrieve.js';
+import { type IndexPoint, pointId } from '../../src/index/contract.js';
+import { createLanceIndex } from '../../src/index/lancedb.js';
+import { lanceCacheUsage } from '../../src/index/lancedb-cache.js';
+import { DEFAULT_CACHE_MB, type LanceCacheMb, sessionFor } from '../../src/index/lancedb-session.js';
+import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
+import { testConfig } from '../helpers/app.js';
+
+/**
+ * LanceDB's session caches are bounded (src/index/lancedb-session.ts): every commit adds metadata
+ * for its table version, and LanceDB's own 1 GiB default let a server that ingests steadily grow
+ * by that much (docs/performance.md, "LanceDB's caches").
+ */
+
+const log = pino({ level: 'silent' });
+const dirs: string[] = [];
+afterAll(async () => {
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
+});
+
+function points(fileId: string, version: string): IndexPoint[] {
+  return [0, 1, 2].map((splitId) => ({
+    id: pointId(fileId, version, splitId),
+    content: `${fileId} revision ${version} chunk ${splitId} about permits and parking`,
+    meta: {
+      collection_name: 'c',
+      collection_type: 'file',
+      file_id: fileId,
+      ingest_version: version,
+      split_id: splitId,
+    },
+  }));
+}
+
+/** A server's steady re-ingests: each round writes a file's new rows, drops its old ones and searches. */
+async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
+  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-session-'));
+  dirs.push(dir);
+  const index = await createLanceIndex(
+    { uri: dir, collection: 'files', sparse: true, timeoutMs: 10_000, cacheMb },
+    { log },
+    { optimizeEvery: 20, optimizeSpacing: 0 },
+  );
+  try {
+    await index.ensureCollection();
+    for (let i = 0; i < rounds; i++) {
+      const file = `f${i % 10}`;
+      await index.upsert(points(file, `v${i}`));
+      await index.deleteWhere({ fileId: file, notIngestVersion: `v${i}` });
+      await index.searchLexical({ text: 'permits parking' }, { collectionNames: ['c'] }, 5);
+    }
+    expect(await index.count({ collectionNames: ['c'] })).toBe(30);
+  } finally {
+    await index.close();
+  }
+  return Number(sessionFor(cacheMb).sizeBytes());
+}
+
+describe('LanceDB session caches', () => {
+  it('are bounded by LANCEDB_INDEX_CACHE_MB and LANCEDB_METADATA_CACHE_MB (defaults 1024 and 64)', () => {
+    const base = { EMBEDDING_PROVIDER: 'none' };
+    const defaults = indexSettingsFrom(testConfig(retrieveSchema, base), false);
+    expect(defaults.cacheMb).toEqual({ index: 1024, metadata: 64 });
+    expect(DEFAULT_CACHE_MB).toEqual(defaults.cacheMb);
+    const set = indexSettingsFrom(
+      testConfig(retrieveSchema, { ...base, LANCEDB_INDEX_CACHE_MB: '2048', LANCEDB_METADATA_CACHE_MB: '8' }),
+      false,
+    );
+    expect(set.cacheMb).toEqual({ index: 2048, metadata: 8 });
+    expect(() => testConfig(retrieveSchema, { ...base, LANCEDB_METADATA_CACHE_MB: '0' })).toThrow(
+      /LANCEDB_METADATA_CACHE_MB/,
+    );
+  });
+
+  it('is one session per process for the same bounds, shared by every index opened with them', () => {
+    expect(sessionFor({ index: 3, metadata: 3 })).toBe(sessionFor({ index: 3, metadata: 3 }));
+    expect(sessionFor({ index: 3, metadata: 3 })).not.toBe(sessionFor({ index: 3, metadata: 4 }));
+  });
+
+  it('stop growing with commits at their bound, where LanceDB would keep every version', async () => {
+    const rounds = 150;
+    const bounded = await churn({ index: 1, metadata: 1 }, rounds);
+    const loose = await churn({ index: 1024, metadata: 1024 }, rounds);
+    // 150 rounds (≥ 300 commits) cache several MiB of metadata when nothing bounds it ...
+    expect(loose).toBeGreaterThan(4 * 1024 * 1024);
+    // ... and stay within the 2 MiB the two caches may hold.
+    expect(bounded).toBeLessThanOrEqual(2 * 1024 * 1024);
+    expect(lanceCacheUsage().bytes).toBeGreaterThanOrEqual(bounded + loose - 1024 * 1024);
+  }, 120_000);
+});
