@@ -120,13 +120,13 @@ export const indexPiece = {
     { min: 0 },
   ),
   LANCEDB_INDEX_CACHE_MB: int(
-    1024,
-    'LanceDB only: most memory (MiB) the process\'s LanceDB session keeps of index data (the dense vector index, the full-text and scalar indexes) for reuse across queries; the least recently used is dropped past it. Each optimize writes new index files, so without a bound old ones pile up. Size it to hold the dense index (rows × dimensions × 4 bytes for the exact one) plus the full-text index; LanceDB\'s own default is 6 GiB. One cache for every table the process opens (docs/operations.md, "Memory").',
+    undefined,
+    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of index data (the dense vector index, the full-text and scalar indexes) for reuse across queries; the least recently used goes past it. Every optimize writes new index files and nothing reads the old ones again, so without a bound they pile up (LanceDB's own default is 6 GiB). Unset: 1024 with dense embeddings (the exact dense index takes rows × dimensions × 4 bytes: 200,000 chunks of 1,024 dimensions, its largest at the default `LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS`, 781 MiB), 256 without. One budget for every table the process opens (docs/operations.md, \"LanceDB's caches\").",
     { min: 1 },
   ),
   LANCEDB_METADATA_CACHE_MB: int(
     64,
-    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of table metadata (manifests, data and deletion file footers). Every commit adds a table version whose metadata LanceDB caches, so a server that ingests steadily grew by about 20 KiB a commit up to LanceDB's own default of 1 GiB; past this bound the least recently used is dropped (docs/performance.md, \"LanceDB's caches\").",
+    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of table metadata (manifests, data and deletion file footers). Every commit adds a table version whose metadata LanceDB caches, so a server that ingests steadily grew with every commit up to LanceDB's own default of 1 GiB; past this bound the least recently used goes (docs/performance.md, \"LanceDB's caches\").",
     { min: 1 },
   ),
 };

@@ -1,7 +1,26 @@
 /**
- * What the process's LanceDB sessions hold (lancedb-session.ts makes them). Kept apart from that
- * module so that `/metrics` can report it without loading LanceDB where the index is Qdrant.
+ * The bounds of LanceDB's caches, and what the process's LanceDB sessions hold (lancedb-session.ts
+ * makes them). Kept apart from that module so that the configuration and `/metrics` can use them
+ * without loading LanceDB where the index is Qdrant.
  */
+export interface LanceCacheMb {
+  /** Index data: dense vector index, full-text and scalar indexes (`LANCEDB_INDEX_CACHE_MB`). */
+  index: number;
+  /** Manifests and file metadata (`LANCEDB_METADATA_CACHE_MB`). */
+  metadata: number;
+}
+
+/** The configuration's defaults with dense embeddings (and for callers that open an index without a configuration). */
+export const DEFAULT_CACHE_MB: LanceCacheMb = { index: 1024, metadata: 64 };
+
+/** The defaults without dense embeddings: the full-text and scalar indexes need far less. */
+export const LEXICAL_CACHE_MB: LanceCacheMb = { index: 256, metadata: 64 };
+
+/** The bounds when the configuration leaves them unset: the index cache sized for a dense index when there is one. */
+export function defaultCacheMb(dense: boolean): LanceCacheMb {
+  return dense ? DEFAULT_CACHE_MB : LEXICAL_CACHE_MB;
+}
+
 export interface CacheHolder {
   sizeBytes(): bigint;
   approxNumItems(): number;

@@ -1,5 +1,5 @@
 import { Session } from '@lancedb/lancedb';
-import { trackCache } from './lancedb-cache.js';
+import { type LanceCacheMb, trackCache } from './lancedb-cache.js';
 
 /**
  * LanceDB's session: the caches of index data and table metadata a connection reads through. Left
@@ -9,21 +9,11 @@ import { trackCache } from './lancedb-cache.js';
  * (docs/performance.md, "LanceDB's caches"). Kilde gives every connection of the process one session
  * with bounded caches, so ingest and retrieve in one process (`serve all`) share one budget.
  */
-export interface LanceCacheMb {
-  /** Index data: dense vector index, full-text and scalar indexes (`LANCEDB_INDEX_CACHE_MB`). */
-  index: number;
-  /** Manifests and file metadata (`LANCEDB_METADATA_CACHE_MB`). */
-  metadata: number;
-}
-
-/** The configuration's defaults, for callers that open an index without a configuration (tests, benches). */
-export const DEFAULT_CACHE_MB: LanceCacheMb = { index: 1024, metadata: 64 };
-
 const MIB = 1024 * 1024;
 const sessions = new Map<string, Session>();
 
 /** The process's session for these bounds: made once, then shared by every connection asking for them. */
-export function sessionFor(cache: LanceCacheMb = DEFAULT_CACHE_MB): Session {
+export function sessionFor(cache: LanceCacheMb): Session {
   const key = `${cache.index}/${cache.metadata}`;
   let session = sessions.get(key);
   if (!session) {

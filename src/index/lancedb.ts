@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
+import { defaultCacheMb } from './lancedb-cache.js';
 import { filterToSql, sqlString } from './lancedb-filter.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
 import { PresenceProbe } from './lancedb-presence.js';
@@ -25,7 +26,7 @@ import {
   useDenseColumn,
 } from './lancedb-schema-check.js';
 import { searchDense, searchLexical, type TableReader } from './lancedb-search.js';
-import { DEFAULT_CACHE_MB, sessionFor } from './lancedb-session.js';
+import { sessionFor } from './lancedb-session.js';
 import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
@@ -84,7 +85,7 @@ export async function createLanceIndex(
   const directory = resolve(settings.uri);
   const db = await connect(directory, {
     readConsistencyInterval: options.readConsistencySeconds ?? 1,
-    session: sessionFor(settings.cacheMb),
+    session: sessionFor(settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined)),
   });
   return new LanceIndex(db, directory, settings, deps.log, options);
 }
@@ -132,7 +133,7 @@ class LanceIndex implements VectorIndex {
       options,
       denseDim: this.denseDim,
       vectorIndex: this.vectorIndex,
-      indexCacheMb: (settings.cacheMb ?? DEFAULT_CACHE_MB).index,
+      indexCacheMb: (settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined)).index,
       closed: () => this.closed,
     });
   }

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import type { LanceCacheMb } from './lancedb-session.js';
+import type { LanceCacheMb } from './lancedb-cache.js';
 import type { VectorIndexSettings } from './lancedb-vector-index.js';
 import type { VectorIndex } from './store.js';
 

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
 import type { VectorIndexSettings } from './lancedb-vector-index.js';
 import type { IndexSettings, QdrantCluster } from './open.js';
 
@@ -32,6 +33,15 @@ function vectorIndexFrom(c: IndexConfigFields): Partial<VectorIndexSettings> {
   return v;
 }
 
+/** The LanceDB cache bounds; the index cache, unset, sized for a dense index when there is one. */
+function cacheFrom(c: IndexConfigFields, lexicalOnly: boolean): LanceCacheMb {
+  const defaults = defaultCacheMb(!lexicalOnly);
+  return {
+    index: c.LANCEDB_INDEX_CACHE_MB ?? defaults.index,
+    metadata: c.LANCEDB_METADATA_CACHE_MB ?? defaults.metadata,
+  };
+}
+
 function clusterFrom(c: IndexConfigFields): QdrantCluster {
   const cluster: QdrantCluster = {};
   if (c.QDRANT_SHARD_NUMBER !== undefined) cluster.shardNumber = c.QDRANT_SHARD_NUMBER;
@@ -60,8 +70,6 @@ export function indexSettingsFrom(c: IndexConfigFields, sparse: boolean): IndexS
     timeoutMs: c.VECTORDB_TIMEOUT * 1000,
     cluster: clusterFrom(c),
     vectorIndex: vectorIndexFrom(c),
-    ...(c.LANCEDB_INDEX_CACHE_MB !== undefined && c.LANCEDB_METADATA_CACHE_MB !== undefined
-      ? { cacheMb: { index: c.LANCEDB_INDEX_CACHE_MB, metadata: c.LANCEDB_METADATA_CACHE_MB } }
-      : {}),
+    cacheMb: cacheFrom(c, lexicalOnly),
   };
 }

@@ -208,6 +208,10 @@ describe('metrics', () => {
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
     expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/health",status="200"\} 1/);
     expect(res.body).toMatch(/http_request_duration_seconds_bucket\{/);
+    // Read at the scrape: the process's resident memory, and LanceDB's caches (none open here).
+    const rss = Number(/^process_resident_memory_bytes (\d+)$/m.exec(res.body)?.[1]);
+    expect(rss).toBeGreaterThan(10 * 1024 * 1024);
+    expect(res.body).toMatch(/^lancedb_cache_bytes 0$/m);
   });
 
   it('is 404 when METRICS_ENABLED=false', async () => {

@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { retrieveSchema } from '../../src/config/retrieve.js';
 import { type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
-import { lanceCacheUsage } from '../../src/index/lancedb-cache.js';
-import { DEFAULT_CACHE_MB, type LanceCacheMb, sessionFor } from '../../src/index/lancedb-session.js';
+import { type LanceCacheMb, lanceCacheUsage } from '../../src/index/lancedb-cache.js';
+import { sessionFor } from '../../src/index/lancedb-session.js';
 import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import { testConfig } from '../helpers/app.js';
 
@@ -62,11 +62,22 @@ async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
 }
 
 describe('LanceDB session caches', () => {
-  it('are bounded by LANCEDB_INDEX_CACHE_MB and LANCEDB_METADATA_CACHE_MB (defaults 1024 and 64)', () => {
+  it('are bounded by LANCEDB_INDEX_CACHE_MB (unset: 1024 with dense embeddings, 256 without) and LANCEDB_METADATA_CACHE_MB (64)', () => {
     const base = { EMBEDDING_PROVIDER: 'none' };
-    const defaults = indexSettingsFrom(testConfig(retrieveSchema, base), false);
-    expect(defaults.cacheMb).toEqual({ index: 1024, metadata: 64 });
-    expect(DEFAULT_CACHE_MB).toEqual(defaults.cacheMb);
+    expect(indexSettingsFrom(testConfig(retrieveSchema, base), false).cacheMb).toEqual({
+      index: 256,
+      metadata: 64,
+    });
+    const dense = {
+      EMBEDDING_PROVIDER: 'http-compat',
+      EMBEDDING_DIM: '384',
+      EMBEDDING_API_BASE_URL: 'http://127.0.0.1:9',
+      EMBEDDING_MODEL: 'm',
+    };
+    expect(indexSettingsFrom(testConfig(retrieveSchema, dense), false).cacheMb).toEqual({
+      index: 1024,
+      metadata: 64,
+    });
     const set = indexSettingsFrom(
       testConfig(retrieveSchema, { ...base, LANCEDB_INDEX_CACHE_MB: '2048', LANCEDB_METADATA_CACHE_MB: '8' }),
       false,

@@ -8,7 +8,7 @@ import { retrieveSchema } from '../../src/config/retrieve.js';
 import { mulberry32 } from '../../src/eval/significance.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
-import type { LanceCacheMb } from '../../src/index/lancedb-session.js';
+import type { LanceCacheMb } from '../../src/index/lancedb-cache.js';
 import {
   denseIndexBytes,
   isDenseIndex,
