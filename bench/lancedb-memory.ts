@@ -8,9 +8,11 @@
  *
  * `--churn N`: instead, what a long-running server does (the soak's pattern, LanceDB alone): N cycles of
  * a small commit (3 rows added, the previous rows of the same file deleted) and a filtered query on a
- * table of a constant ~120 rows, an optimize every 20 cycles; `--no-query`, `--no-delete`,
- * `--no-write` leave a step out. Prints RSS every 500 cycles (Kilde's allocator setting); the table
- * does not grow, so neither should RSS.
+ * table of a constant ~120 rows with a full-text index, an optimize every 20 cycles; `--no-query`,
+ * `--no-delete`, `--no-write` leave a step out. Runs twice, each in a fresh process with Kilde's
+ * allocator setting: with LanceDB's own session caches (6 GiB index, 1 GiB metadata) and with the
+ * bounds Kilde gives them (`--cache INDEX,METADATA` in MiB, default 256,64: src/index/lancedb-session.ts).
+ * Prints RSS and what the caches hold every 500 cycles; the table does not grow, so neither should RSS.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -18,8 +20,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { connect, Index } from '@lancedb/lancedb';
+import { connect, Index, Session } from '@lancedb/lancedb';
 import { MMAP_THRESHOLD_TUNABLE } from '../src/cli/process-memory.js';
+import { LEXICAL_CACHE_MB } from '../src/index/lancedb-cache.js';
+import { sessionFor } from '../src/index/lancedb-session.js';
 import { mulberry32 } from './lib/stats.js';
 import { treeRss } from './lib/tree-rss.js';
 
@@ -33,6 +37,7 @@ const { values: args } = parseArgs({
     'no-query': { type: 'boolean', default: false },
     'no-delete': { type: 'boolean', default: false },
     'no-write': { type: 'boolean', default: false },
+    cache: { type: 'string' },
   },
 });
 const WRITES = Number(args.writes);
@@ -72,9 +77,17 @@ async function workload(): Promise<void> {
 /** `--churn`: small commits and queries on a table that stays the same size (see the header). */
 async function churn(cycles: number): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-lancechurn-'));
-  const db = await connect(dir);
+  // Without --cache: LanceDB's own session (what `connect` makes when given none).
+  const [index, metadata] = (args.cache ?? '').split(',').map(Number);
+  const session =
+    index !== undefined && metadata !== undefined && args.cache !== undefined
+      ? sessionFor({ index, metadata })
+      : Session.default();
+  const db = await connect(dir, { session });
+  const held = () => `${mib(process.memoryUsage.rss())} (caches ${mib(Number(session.sizeBytes()))})`;
   try {
     const table = await db.createTable('t', [{ id: 'seed', file: 'f0', text: 'seed row' }]);
+    await table.createIndex('text', { config: Index.fts() });
     const t0 = performance.now();
     const marks: string[] = [];
     for (let i = 0; i < cycles; i++) {
@@ -87,9 +100,9 @@ async function churn(cycles: number): Promise<void> {
       if (!args['no-delete']) await table.delete(`file = '${file}' AND id NOT LIKE '${i}-%'`);
       if (!args['no-query']) await table.query().where(`file = '${file}'`).select(['id']).toArray();
       if (i > 0 && i % 20 === 0) await table.optimize({ cleanupOlderThan: new Date(Date.now() - 600_000) });
-      if (i % 500 === 0) marks.push(`${i}: ${mib(process.memoryUsage.rss())}`);
+      if (i % 500 === 0) marks.push(`${i}: ${held()}`);
     }
-    marks.push(`${cycles}: ${mib(process.memoryUsage.rss())}`);
+    marks.push(`${cycles}: ${held()}`);
     const s = (performance.now() - t0) / 1000;
     console.log(
       `  RSS MiB by cycle: ${marks.join(', ')}; ${s.toFixed(1)} s; ${await table.countRows()} rows`,
@@ -115,7 +128,13 @@ if (args.child && args.churn !== undefined) {
     .map((k) => `--${k}`);
   const argv = ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--churn', args.churn, ...skip];
   const env = { ...process.env, GLIBC_TUNABLES: MMAP_THRESHOLD_TUNABLE };
+  const bounds = args.cache ?? `${LEXICAL_CACHE_MB.index},${LEXICAL_CACHE_MB.metadata}`;
+  console.log("LanceDB's own session caches (6 GiB index, 1 GiB metadata)");
   process.stdout.write(execFileSync(process.execPath, argv, { encoding: 'utf8', env }));
+  console.log(`Kilde's bounds: ${bounds} MiB (index, metadata)`);
+  process.stdout.write(
+    execFileSync(process.execPath, [...argv, '--cache', bounds], { encoding: 'utf8', env }),
+  );
 } else {
   console.log(
     `LanceDB alone: ${WRITES} merge-inserts of ${ROWS} rows, full-text index, optimize every ${OPTIMIZE_EVERY} (load ${(await import('node:os')).loadavg()[0]!.toFixed(1)})`,

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mulberry32, percentile } from '../../bench/lib/stats.js';
+import { applyProcessMemorySettings } from '../../src/cli/process-memory.js';
 import { multipartBody } from '../ingest/helpers/harness.js';
 import { AUTH, type Kilde, startKilde } from './child.js';
 import { reliabilitySettings } from './settings.js';
@@ -10,8 +11,10 @@ import { reliabilitySettings } from './settings.js';
 /**
  * Soak (`npm run test:reliability -- --long` only; KILDE_SOAK_MINUTES, KILDE_SOAK_RATE): a real
  * `kilde serve all` under a mixed load of re-ingests and searches at a fixed arrival rate for N
- * minutes. Prints throughput, p50/p99 per kind and the process's RSS at the start and the end
- * (flat RSS: no leak). Fails on any failed request; times are reported, never asserted.
+ * minutes, with a deployment's memory settings (GLIBC_TUNABLES, NODE_OPTIONS; KILDE_SOAK_ENV, a JSON
+ * object, adds variables). Prints throughput, p50/p99 per kind and the process's RSS at the start,
+ * every minute (with what LanceDB's bounded caches hold of it) and at the end (RSS that levels off:
+ * no leak). Fails on any failed request; times are reported, never asserted.
  */
 const settings = reliabilitySettings('soak');
 const FILES = 40;
@@ -35,10 +38,22 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
     `${settings.soakMinutes} min at ${settings.soakRate} req/s`,
     async () => {
       dir = await mkdtemp(join(tmpdir(), 'kilde-soak-'));
-      kilde = await startKilde('all', { KILDE_DATA_DIR: dir, TMPDIR: dir });
+      // The memory settings a deployment runs with (the launcher's, npm start's, the image's), plus
+      // whatever KILDE_SOAK_ENV (a JSON object) adds, e.g. other LanceDB cache bounds to compare.
+      const memory: Record<string, string | undefined> = {};
+      applyProcessMemorySettings(memory);
+      kilde = await startKilde('all', {
+        KILDE_DATA_DIR: dir,
+        TMPDIR: dir,
+        GLIBC_TUNABLES: memory.GLIBC_TUNABLES ?? '',
+        NODE_OPTIONS: memory.NODE_OPTIONS ?? '',
+        ...settings.soakEnv,
+      });
       const k = kilde;
       const rand = mulberry32(settings.seed);
       const rounds = new Map<number, number>();
+
+      const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
 
       async function ingest(): Promise<number> {
         const file = Math.floor(rand() * FILES);
@@ -79,6 +94,15 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
       // Warm-up: every file once, so RSS at the start already holds a populated index.
       for (let f = 0; f < FILES; f += 8) await Promise.all(Array.from({ length: 8 }, () => ingest()));
       const rssStart = await k.rss();
+      // Memory once a minute: RSS and what LanceDB's caches hold of it (bounded, docs/operations.md).
+      const samples: string[] = [];
+      const sample = async () => {
+        const metrics = await (await fetch(`${k.url}/metrics`, { headers: AUTH })).text();
+        const cache = Number(/^lancedb_cache_bytes (\d+)$/m.exec(metrics)?.[1]);
+        samples.push(`${mib(await k.rss())} (caches ${mib(cache)})`);
+      };
+      await sample();
+      const sampler = setInterval(() => void sample().catch(() => undefined), 60_000);
 
       const latencies = { ingest: [] as number[], search: [] as number[] };
       const failures: string[] = [];
@@ -106,9 +130,10 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
         inFlight.add(p);
       }
       await Promise.all(inFlight);
+      clearInterval(sampler);
       const seconds = (performance.now() - started) / 1000;
+      await sample();
       const rssEnd = await k.rss();
-      const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
       const stats = (xs: number[]) => {
         const sorted = [...xs].sort((a, b) => a - b);
         return `${xs.length} done, p50 ${percentile(sorted, 50).toFixed(0)} ms, p99 ${percentile(sorted, 99).toFixed(0)} ms`;
@@ -119,6 +144,7 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
           `  ingest: ${stats(latencies.ingest)}`,
           `  search: ${stats(latencies.search)}`,
           `  RSS: ${mib(rssStart)} at the start, ${mib(rssEnd)} at the end`,
+          `  RSS by minute: ${samples.join(', ')}`,
           `  failures: ${failures.length}\n`,
         ].join('\n'),
       );
