@@ -121,7 +121,7 @@ export const indexPiece = {
   ),
   LANCEDB_INDEX_CACHE_MB: int(
     undefined,
-    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of index data (the dense vector index, the full-text and scalar indexes) for reuse across queries; the least recently used goes past it. Every optimize writes new index files and nothing reads the old ones again, so without a bound they pile up (LanceDB's own default is 6 GiB). Unset: 1024 with dense embeddings (the exact dense index takes rows × dimensions × 4 bytes: 200,000 chunks of 1,024 dimensions, its largest at the default `LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS`, 781 MiB), 256 without. One budget for every table the process opens (docs/operations.md, \"LanceDB's caches\").",
+    "LanceDB only: most memory (MiB) the process's LanceDB session keeps of index data (the dense vector index, the full-text and scalar indexes) for reuse across queries; the least recently used goes past it. Every optimize writes new index files and nothing reads the old ones again, so without a bound they pile up (LanceDB's own default is 6 GiB). Unset: 512 with dense embeddings, 256 without. The dense index must fit, with room for the full-text index: the exact one takes rows × dimensions × 4 bytes (200,000 chunks of 1,024 dimensions, its largest at the default `LANCEDB_VECTOR_INDEX_ANN_MIN_ROWS`: 781 MiB), the approximate one about rows × (dimensions + 160) bytes; the writer warns when one it built takes more than three quarters of this. Under steady ingestion the caches fill up to their bounds, so RSS levels off about this much above the server's own. One budget for every table the process opens (docs/operations.md, \"LanceDB's caches\").",
     { min: 1 },
   ),
   LANCEDB_METADATA_CACHE_MB: int(

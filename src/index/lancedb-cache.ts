@@ -11,7 +11,7 @@ export interface LanceCacheMb {
 }
 
 /** The configuration's defaults with dense embeddings (and for callers that open an index without a configuration). */
-export const DEFAULT_CACHE_MB: LanceCacheMb = { index: 1024, metadata: 64 };
+export const DEFAULT_CACHE_MB: LanceCacheMb = { index: 512, metadata: 64 };
 
 /** The defaults without dense embeddings: the full-text and scalar indexes need far less. */
 export const LEXICAL_CACHE_MB: LanceCacheMb = { index: 256, metadata: 64 };

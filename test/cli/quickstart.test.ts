@@ -101,7 +101,7 @@ describe('npm start (kilde quickstart) end to end', () => {
     // The embedded index is open: its LanceDB caches hold the table's metadata, within their bounds.
     const cache = Number(/^lancedb_cache_bytes (\d+)$/m.exec(metrics)?.[1]);
     expect(cache).toBeGreaterThan(0);
-    expect(cache).toBeLessThanOrEqual((1024 + 64) * 1024 * 1024);
+    expect(cache).toBeLessThanOrEqual((256 + 64) * 1024 * 1024);
     // The tool server is mounted only with a weather upstream.
     expect((await api('/weather?city=Aarhus')).status).toBe(404);
   });

@@ -62,7 +62,7 @@ async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
 }
 
 describe('LanceDB session caches', () => {
-  it('are bounded by LANCEDB_INDEX_CACHE_MB (unset: 1024 with dense embeddings, 256 without) and LANCEDB_METADATA_CACHE_MB (64)', () => {
+  it('are bounded by LANCEDB_INDEX_CACHE_MB (unset: 512 with dense embeddings, 256 without) and LANCEDB_METADATA_CACHE_MB (64)', () => {
     const base = { EMBEDDING_PROVIDER: 'none' };
     expect(indexSettingsFrom(testConfig(retrieveSchema, base), false).cacheMb).toEqual({
       index: 256,
@@ -75,7 +75,7 @@ describe('LanceDB session caches', () => {
       EMBEDDING_MODEL: 'm',
     };
     expect(indexSettingsFrom(testConfig(retrieveSchema, dense), false).cacheMb).toEqual({
-      index: 1024,
+      index: 512,
       metadata: 64,
     });
     const set = indexSettingsFrom(
