@@ -22,6 +22,7 @@ import pino from 'pino';
 import { ingestSchema } from '../src/config/ingest.js';
 import { parseConfig } from '../src/config/parse.js';
 import { buildApp } from '../src/http/app.js';
+import { lanceCacheUsage } from '../src/index/lancedb-cache.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import { createIngestPart } from '../src/ingest/part.js';
 import { treeRss } from './lib/tree-rss.js';
@@ -34,7 +35,7 @@ if (!['cli', 'multipart', 's3'].includes(via)) {
   process.exit(2);
 }
 // --trace: every 5 s, this process's RSS split into V8's heap, external memory and the rest (native:
-// LanceDB, Node), and each worker process's RSS, on stderr.
+// LanceDB, Node; LanceDB's caches named), and each worker process's RSS, on stderr.
 const traceAt = process.argv.indexOf('--trace');
 const trace = traceAt > 0;
 if (trace) process.argv.splice(traceAt, 1);
@@ -58,6 +59,8 @@ const config = parseConfig(ingestSchema, {
   MAX_UPLOAD_BYTES: String(bytes + 1),
   EXTRACTION_MAX_TEXT_CHARS: String(bytes + 1),
   ...(process.argv[3] ? { INGEST_BATCH_CHUNKS: process.argv[3] } : {}),
+  // LanceDB's cache bounds may be compared from the environment (LANCEDB_INDEX_CACHE_MB=…).
+  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LANCEDB_'))),
   ...(via === 's3'
     ? {
         OBJECTSTORE_ENDPOINT: `http://127.0.0.1:${S3_PORT}`,
@@ -86,7 +89,8 @@ const tracer = trace
       const workers = part ? [] : built.pool.pids.map((pid) => mib(treeRss(pid)));
       process.stderr.write(
         `${((performance.now() - t00) / 1000).toFixed(0)} s: main RSS ${mib(m.rss)} MiB = V8 heap ${mib(m.heapTotal)} ` +
-          `(used ${mib(m.heapUsed)}) + external ${mib(m.external)} + other ${mib(m.rss - m.heapTotal - m.external)}; ` +
+          `(used ${mib(m.heapUsed)}) + external ${mib(m.external)} + other ${mib(m.rss - m.heapTotal - m.external)}, ` +
+          `of which LanceDB's caches ${mib(lanceCacheUsage().bytes)}; ` +
           `workers ${workers.join(', ') || '-'} MiB\n`,
       );
     }, 5000)

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
-import { defaultCacheMb } from './lancedb-cache.js';
+import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
 import { filterToSql, sqlString } from './lancedb-filter.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
 import { PresenceProbe } from './lancedb-presence.js';
@@ -83,11 +83,12 @@ export async function createLanceIndex(
   options: LanceIndexOptions = {},
 ): Promise<VectorIndex> {
   const directory = resolve(settings.uri);
+  const cacheMb = settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined);
   const db = await connect(directory, {
     readConsistencyInterval: options.readConsistencySeconds ?? 1,
-    session: sessionFor(settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined)),
+    session: sessionFor(cacheMb),
   });
-  return new LanceIndex(db, directory, settings, deps.log, options);
+  return new LanceIndex(db, directory, { ...settings, cacheMb }, deps.log, options);
 }
 
 class LanceIndex implements VectorIndex {
@@ -114,7 +115,7 @@ class LanceIndex implements VectorIndex {
   constructor(
     private readonly db: Connection,
     private readonly directory: string,
-    settings: IndexSettings,
+    settings: IndexSettings & { cacheMb: LanceCacheMb },
     private readonly log: Logger,
     readonly options: LanceIndexOptions,
   ) {
@@ -133,7 +134,7 @@ class LanceIndex implements VectorIndex {
       options,
       denseDim: this.denseDim,
       vectorIndex: this.vectorIndex,
-      indexCacheMb: (settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined)).index,
+      indexCacheMb: settings.cacheMb.index,
       closed: () => this.closed,
     });
   }
