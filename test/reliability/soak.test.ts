@@ -94,17 +94,23 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
       // Warm-up: every file once, so RSS at the start already holds a populated index.
       for (let f = 0; f < FILES; f += 8) await Promise.all(Array.from({ length: 8 }, () => ingest()));
       const rssStart = await k.rss();
-      // Memory once a minute: RSS and what LanceDB's caches hold of it (bounded, docs/operations.md).
+      const latencies = { ingest: [] as number[], search: [] as number[] };
+      // Once a minute: RSS and what LanceDB's caches hold of it (bounded, docs/operations.md), and the
+      // p99 of the ingests answered in that minute (does the tail move as the server ages?).
       const samples: string[] = [];
+      const tails: string[] = [];
+      let answered = 0;
       const sample = async () => {
         const metrics = await (await fetch(`${k.url}/metrics`, { headers: AUTH })).text();
         const cache = Number(/^lancedb_cache_bytes (\d+)$/m.exec(metrics)?.[1]);
         samples.push(`${mib(await k.rss())} (caches ${mib(cache)})`);
+        const minute = latencies.ingest.slice(answered).sort((a, b) => a - b);
+        answered = latencies.ingest.length;
+        if (minute.length > 0) tails.push(percentile(minute, 99).toFixed(0));
       };
       await sample();
       const sampler = setInterval(() => void sample().catch(() => undefined), 60_000);
 
-      const latencies = { ingest: [] as number[], search: [] as number[] };
       const failures: string[] = [];
       const inFlight = new Set<Promise<void>>();
       const started = performance.now();
@@ -145,6 +151,7 @@ describe.skipIf(!settings.long)('soak: mixed ingest and search', () => {
           `  search: ${stats(latencies.search)}`,
           `  RSS: ${mib(rssStart)} at the start, ${mib(rssEnd)} at the end`,
           `  RSS by minute: ${samples.join(', ')}`,
+          `  ingest p99 by minute: ${tails.join(', ')} ms`,
           `  failures: ${failures.length}\n`,
         ].join('\n'),
       );
