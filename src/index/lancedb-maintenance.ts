@@ -14,6 +14,8 @@ export interface MaintenanceContext {
   vectorIndex: VectorIndexSettings;
   /** The bound of the process's LanceDB index cache (`LANCEDB_INDEX_CACHE_MB`), to warn of an index that outgrows it. */
   indexCacheMb: number;
+  /** How old a table version must be for optimize to remove it (`keepVersionsMs`, lancedb.ts). */
+  keepVersionsMs: number;
   closed(): boolean;
 }
 
@@ -83,10 +85,10 @@ export class TableMaintenance {
     w.optimizeQueued = false;
     const clock = this.c.options.clock ?? systemClock;
     const started = clock.now();
-    const olderThan = new Date(started - (this.c.options.cleanupOlderThanMs ?? 600_000));
+    const olderThan = new Date(started - this.c.keepVersionsMs);
     try {
       const stats = await table.optimize({ cleanupOlderThan: olderThan });
-      this.c.log.debug({ table: this.c.name, stats }, 'lancedb table optimized');
+      this.c.log.debug({ table: this.c.name, stats, ms: clock.now() - started }, 'lancedb table optimized');
     } finally {
       w.lastOptimizeEnd = clock.now();
       w.lastOptimizeMs = w.lastOptimizeEnd - started;

@@ -59,7 +59,14 @@ export interface LanceIndexOptions {
    * brute force, which grows slow long before `optimizeEvery` large batches have passed. Default 10 000.
    */
   optimizeRows?: number;
-  /** Old table versions are removed by optimize once this old. Default 10 minutes. */
+  /**
+   * Old table versions are removed by optimize once this old. Default: twice the index time-out
+   * (`VECTORDB_TIMEOUT`), at least a minute: a read still running on an older version has been cut
+   * off by its time-out, and readers move to the newest version within `readConsistencySeconds`.
+   * Each optimize costs more the more versions are kept, so under steady ingestion a longer window
+   * makes every optimize, and the writes queued behind it, slower (docs/performance.md, "Old
+   * versions and optimize").
+   */
   cleanupOlderThanMs?: number;
   /**
    * An optimize waits at least this many times the previous one's duration after it ended, so that
@@ -74,6 +81,11 @@ export interface LanceIndexOptions {
    * build waits for a returned promise (tests hold a build there to show that writes go on).
    */
   onVectorIndexBuild?: () => Promise<void> | void;
+}
+
+/** How long old table versions are kept (see `LanceIndexOptions.cleanupOlderThanMs`). */
+export function keepVersionsMs(timeoutMs: number): number {
+  return Math.max(60_000, 2 * timeoutMs);
 }
 
 /** The embedded `VectorIndex`: one LanceDB table in a local directory. */
@@ -135,6 +147,7 @@ class LanceIndex implements VectorIndex {
       denseDim: this.denseDim,
       vectorIndex: this.vectorIndex,
       indexCacheMb: settings.cacheMb.index,
+      keepVersionsMs: options.cleanupOlderThanMs ?? keepVersionsMs(settings.timeoutMs),
       closed: () => this.closed,
     });
   }
