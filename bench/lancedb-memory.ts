@@ -78,11 +78,8 @@ async function workload(): Promise<void> {
 async function churn(cycles: number): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-lancechurn-'));
   // Without --cache: LanceDB's own session (what `connect` makes when given none).
-  const [index, metadata] = (args.cache ?? '').split(',').map(Number);
-  const session =
-    index !== undefined && metadata !== undefined && args.cache !== undefined
-      ? sessionFor({ index, metadata })
-      : Session.default();
+  const [index = 0, metadata = 0] = (args.cache ?? '').split(',').map(Number);
+  const session = args.cache === undefined ? Session.default() : sessionFor({ index, metadata });
   const db = await connect(dir, { session });
   const held = () => `${mib(process.memoryUsage.rss())} (caches ${mib(Number(session.sizeBytes()))})`;
   try {
