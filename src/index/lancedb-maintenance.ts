@@ -1,7 +1,7 @@
 import type { Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { systemClock } from '../clock.js';
-import type { LanceIndexOptions } from './lancedb.js';
+import type { LanceIndexOptions } from './lancedb-options.js';
 import { buildVectorIndexIfDue, type VectorIndexSettings } from './lancedb-vector-index.js';
 import type { TableWriter } from './lancedb-writer.js';
 

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { type IndexPoint, pointId } from '../../src/index/contract.js';
+import type { IndexPoint } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import type { VectorIndex } from '../../src/index/store.js';
+import { filePoints as points } from './file-points.js';
 
 /** Group commit (src/index/lancedb-batch.ts): merged writes, per-caller results, failures kept apart. */
 
@@ -42,20 +43,6 @@ async function fresh(): Promise<{ index: VectorIndex; versions: () => Promise<nu
     }
   };
   return { index, versions };
-}
-
-function points(fileId: string, version: string, n: number, collection = 'c'): IndexPoint[] {
-  return Array.from({ length: n }, (_, splitId) => ({
-    id: pointId(fileId, version, splitId),
-    content: `${fileId} ${version} chunk ${splitId}`,
-    meta: {
-      collection_name: collection,
-      collection_type: 'file',
-      file_id: fileId,
-      ingest_version: version,
-      split_id: splitId,
-    },
-  }));
 }
 
 const files = Array.from({ length: 12 }, (_, i) => `file-${i}`);

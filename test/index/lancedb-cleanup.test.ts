@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, keepVersionsMs } from '../../src/index/lancedb.js';
 import { ManualClock } from '../helpers/clock.js';
+import { filePoints } from './file-points.js';
 
 /**
  * How long old LanceDB table versions are kept: optimize removes those older than twice the index
@@ -19,20 +19,6 @@ const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-function points(fileId: string, version: string): IndexPoint[] {
-  return [0, 1].map((splitId) => ({
-    id: pointId(fileId, version, splitId),
-    content: `${fileId} ${version} chunk ${splitId}`,
-    meta: {
-      collection_name: 'c',
-      collection_type: 'file',
-      file_id: fileId,
-      ingest_version: version,
-      split_id: splitId,
-    },
-  }));
-}
 
 /**
  * 30 re-ingests with an optimize every 10 commits, Kilde's clock `aheadMs` ahead of the versions'
@@ -49,7 +35,7 @@ async function versionsLeft(timeoutMs: number, aheadMs: number): Promise<number>
   );
   await index.ensureCollection();
   for (let i = 0; i < 30; i++) {
-    await index.upsert(points(`f${i % 3}`, `v${i}`));
+    await index.upsert(filePoints(`f${i % 3}`, `v${i}`, 2));
     await index.deleteWhere({ fileId: `f${i % 3}`, notIngestVersion: `v${i}` });
   }
   await index.close(); // waits for the queued optimize

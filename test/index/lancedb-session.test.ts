@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { retrieveSchema } from '../../src/config/retrieve.js';
-import { type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import { type LanceCacheMb, lanceCacheUsage } from '../../src/index/lancedb-cache.js';
 import { sessionFor } from '../../src/index/lancedb-session.js';
 import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import { testConfig } from '../helpers/app.js';
+import { filePoints } from './file-points.js';
 
 /**
  * LanceDB's session caches are bounded (src/index/lancedb-session.ts): every commit adds metadata
@@ -22,20 +22,6 @@ const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-function points(fileId: string, version: string): IndexPoint[] {
-  return [0, 1, 2].map((splitId) => ({
-    id: pointId(fileId, version, splitId),
-    content: `${fileId} revision ${version} chunk ${splitId} about permits and parking`,
-    meta: {
-      collection_name: 'c',
-      collection_type: 'file',
-      file_id: fileId,
-      ingest_version: version,
-      split_id: splitId,
-    },
-  }));
-}
 
 /** A server's steady re-ingests: each round writes a file's new rows, drops its old ones and searches. */
 async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
@@ -50,9 +36,9 @@ async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
     await index.ensureCollection();
     for (let i = 0; i < rounds; i++) {
       const file = `f${i % 10}`;
-      await index.upsert(points(file, `v${i}`));
+      await index.upsert(filePoints(file, `v${i}`, 3));
       await index.deleteWhere({ fileId: file, notIngestVersion: `v${i}` });
-      await index.searchLexical({ text: 'permits parking' }, { collectionNames: ['c'] }, 5);
+      await index.searchLexical({ text: `chunk ${i % 3}` }, { collectionNames: ['c'] }, 5);
     }
     expect(await index.count({ collectionNames: ['c'] })).toBe(30);
   } finally {
