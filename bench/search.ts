@@ -9,10 +9,12 @@ import { LexicalAnalyzer } from '../src/embed/bm25/analysis.js';
 import type { DenseEmbedder } from '../src/embed/dense.js';
 import { type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
+import { DEFAULT_CACHE_MB } from '../src/index/lancedb-cache.js';
 import { DENSE_COLUMN, LEXICAL_COLUMN } from '../src/index/lancedb-rows.js';
 import {
   buildVectorIndexIfDue,
   DEFAULT_VECTOR_INDEX,
+  denseIndexBytes,
   isDenseIndex,
   isQuantizedIndex,
   tuneVectorQuery,
@@ -156,6 +158,23 @@ interface Query {
 const MODES = ['dense', 'hybrid', 'lexical'] as const;
 type Mode = (typeof MODES)[number];
 
+/**
+ * The index cache sized as docs/operations.md tells an operator to ("LanceDB's caches"): room for the
+ * largest dense index the run builds (the exact one up to `annMinRows`, the approximate one past it)
+ * and half as much again for the full-text index, at least Kilde's default.
+ */
+const INDEX_CACHE_MB = Math.max(
+  DEFAULT_CACHE_MB.index,
+  Math.ceil(
+    (1.5 *
+      Math.max(
+        denseIndexBytes('exact', Math.min(CHUNKS, VECTOR_INDEX.annMinRows), DIM),
+        CHUNKS >= VECTOR_INDEX.annMinRows ? denseIndexBytes('ann', CHUNKS, DIM) : 0,
+      )) /
+      2 ** 20,
+  ),
+);
+
 function indexSettings(dir: string) {
   return {
     uri: dir,
@@ -164,6 +183,7 @@ function indexSettings(dir: string) {
     sparse: true,
     timeoutMs: 600_000,
     vectorIndex: VECTOR_INDEX,
+    cacheMb: { index: INDEX_CACHE_MB, metadata: DEFAULT_CACHE_MB.metadata },
   };
 }
 
@@ -438,7 +458,7 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
 async function main(): Promise<void> {
   const dir = args.dir ?? (await mkdtemp(join(tmpdir(), 'kilde-bench-search-')));
   console.log(
-    `search bench: up to ${CHUNKS} chunks (${STEPS.join(', ')}), ${QUERIES} queries per cell, k=${K}, dim ${DIM}, vector index from ${VECTOR_INDEX.minRows} rows, ${dir}`,
+    `search bench: up to ${CHUNKS} chunks (${STEPS.join(', ')}), ${QUERIES} queries per cell, k=${K}, dim ${DIM}, vector index from ${VECTOR_INDEX.minRows} rows, LanceDB index cache ${INDEX_CACHE_MB} MiB, ${dir}`,
   );
   const queries: Query[] = Array.from({ length: QUERIES }, (_, i) => {
     const text = Array.from({ length: 2 + (i % 3) }, queryWord).join(' ');
