@@ -1,19 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type Timer } from '../clock.js';
 import { KildeError } from '../http/errors.js';
 import { timedOutError, workerFailure } from './pool-errors.js';
-import {
-  BACKLOG_MS,
-  grown,
-  mergeable,
-  type Queued,
-  RECYCLE_GROWTH_MB,
-  takeMergeable,
-  warranted,
-} from './pool-policy.js';
+import { BACKLOG_MS, grown, mergeable, RECYCLE_GROWTH_MB, takeMergeable, warranted } from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
 import { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
+import type { Job, Worker } from './pool-state.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker } from './tasks.js';
 
 export { timedOutItem } from './pool-errors.js';
@@ -22,36 +14,6 @@ export { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './po
 
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
-
-interface Job extends Queued {
-  id: number;
-  input: TaskInput;
-  signal: AbortSignal | undefined;
-  resolve(value: unknown): void;
-  reject(err: unknown): void;
-  /** The item running now, in a task over many (`extract-many`). */
-  item?: number;
-  settled?: true;
-  /** How often a later task was started before this one (see `#pick`). */
-  passed: number;
-}
-
-interface Worker {
-  child: ChildProcess;
-  /** The tasks of its turn not yet answered, in the order it runs them (one, or several merged). */
-  turn: Job[];
-  /** Whether the turn holds tasks of several callers. */
-  merged: boolean;
-  /** The task running now (from its `started` message) and its time limit. */
-  current?: Job | undefined;
-  deadline?: Timer | undefined;
-  idle?: Timer | undefined;
-  /** Its resident memory and that at its start, bytes, as of its last turn (`FromWorker`). */
-  memory?: { rss: number; startRss: number } | undefined;
-  stderr: string;
-  /** The libraries of the tasks it has run (loaded in this process already). */
-  warm: Set<string>;
-}
 
 /** A queued task passed over this many times by later ones is started next, whatever it needs. */
 const MAX_PASSED = 8;
