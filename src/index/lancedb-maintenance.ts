@@ -14,7 +14,7 @@ export interface MaintenanceContext {
   vectorIndex: VectorIndexSettings;
   /** The bound of the process's LanceDB index cache (`LANCEDB_INDEX_CACHE_MB`), to warn of an index that outgrows it. */
   indexCacheMb: number;
-  /** How old a table version must be for optimize to remove it (`keepVersionsMs`, lancedb.ts). */
+  /** How old a table version must be for optimize to remove it (`keepVersionsMs`, lancedb-options.ts). */
   keepVersionsMs: number;
   closed(): boolean;
 }

@@ -10,7 +10,7 @@ import { filePoints } from './file-points.js';
 
 /**
  * How long old LanceDB table versions are kept: optimize removes those older than twice the index
- * time-out, at least a minute (src/index/lancedb.ts, `keepVersionsMs`). Each optimize costs more the
+ * time-out, at least a minute (src/index/lancedb-options.ts, `keepVersionsMs`). Each optimize costs more the
  * more versions are kept (docs/performance.md, "Old versions and optimize").
  */
 
