@@ -3,8 +3,10 @@
  * Kilde's writer writes it: `--writes` merge-inserts of `--rows` rows into a table with a full-text
  * index, an `optimize()` every `--optimize-every` writes (0: never). Each allocator configuration
  * runs in a fresh process: glibc's defaults, the mmap threshold pinned as Kilde sets it
- * (src/cli/process-memory.ts), and `MALLOC_ARENA_MAX=2`. Prints RSS every tenth write and the time; asserts
- * nothing.   npm run bench:lancedb-memory [-- --writes 100 --rows 1000 --optimize-every 10]
+ * (src/cli/process-memory.ts), and `MALLOC_ARENA_MAX=2`, each with LanceDB's own session caches; last,
+ * Kilde's allocator setting with the caches bounded as Kilde bounds them (`--cache INDEX,METADATA`,
+ * default 256,64). Prints RSS every tenth write and the time; asserts nothing.
+ *   npm run bench:lancedb-memory [-- --writes 100 --rows 1000 --optimize-every 10 --cache 256,64]
  *
  * `--churn N`: instead, what a long-running server does (the soak's pattern, LanceDB alone): N cycles of
  * a small commit (3 rows added, the previous rows of the same file deleted) and a filtered query on a
@@ -45,6 +47,12 @@ const ROWS = Number(args.rows);
 const OPTIMIZE_EVERY = Number(args['optimize-every']);
 const mib = (b: number) => (b / 1024 / 1024).toFixed(0);
 
+/** Without --cache: LanceDB's own session (what `connect` makes when given none); with it, Kilde's bounded one. */
+function sessionOf(): Session {
+  const [index = 0, metadata = 0] = (args.cache ?? '').split(',').map(Number);
+  return args.cache === undefined ? Session.default() : sessionFor({ index, metadata });
+}
+
 async function workload(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-lancemem-'));
   const rand = mulberry32(11);
@@ -52,7 +60,7 @@ async function workload(): Promise<void> {
   const text = () =>
     Array.from({ length: 160 }, () => words[Math.floor(words.length * rand() ** 2)]).join(' ');
   const rows = (w: number) => Array.from({ length: ROWS }, (_, i) => ({ id: `${w}-${i}`, text: text() }));
-  const db = await connect(dir);
+  const db = await connect(dir, { session: sessionOf() });
   try {
     const table = await db.createTable('t', rows(-1));
     await table.createIndex('text', { config: Index.fts() });
@@ -77,9 +85,7 @@ async function workload(): Promise<void> {
 /** `--churn`: small commits and queries on a table that stays the same size (see the header). */
 async function churn(cycles: number): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'kilde-bench-lancechurn-'));
-  // Without --cache: LanceDB's own session (what `connect` makes when given none).
-  const [index = 0, metadata = 0] = (args.cache ?? '').split(',').map(Number);
-  const session = args.cache === undefined ? Session.default() : sessionFor({ index, metadata });
+  const session = sessionOf();
   const db = await connect(dir, { session });
   const held = () => `${mib(process.memoryUsage.rss())} (caches ${mib(Number(session.sizeBytes()))})`;
   try {
@@ -148,10 +154,20 @@ if (args.child && args.churn !== undefined) {
     ],
     ['MALLOC_ARENA_MAX=2', { ...base, MALLOC_ARENA_MAX: '2' }],
   ];
-  for (const [label, env] of configs) {
+  // Last, everything as Kilde runs LanceDB: its allocator setting and its bounded caches.
+  const bounds = args.cache ?? `${LEXICAL_CACHE_MB.index},${LEXICAL_CACHE_MB.metadata}`;
+  const runs: [string, NodeJS.ProcessEnv, string[]][] = [
+    ...configs.map(([label, env]): [string, NodeJS.ProcessEnv, string[]] => [
+      `${label}; LanceDB's own session caches`,
+      env,
+      [],
+    ]),
+    [`Kilde's: ${configs[1]![0]}, caches bounded ${bounds} MiB`, configs[1]![1], ['--cache', bounds]],
+  ];
+  for (const [label, env, extra] of runs) {
     console.log(label);
     const argv = ['--import', 'tsx', self, '--child', '--writes', String(WRITES), '--rows', String(ROWS)];
-    argv.push('--optimize-every', String(OPTIMIZE_EVERY));
+    argv.push('--optimize-every', String(OPTIMIZE_EVERY), ...extra);
     process.stdout.write(execFileSync(process.execPath, argv, { encoding: 'utf8', env }));
   }
 }

@@ -15,13 +15,22 @@
  * - `service`: the search service (embed, search, dedup), no HTTP.
  * - `inject`: `POST /search` through Fastify without a socket (`app.inject`: auth, zod, JSON, hooks).
  * - `http`: `POST /search` over loopback to the same app, listening.
+ * - `bare http`: the floor of any HTTP server on this index: a bare `node:http` server in this process
+ *   that embeds the query (`fetch`, base64) and sends the adapter's query (tenant prefilter included)
+ *   straight to LanceDB, then answers the ids and texts as JSON. No auth, validation, logging or dedup.
+ * - `langchain http`: LangChain.js's server (bench/vs-langchain/search-server.mjs, its own process, so
+ *   its CPU is not in this process's column) on the same run's LangChain table, when it is there.
+ *   Against it, LangChain's p50 over `bare http`'s is the most any server on this index could reach.
  *
  * Prints p50/p99 per stage and the CPU time of this process (all threads: the client, the app and
  * LanceDB's) per query of each stage. Asserts nothing.
  * Usage: npm run bench:search-breakdown -- --dir <vs-langchain-search dir> [--queries 200 --rounds 3 --k 10]
  */
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,22 +67,37 @@ const API_KEY = 'bench-key-0123456789abcdef';
 const load = () => loadavg()[0]!.toFixed(1);
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
-const embed = spawn(
-  process.execPath,
-  ['--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
-  {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
-);
-const embedUrl = await new Promise<string>((resolve, reject) => {
-  let out = '';
-  embed.stdout!.on('data', (c: Buffer) => {
-    out += c.toString('utf8');
-    const m = /(http:\/\/\S+\/v1)/.exec(out);
-    if (m) resolve(m[1]!);
+/** Starts a process of its own and waits for the URL it prints (`pattern`'s first group). */
+function serverProcess(argv: string[], pattern: RegExp, what: string) {
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = pattern.exec(out);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`${what} exited (${code})`)));
   });
-  embed.on('exit', (code) => reject(new Error(`embeddings server exited (${code})`)));
-});
+  return { child, url };
+}
+
+const embed = serverProcess(
+  ['--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
+  /(http:\/\/\S+\/v1)/,
+  'embeddings server',
+);
+const embedUrl = await embed.url;
+// LangChain's server on the same run's table (bench:vs-langchain-search leaves it beside Kilde's).
+const lcTable = join(DIR, 'langchain-lancedb');
+const lcServer = existsSync(lcTable)
+  ? serverProcess(
+      [here('./vs-langchain/search-server.mjs'), lcTable, embedUrl, 'fake-embed'],
+      /listening (http:\/\/\S+)/,
+      "LangChain's server",
+    )
+  : undefined;
+const lcUrl = await lcServer?.url;
 
 const config = parseConfig(retrieveSchema, {
   API_KEY,
@@ -134,6 +158,29 @@ function raw(v: number[]) {
     .limit(2 * K);
 }
 
+// The floor: a bare server that does only what any answer on this index needs.
+const bareServer = createServer(async (req, res) => {
+  const parts: Buffer[] = [];
+  for await (const c of req) parts.push(c as Buffer);
+  const { query } = JSON.parse(Buffer.concat(parts).toString('utf8')) as { query: string };
+  const batch = await raw(await embedFetch(query, 'base64')).toArrow();
+  const ids = batch.getChild('id')!.toArray() as string[];
+  const texts = batch.getChild('content')!.toArray() as string[];
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ids, texts }));
+});
+await new Promise<void>((resolve) => bareServer.listen(0, '127.0.0.1', resolve));
+const bareUrl = `http://127.0.0.1:${(bareServer.address() as AddressInfo).port}`;
+
+async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`${url} ${res.status}: ${await res.text()}`);
+  return res.json();
+}
+
 const STAGES: Record<string, (q: string) => Promise<unknown>> = {
   'embed float': (q) => embedFetch(q, 'float'),
   'embed base64': (q) => embedFetch(q, 'base64'),
@@ -173,15 +220,14 @@ const STAGES: Record<string, (q: string) => Promise<unknown>> = {
     if (res.statusCode !== 200) throw new Error(`search ${res.statusCode}: ${res.body}`);
     return res.json();
   },
-  http: async (q) => {
-    const res = await fetch(`${base}/search`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ queries: [q], collection_names: [COLLECTION], k: K }),
-    });
-    if (res.status !== 200) throw new Error(`search ${res.status}: ${await res.text()}`);
-    return res.json();
-  },
+  http: (q) =>
+    postJson(
+      `${base}/search`,
+      { queries: [q], collection_names: [COLLECTION], k: K },
+      { authorization: `Bearer ${API_KEY}` },
+    ),
+  'bare http': (q) => postJson(bareUrl, { query: q }),
+  ...(lcUrl ? { 'langchain http': (q: string) => postJson(`${lcUrl}/search`, { query: q, k: K }) } : {}),
 };
 const names = Object.keys(STAGES);
 const lat = new Map<string, number[]>(names.map((n) => [n, []]));
@@ -213,8 +259,20 @@ for (const n of names) {
     `${n.padEnd(13)} ${percentile(s, 50).toFixed(2).padStart(7)}  ${percentile(s, 99).toFixed(2).padStart(7)}  ${perQuery.toFixed(2).padStart(7)}`,
   );
 }
+const p50 = (n: string) =>
+  percentile(
+    [...lat.get(n)!].sort((a, b) => a - b),
+    50,
+  );
+if (lcUrl) {
+  console.log(
+    `LangChain.js p50 over Kilde's http p50: ${(p50('langchain http') / p50('http')).toFixed(2)}×; over the bare floor's: ${(p50('langchain http') / p50('bare http')).toFixed(2)}× (the most any server on this index could reach)`,
+  );
+}
 console.log(`load ${load()}`);
+bareServer.close();
+lcServer?.child.kill('SIGTERM');
 await app.close();
 table.close();
 db.close();
-embed.kill('SIGTERM');
+embed.child.kill('SIGTERM');

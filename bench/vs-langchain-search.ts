@@ -20,11 +20,16 @@
  *   LangChain's store has no full-text or hybrid search, so Kilde's hybrid and lexical variants are
  *   printed without a ratio. LlamaIndex.TS has no LanceDB vector store (docs/performance.md).
  *
+ * - `floor-dense` (not run unless named): the floor of any server on Kilde's index, a bare `node:http`
+ *   server that embeds the query and sends the adapter's LanceDB query, nothing else
+ *   (bench/search-floor-server.mjs). LangChain's p50 over the floor's is the most any server on this
+ *   index could reach against LangChain.js.
+ *
  * - Kilde's index is settled after the ingest (one optimize, then the dense index the writer's next
  *   optimize would build), as a running `kilde serve ingest` leaves it.
  *
  * Usage: npm run bench:vs-langchain-search [-- --chunks 10000 --queries 200 --rounds 3 --k 10
- *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical --dir <keep the indexes>
+ *        --variants kilde-dense,langchain-dense,kilde-hybrid,kilde-lexical[,floor-dense] --dir <keep the indexes>
  *        --min-rows 5000 --ann-min-rows 200000 --ef 100 --refine 0 (Kilde's LANCEDB_VECTOR_INDEX_*)
  *        --grid 100,200,400,800 --refines none,2,5,10 (recall@10 and latency of the raw dense query
  *        over every ef × refine factor, against exact search)
@@ -94,7 +99,7 @@ const VECTOR_INDEX: VectorIndexSettings = {
   refine: Number(args.refine),
 };
 
-const VARIANTS = ['kilde-dense', 'langchain-dense', 'kilde-hybrid', 'kilde-lexical'] as const;
+const VARIANTS = ['kilde-dense', 'langchain-dense', 'kilde-hybrid', 'kilde-lexical', 'floor-dense'] as const;
 type Variant = (typeof VARIANTS)[number];
 const variants = args.variants
   .split(',')
@@ -305,6 +310,30 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
         ((await postSearch('LangChain', url, {}, { query, k: K })) as { documents: string[] }).documents,
     };
   }
+  if (variant === 'floor-dense') {
+    // The floor: a bare server on Kilde's index (bench/search-floor-server.mjs), Kilde's memory settings.
+    const env = kildeEnv(dir, embedUrl);
+    const s = start(
+      [
+        process.execPath,
+        here('./search-floor-server.mjs'),
+        join(dir, 'kilde-lancedb'),
+        TABLE,
+        COLLECTION,
+        embedUrl,
+        MODEL,
+      ],
+      { PATH: env.PATH, HOME: env.HOME, GLIBC_TUNABLES: env.GLIBC_TUNABLES, NODE_OPTIONS: env.NODE_OPTIONS },
+      /listening (http:\/\/\S+)/,
+      variant,
+    );
+    const url = await s.url;
+    return {
+      child: s.child,
+      search: async (query) =>
+        ((await postSearch('the floor', url, {}, { query, k: K })) as { documents: string[] }).documents,
+    };
+  }
   const extra: Record<string, string> = { LOG_LEVEL: 'info' };
   if (variant === 'kilde-hybrid') extra.ENABLE_HYBRID_SEARCH = 'true';
   if (variant === 'kilde-lexical') {
@@ -502,8 +531,12 @@ async function main(): Promise<void> {
           f.p99.toFixed(2),
           f.cpu === undefined ? '-' : f.cpu.toFixed(2),
           `${((peakRss.get(variant) ?? 0) / 1024 / 1024).toFixed(0)}`,
-          variant === 'kilde-dense' && lc ? `${(f.qps / lc.qps).toFixed(2)}×` : '-',
-          variant === 'kilde-dense' && lc ? `${(f.p50 / lc.p50).toFixed(2)}` : '-',
+          (variant === 'kilde-dense' || variant === 'floor-dense') && lc
+            ? `${(f.qps / lc.qps).toFixed(2)}×`
+            : '-',
+          (variant === 'kilde-dense' || variant === 'floor-dense') && lc
+            ? `${(f.p50 / lc.p50).toFixed(2)}`
+            : '-',
           overlap,
         ]);
       }
@@ -578,7 +611,9 @@ async function interleaved(queries: string[], dir: string, embedUrl: string): Pr
           percentile(sorted, 99).toFixed(2),
           mean.toFixed(2),
           cpu[n] === undefined ? '-' : cpu[n]!.toFixed(2),
-          variant === 'kilde-dense' && lc >= 0 ? `${(p50[lc]! / p50[n]!).toFixed(2)}×` : '-',
+          (variant === 'kilde-dense' || variant === 'floor-dense') && lc >= 0
+            ? `${(p50[lc]! / p50[n]!).toFixed(2)}×`
+            : '-',
         ];
       }),
     );

@@ -6,8 +6,11 @@
  * (bench/vs-langchain-kilde.ts over the built dist/, as `kilde ingest` runs it, built first;
  * bench/vs-langchain/runner.mjs), rounds interleaved (the order alternates); prints min and median seconds, the speed ratio (LangChain time / Kilde time: above 1
  * means Kilde is faster) and peak RSS, and a feature-matched LangChain.js run that also builds a full-text
- * index over its chunks (`LC_FTS=1`), as Kilde's table always has one, and a per-file LangChain.js run that
- * adds each file to its table as it is loaded (`LC_PER_FILE=1`), as uploads arriving one by one are. Asserts nothing.
+ * index over its chunks (`LC_FTS=1`), as Kilde's table always has one, a per-file LangChain.js run that
+ * adds each file to its table as it is loaded (`LC_PER_FILE=1`), as uploads arriving one by one are,
+ * and the floors (`LC_FLOOR=1`): LangChain's loaders and splitters alone, and LanceDB alone writing
+ * their chunks and a full-text index, nothing else timed, which bounds the ratio any pipeline ending in
+ * a LanceDB table can reach. Asserts nothing.
  *
  * Sets: small files (SciFact abstracts as .txt), mixed real documents (the PDF and DOCX fixtures and
  * the Danish textbook's Markdown chapters), one large generated PDF.
@@ -51,6 +54,10 @@ interface Run {
   peakRss: number;
   /** CPU seconds of the run (user + system): the process from its start, Kilde's pool workers included. */
   cpu?: number;
+  /** The floor only: LanceDB building a full-text index over the chunks it has just written. */
+  ftsSeconds?: number;
+  /** The floor only: LangChain's loaders and splitters alone, before anything is written. */
+  loadSeconds?: number;
 }
 
 // Data first: without it there is nothing to compare (exit 2 naming KILDE_BENCH_DATA).
@@ -105,7 +112,7 @@ async function writeSets(): Promise<Array<{ key: string; name: string; files: st
   ].filter((s) => chosen.has(s.key));
 }
 
-type Side = 'kilde' | 'langchain' | 'langchain+fts' | 'langchain-per-file';
+type Side = 'kilde' | 'langchain' | 'langchain+fts' | 'langchain-per-file' | 'lancedb-floor';
 
 function runOnce(side: Side, list: string, dir: string): Run {
   // Kilde's side runs the built code (dist/), as `kilde ingest` does: no TypeScript compiled in the
@@ -138,7 +145,9 @@ function runOnce(side: Side, list: string, dir: string): Run {
         ? { ...process.env, LC_FTS: '1' }
         : side === 'langchain-per-file'
           ? { ...process.env, LC_PER_FILE: '1' }
-          : process.env;
+          : side === 'lancedb-floor'
+            ? { ...process.env, LC_FLOOR: '1' }
+            : process.env;
   const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
   const line = res.stdout.trim().split('\n').at(-1) ?? '';
   if (res.status !== 0 || !line.startsWith('{')) {
@@ -169,9 +178,10 @@ try {
       langchain: [],
       'langchain+fts': [],
       'langchain-per-file': [],
+      'lancedb-floor': [],
     };
     for (let r = 0; r < ROUNDS; r++) {
-      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts', 'langchain-per-file'];
+      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts', 'langchain-per-file', 'lancedb-floor'];
       const order = r % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
         const dir = await mkdtemp(join(work, `${side}-`));
@@ -194,6 +204,13 @@ try {
     const p = stats(runs['langchain-per-file'].map((r) => r.seconds));
     const pCpu = stats(runs['langchain-per-file'].map((r) => r.cpu ?? Number.NaN));
     const pRss = Math.max(...runs['langchain-per-file'].map((r) => r.peakRss));
+    // The floors: LangChain's loaders and splitters alone (most of its run), and LanceDB alone writing
+    // the chunks (and their full-text index). Any pipeline that ends in a LanceDB table pays the
+    // second, so it can be at most LangChain's time over the write's faster than LangChain.js.
+    const floors = runs['lancedb-floor'];
+    const rd = stats(floors.map((r) => r.loadSeconds ?? 0));
+    const w = stats(floors.map((r) => r.seconds));
+    const wf = stats(floors.map((r) => r.seconds + (r.ftsSeconds ?? 0)));
     console.log(
       `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
         `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
@@ -201,7 +218,9 @@ try {
         `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)\n` +
         `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×\n` +
         `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×\n` +
-        `${''.padEnd(18)} per file: LangChain.js adding each file to its table as it is loaded (as uploads arriving one by one) ${p.min.toFixed(1)}/${p.median.toFixed(1)} s, CPU ${pCpu.min.toFixed(2)}/${pCpu.median.toFixed(2)} s, peak ${mib(pRss)}: speed ratio ${(p.min / k.min).toFixed(2)}× / ${(p.median / k.median).toFixed(2)}×`,
+        `${''.padEnd(18)} per file: LangChain.js adding each file to its table as it is loaded (as uploads arriving one by one) ${p.min.toFixed(1)}/${p.median.toFixed(1)} s, CPU ${pCpu.min.toFixed(2)}/${pCpu.median.toFixed(2)} s, peak ${mib(pRss)}: speed ratio ${(p.min / k.min).toFixed(2)}× / ${(p.median / k.median).toFixed(2)}×\n` +
+        `${''.padEnd(18)} floors: LangChain's loaders and splitters alone ${rd.min.toFixed(2)}/${rd.median.toFixed(2)} s; LanceDB alone writing their chunks ${w.min.toFixed(2)}/${w.median.toFixed(2)} s, with a full-text index ${wf.min.toFixed(2)}/${wf.median.toFixed(2)} s\n` +
+        `${''.padEnd(18)} so with nothing but LanceDB's write counted, a pipeline could reach at most ${(l.min / w.min).toFixed(2)}× LangChain.js, ${(f.min / wf.min).toFixed(2)}× the feature-matched run`,
     );
   }
 } finally {

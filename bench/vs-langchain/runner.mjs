@@ -5,6 +5,12 @@
  * RecursiveCharacterTextSplitter (MarkdownTextSplitter for .md) at the given budget, embeds with a
  * zero-cost embedder (one fixed unit vector per text, as on Kilde's side) and writes everything with
  * @langchain/community's LanceDB store in one `fromDocuments` (its fastest path). Prints one JSON line.
+ *
+ * LC_FLOOR=1: the floors of any pipeline that reads these files and writes their chunks to LanceDB.
+ * The files are loaded and split as above (`loadSeconds`: LangChain's loaders and splitters alone);
+ * then only LanceDB works, with no LangChain code in between: one `createTable` of the chunks (text,
+ * the zero-cost vector, source; fewer columns than either side writes, `seconds`), then a full-text
+ * index over the text (`ftsSeconds`), each timed on its own.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +60,7 @@ const table = { uri: join(work, 'lancedb'), tableName: 'bench', mode: 'overwrite
 // LC_PER_FILE=1: each file is added to the LanceDB table as soon as it is loaded and split (as
 // uploads arriving one at a time would be), instead of one `fromDocuments` over everything.
 const perFile = process.env.LC_PER_FILE === '1';
+const floor = process.env.LC_FLOOR === '1';
 let store;
 const write = async (docs) => {
   if (store) await store.addDocuments(docs);
@@ -70,6 +77,24 @@ for (const path of files) {
   // Per file nothing is held past its own write.
   if (perFile) await write(mine);
   else chunks.push(...mine);
+}
+if (floor) {
+  const loadSeconds = (performance.now() - t0) / 1000;
+  const lancedb = await import('@lancedb/lancedb');
+  const vector = new Array(DIM).fill(0);
+  vector[0] = 1;
+  const rows = chunks.map((c) => ({ text: c.pageContent, vector, source: c.metadata.source }));
+  const start = performance.now();
+  const db = await lancedb.connect(table.uri);
+  const written = await db.createTable(table.tableName, rows);
+  const seconds = (performance.now() - start) / 1000;
+  const ftsStart = performance.now();
+  await written.createIndex('text', { config: lancedb.Index.fts() });
+  const ftsSeconds = (performance.now() - ftsStart) / 1000;
+  process.stdout.write(
+    `${JSON.stringify({ files: files.length, chunks: total, seconds, ftsSeconds, loadSeconds, peakRss: peak })}\n`,
+  );
+  process.exit(0);
 }
 if (!perFile) await write(chunks);
 // LC_FTS=1: also a full-text index over the chunk text, so the table is searchable by keyword as
