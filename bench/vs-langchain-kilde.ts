@@ -5,7 +5,8 @@
  * passes (src/cli/passes.ts: up to 128 files or 1 MiB per `IngestService.ingestMany`, two in flight), with a zero-cost dense embedder (one fixed unit vector per text, as on
  * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line,
  * with the CPU seconds of the whole run (`cpu`: the process from its start and its workers) and of
- * this process alone (`cpuMain`).
+ * this process alone (`cpuMain`), and the peak RSS of the whole (`peakRss`), of this process
+ * (`peakMain`) and of the largest worker (`peakWorker`).
  */
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -38,10 +39,20 @@ const zeroCost = zeroCostEmbedder(DIM);
 // This process and the pool's workers (its only child processes): reading just their /proc status
 // keeps the 5 ms sampler cheap (walking every thread's children list cost ~1 s of CPU per run).
 let pool: { pids: number[] } = { pids: [] };
-const rss = () => pool.pids.reduce((sum, pid) => sum + rssOf(pid), rssOf(process.pid));
 let peak = treeRss();
+// Each process's own peak too: this one's (`peakMain`) and the largest worker's (`peakWorker`).
+let peakMain = 0;
+let peakWorker = 0;
 const sampler = setInterval(() => {
-  peak = Math.max(peak, rss());
+  const main = rssOf(process.pid);
+  let sum = main;
+  for (const pid of pool.pids) {
+    const worker = rssOf(pid);
+    sum += worker;
+    peakWorker = Math.max(peakWorker, worker);
+  }
+  peakMain = Math.max(peakMain, main);
+  peak = Math.max(peak, sum);
 }, 5);
 const t0 = performance.now();
 const config = parseConfig(ingestSchema, {
@@ -111,6 +122,7 @@ await index.close();
 const seconds = (performance.now() - t0) / 1000;
 clearInterval(sampler);
 peak = Math.max(peak, process.resourceUsage().maxRSS * 1024);
+peakMain = Math.max(peakMain, process.resourceUsage().maxRSS * 1024);
 await built.close();
 // CPU of the whole run: this process (LanceDB's threads included) and the pool's workers, now exited.
 const cpu = cpuSeconds();
@@ -119,5 +131,5 @@ const cpuMain = (own.userCPUTime + own.systemCPUTime) / 1e6;
 const startup = (ready - t0) / 1000;
 const ingest = (ingested - ready) / 1000;
 process.stdout.write(
-  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak, cpu, cpuMain })}\n`,
+  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak, peakMain, peakWorker, cpu, cpuMain })}\n`,
 );

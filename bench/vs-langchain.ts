@@ -54,6 +54,9 @@ interface Run {
   peakRss: number;
   /** CPU seconds of the run (user + system): the process from its start, Kilde's pool workers included. */
   cpu?: number;
+  /** Kilde only: the peak RSS of its main process, and of its largest worker process. */
+  peakMain?: number;
+  peakWorker?: number;
   /** The floor only: LanceDB building a full-text index over the chunks it has just written. */
   ftsSeconds?: number;
   /** The floor only: LangChain's loaders and splitters alone, before anything is written. */
@@ -215,7 +218,8 @@ try {
       `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
         `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
         `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
-        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×)\n` +
+        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×; ` +
+        `peak RSS of its main process ${mib(Math.max(...runs.kilde.map((r) => r.peakMain ?? 0)))}, of its largest extraction worker ${mib(Math.max(...runs.kilde.map((r) => r.peakWorker ?? 0)))})\n` +
         `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×\n` +
         `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×\n` +
         `${''.padEnd(18)} per file: LangChain.js adding each file to its table as it is loaded (as uploads arriving one by one) ${p.min.toFixed(1)}/${p.median.toFixed(1)} s, CPU ${pCpu.min.toFixed(2)}/${pCpu.median.toFixed(2)} s, peak ${mib(pRss)}: speed ratio ${(p.min / k.min).toFixed(2)}× / ${(p.median / k.median).toFixed(2)}×\n` +
