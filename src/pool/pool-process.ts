@@ -7,10 +7,23 @@ import { type ChildProcess, fork } from 'node:child_process';
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
 /**
- * A parent started with `--cpu-prof` (and its `--cpu-prof-dir=…`, `--cpu-prof-interval=…`) profiles
- * its workers too: each writes its own profile when it exits (docs/performance.md, "Profile").
+ * A parent started with `--cpu-prof` (and its `--cpu-prof-dir`, `--cpu-prof-interval`,
+ * `--cpu-prof-name`) profiles its workers too: each writes its own profile when it exits
+ * (docs/performance.md, "Profile").
  */
-const PROFILE_FLAGS = process.execArgv.filter((a) => /^--cpu-prof(?:$|-)/.test(a));
+const PROFILE_FLAGS = profileFlags(process.execArgv);
+
+/** The `--cpu-prof` flags of `execArgv`, each with its value, given as `--flag=v` or as `--flag v`. */
+export function profileFlags(execArgv: readonly string[]): string[] {
+  const flags: string[] = [];
+  execArgv.forEach((a, i) => {
+    if (!/^--cpu-prof(?:$|-)/.test(a)) return;
+    flags.push(a);
+    const value = execArgv[i + 1];
+    if (a !== '--cpu-prof' && !a.includes('=') && value !== undefined) flags.push(value);
+  });
+  return flags;
+}
 
 /**
  * Starts a worker process with a hard V8 heap limit, structured-clone IPC and its stderr piped (for
