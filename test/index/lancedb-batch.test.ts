@@ -1,30 +1,24 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { IndexPoint } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import type { VectorIndex } from '../../src/index/store.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 import { filePoints as points } from './file-points.js';
 
 /** Group commit (src/index/lancedb-batch.ts): merged writes, per-caller results, failures kept apart. */
 
 const log = pino({ level: 'silent' });
-const dirs: string[] = [];
+const newDir = tempDirs('kilde-lance-batch-');
 const open: VectorIndex[] = [];
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((i) => i.close()));
 });
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
 
 async function fresh(): Promise<{ index: VectorIndex; versions: () => Promise<number> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-batch-'));
-  dirs.push(dir);
+  const dir = await newDir();
   // optimize would add versions of its own; keep it out of the commit counts.
   const index = await createLanceIndex(
     { uri: dir, collection: 'files', sparse: true, timeoutMs: 10_000 },

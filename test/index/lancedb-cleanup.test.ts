@@ -1,11 +1,9 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLanceIndex, keepVersionsMs } from '../../src/index/lancedb.js';
 import { ManualClock } from '../helpers/clock.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 import { filePoints } from './file-points.js';
 
 /**
@@ -15,18 +13,14 @@ import { filePoints } from './file-points.js';
  */
 
 const log = pino({ level: 'silent' });
-const dirs: string[] = [];
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const newDir = tempDirs('kilde-lance-cleanup-');
 
 /**
  * 30 re-ingests with an optimize every 10 commits, Kilde's clock `aheadMs` ahead of the versions'
  * own timestamps (LanceDB stamps them with the wall clock): how many versions are left.
  */
 async function versionsLeft(timeoutMs: number, aheadMs: number): Promise<number> {
-  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-cleanup-'));
-  dirs.push(dir);
+  const dir = await newDir();
   const clock = new ManualClock({ start: Date.now() + aheadMs });
   const index = await createLanceIndex(
     { uri: dir, collection: 'files', sparse: true, timeoutMs },

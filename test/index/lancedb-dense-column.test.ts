@@ -1,9 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect, Index } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../src/eval/significance.js';
 import { type ChunkMeta, DENSE_VECTOR, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
@@ -11,6 +8,7 @@ import { DENSE_COLUMN } from '../../src/index/lancedb-rows.js';
 import { isDenseIndex } from '../../src/index/lancedb-vector-index.js';
 import { logSink } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 
 /**
  * LanceDB (0.37–0.39) fails every `optimize()` of a table whose dense index has grown in segments
@@ -20,10 +18,7 @@ import { ManualClock } from '../helpers/clock.js';
  * table written by an earlier Kilde has its column renamed when it is opened.
  */
 const DIM = 16;
-const dirs: string[] = [];
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const newDir = tempDirs('kilde-lance-dense-');
 
 /** The same vector for the same `n`, so a point can be looked up by its own vector. */
 const vector = (n: number) => {
@@ -80,8 +75,7 @@ async function columnsAndIndexes(dir: string) {
 
 describe('the LanceDB dense column', () => {
   it('is text_dense in the table and text-dense in what the collection reports', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-dense-'));
-    dirs.push(dir);
+    const dir = await newDir();
     const { index } = await open(dir);
     await write(index, 0, 10);
     expect(await index.describe()).toMatchObject({ denseSize: DIM, vectorNames: [DENSE_VECTOR] });
@@ -93,8 +87,7 @@ describe('the LanceDB dense column', () => {
   });
 
   it('keeps optimizing through rounds of writes with the exact index (rows folded in, nothing left over)', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-dense-'));
-    dirs.push(dir);
+    const dir = await newDir();
     const { index, logs } = await open(dir);
     await write(index, 0, 10_000);
     await index.settle?.(); // the exact index is built
@@ -116,8 +109,7 @@ describe('the LanceDB dense column', () => {
   });
 
   it('is renamed from text-dense in a table an earlier Kilde wrote, its index and rows kept', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-dense-'));
-    dirs.push(dir);
+    const dir = await newDir();
     const first = await open(dir);
     await write(first.index, 0, 6_000);
     await first.index.close();

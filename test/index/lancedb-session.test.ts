@@ -1,14 +1,12 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { retrieveSchema } from '../../src/config/retrieve.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import { type LanceCacheMb, lanceCacheUsage } from '../../src/index/lancedb-cache.js';
 import { sessionFor } from '../../src/index/lancedb-session.js';
 import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import { testConfig } from '../helpers/app.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 import { filePoints } from './file-points.js';
 
 /**
@@ -18,15 +16,11 @@ import { filePoints } from './file-points.js';
  */
 
 const log = pino({ level: 'silent' });
-const dirs: string[] = [];
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const newDir = tempDirs('kilde-lance-session-');
 
 /** A server's steady re-ingests: each round writes a file's new rows, drops its old ones and searches. */
 async function churn(cacheMb: LanceCacheMb, rounds: number): Promise<number> {
-  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-session-'));
-  dirs.push(dir);
+  const dir = await newDir();
   const index = await createLanceIndex(
     { uri: dir, collection: 'files', sparse: true, timeoutMs: 10_000, cacheMb },
     { log },

@@ -1,9 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { connect, VectorQuery } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { retrieveSchema } from '../../src/config/retrieve.js';
 import { mulberry32 } from '../../src/eval/significance.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
@@ -18,20 +15,18 @@ import { indexSettingsFrom } from '../../src/index/settings-from-config.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { logSink, testConfig } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 
 /**
  * The dense vector index of the LanceDB adapter: built past a threshold, in the background, exact
  * (IVF-Flat) up to `annMinRows` and approximate (HNSW-SQ) past it, tenants exact either way.
  */
 const DIM = 16;
-const dirs: string[] = [];
+const newDir = tempDirs('kilde-lance-vidx-');
 const open: VectorIndex[] = [];
 
 afterEach(async () => {
   await Promise.all(open.splice(0).map((i) => i.close()));
-});
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
 
 const rand = mulberry32(11);
@@ -59,8 +54,7 @@ async function lance(
   existing?: string,
   cacheMb?: LanceCacheMb,
 ) {
-  const dir = existing ?? (await mkdtemp(join(tmpdir(), 'kilde-lance-vidx-')));
-  if (!existing) dirs.push(dir);
+  const dir = existing ?? (await newDir());
   const logs = logSink();
   const index = await createLanceIndex(
     {

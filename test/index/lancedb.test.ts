@@ -1,11 +1,8 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect } from '@lancedb/lancedb';
 import pino from 'pino';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { LexicalAnalyzer } from '../../src/embed/bm25/analysis.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
@@ -15,20 +12,11 @@ import { ftsIndex } from '../../src/index/lancedb-schema-check.js';
 import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { ManualClock } from '../helpers/clock.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 import { runVectorIndexContract } from './contract-suite.js';
 
 const log = pino({ level: 'silent' });
-const dirs: string[] = [];
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'kilde-lance-'));
-  dirs.push(dir);
-  return dir;
-}
-
-afterAll(async () => {
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-});
+const tempDir = tempDirs('kilde-lance-');
 
 function settings(dir: string, extra: Partial<IndexSettings> = {}): IndexSettings {
   return { uri: dir, collection: 'ingestion_files', sparse: true, timeoutMs: 10_000, ...extra };

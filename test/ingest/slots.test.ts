@@ -1,8 +1,8 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Slots } from '../../src/ingest/slots.js';
+import { tempDirs } from '../helpers/temp-dirs.js';
 import { startIngest } from './helpers/harness.js';
 
 /**
@@ -55,15 +55,11 @@ describe('Slots', () => {
 });
 
 describe('large files', () => {
-  const dirs: string[] = [];
-  afterAll(async () => {
-    await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
-  });
+  const newDir = tempDirs('kilde-large-');
 
   it('with INGEST_LARGE_FILES=1 are ingested one after another, each complete', async () => {
     const h = await startIngest({ INGEST_LARGE_FILES: '1', INGEST_SWEEP_INTERVAL: '0' });
-    const dir = await mkdtemp(join(tmpdir(), 'kilde-large-'));
-    dirs.push(dir);
+    const dir = await newDir();
     try {
       const service = h.part.pipeline().service;
       const events: string[] = [];
