@@ -295,25 +295,37 @@ interface Server {
   search: (q: string) => Promise<string[]>;
 }
 
+/** A server of the bench's own (`POST /search` `{query, k}` → `{documents}`) that prints `listening <url>`. */
+async function plainServer(
+  variant: Variant,
+  side: string,
+  cmd: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<Server> {
+  const s = start(cmd, env, /listening (http:\/\/\S+)/, variant);
+  const url = await s.url;
+  return {
+    child: s.child,
+    search: async (query) =>
+      ((await postSearch(side, url, {}, { query, k: K })) as { documents: string[] }).documents,
+  };
+}
+
 async function startServer(variant: Variant, dir: string, embedUrl: string): Promise<Server> {
   if (variant === 'langchain-dense') {
-    const s = start(
+    return plainServer(
+      variant,
+      'LangChain',
       [process.execPath, join(LC_DIR, 'search-server.mjs'), join(dir, 'langchain-lancedb'), embedUrl, MODEL],
       { PATH: process.env.PATH, HOME: process.env.HOME },
-      /listening (http:\/\/\S+)/,
-      variant,
     );
-    const url = await s.url;
-    return {
-      child: s.child,
-      search: async (query) =>
-        ((await postSearch('LangChain', url, {}, { query, k: K })) as { documents: string[] }).documents,
-    };
   }
   if (variant === 'floor-dense') {
     // The floor: a bare server on Kilde's index (bench/search-floor-server.mjs), Kilde's memory settings.
     const env = kildeEnv(dir, embedUrl);
-    const s = start(
+    return plainServer(
+      variant,
+      'the floor',
       [
         process.execPath,
         here('./search-floor-server.mjs'),
@@ -324,15 +336,7 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
         MODEL,
       ],
       { PATH: env.PATH, HOME: env.HOME, GLIBC_TUNABLES: env.GLIBC_TUNABLES, NODE_OPTIONS: env.NODE_OPTIONS },
-      /listening (http:\/\/\S+)/,
-      variant,
     );
-    const url = await s.url;
-    return {
-      child: s.child,
-      search: async (query) =>
-        ((await postSearch('the floor', url, {}, { query, k: K })) as { documents: string[] }).documents,
-    };
   }
   const extra: Record<string, string> = { LOG_LEVEL: 'info' };
   if (variant === 'kilde-hybrid') extra.ENABLE_HYBRID_SEARCH = 'true';
