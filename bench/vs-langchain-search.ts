@@ -561,7 +561,7 @@ async function main(): Promise<void> {
       rows,
     );
     console.log(
-      `load average at end ${load()}. Server CPU: user + system time of the server's process (all threads) over the cell's queries, per query. Ratios: kilde-dense over langchain-dense (LangChain's store has no lexical or hybrid search; those rows have no peer, their overlap shows how far their results differ).`,
+      `load average at end ${load()}. Server CPU: user + system time of the server's process (all threads) over the cell's queries, per query. Ratios: kilde-dense (and floor-dense, a bare server on Kilde's index) over langchain-dense (LangChain's store has no lexical or hybrid search; those rows have no peer, their overlap shows how far their results differ).`,
     );
   } finally {
     await stop(embed.child);
