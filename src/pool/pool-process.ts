@@ -7,20 +7,25 @@ import { type ChildProcess, fork } from 'node:child_process';
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
 /**
- * A parent started with `--cpu-prof` (and its `--cpu-prof-dir`, `--cpu-prof-interval`,
- * `--cpu-prof-name`) profiles its workers too: each writes its own profile when it exits
+ * A parent started with `--cpu-prof` (and its `--cpu-prof-dir`, `--cpu-prof-interval`) profiles its
+ * workers too: each writes its own profile, under its own default name, when it exits
  * (docs/performance.md, "Profile").
  */
 const PROFILE_FLAGS = profileFlags(process.execArgv);
 
-/** The `--cpu-prof` flags of `execArgv`, each with its value, given as `--flag=v` or as `--flag v`. */
+/**
+ * The `--cpu-prof` flags of `execArgv` for a worker, each with its value, given as `--flag=v` or as
+ * `--flag v`. Not `--cpu-prof-name`: every worker would write its profile over the same file.
+ */
 export function profileFlags(execArgv: readonly string[]): string[] {
   const flags: string[] = [];
   execArgv.forEach((a, i) => {
     if (!/^--cpu-prof(?:$|-)/.test(a)) return;
+    const withValue = a !== '--cpu-prof' && !a.includes('=');
+    if (a.startsWith('--cpu-prof-name')) return;
     flags.push(a);
     const value = execArgv[i + 1];
-    if (a !== '--cpu-prof' && !a.includes('=') && value !== undefined) flags.push(value);
+    if (withValue && value !== undefined) flags.push(value);
   });
   return flags;
 }

@@ -16,6 +16,14 @@ describe('profileFlags', () => {
     ).toEqual(['--cpu-prof', '--cpu-prof-dir', '/tmp/prof', '--cpu-prof-interval=200']);
   });
 
+  it('leaves out --cpu-prof-name, so that each worker writes a profile of its own', () => {
+    expect(profileFlags(['--cpu-prof', '--cpu-prof-name', 'main.cpuprofile', '--cpu-prof-dir=p'])).toEqual([
+      '--cpu-prof',
+      '--cpu-prof-dir=p',
+    ]);
+    expect(profileFlags(['--cpu-prof', '--cpu-prof-name=main.cpuprofile'])).toEqual(['--cpu-prof']);
+  });
+
   it('gives nothing when the parent is not profiled', () => {
     expect(profileFlags(['--import', 'tsx', '--max-semi-space-size=8'])).toEqual([]);
   });
