@@ -28,7 +28,6 @@
  * LanceDB's) per query of each stage. Asserts nothing.
  * Usage: npm run bench:search-breakdown -- --dir <vs-langchain-search dir> [--queries 200 --rounds 3 --k 10]
  */
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
@@ -45,6 +44,7 @@ import { createLogger } from '../src/http/logger.js';
 import { DENSE_COLUMN } from '../src/index/lancedb-rows.js';
 import { createRetrievePart } from '../src/retrieve/part.js';
 import { benchData } from './lib/data.js';
+import { spawnServer } from './lib/server-process.js';
 import { percentile } from './lib/stats.js';
 
 const { values: args } = parseArgs({
@@ -68,23 +68,9 @@ const API_KEY = 'bench-key-0123456789abcdef';
 const load = () => loadavg()[0]!.toFixed(1);
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
-/** Starts a process of its own and waits for the URL it prints (`pattern`'s first group). */
-function serverProcess(argv: string[], pattern: RegExp, what: string) {
-  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = pattern.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`${what} exited (${code})`)));
-  });
-  return { child, url };
-}
-
-const embed = serverProcess(
-  ['--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
+const embed = spawnServer(
+  [process.execPath, '--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
+  process.env,
   /(http:\/\/\S+\/v1)/,
   'embeddings server',
 );
@@ -92,8 +78,9 @@ const embedUrl = await embed.url;
 // LangChain's server on the same run's table (bench:vs-langchain-search leaves it beside Kilde's).
 const lcTable = join(DIR, 'langchain-lancedb');
 const lcServer = existsSync(lcTable)
-  ? serverProcess(
-      [here('./vs-langchain/search-server.mjs'), lcTable, embedUrl, 'fake-embed'],
+  ? spawnServer(
+      [process.execPath, here('./vs-langchain/search-server.mjs'), lcTable, embedUrl, 'fake-embed'],
+      process.env,
       /listening (http:\/\/\S+)/,
       "LangChain's server",
     )
@@ -160,15 +147,17 @@ function raw(v: number[]) {
 }
 
 // The floor: the bare server of bench:vs-langchain-search's `floor-dense`, in a process of its own.
-const floorServer = serverProcess(
+const floorServer = spawnServer(
   [
+    process.execPath,
     here('./search-floor-server.mjs'),
     join(DIR, 'kilde-lancedb'),
-    'ingestion_files',
+    TABLE,
     COLLECTION,
     embedUrl,
     'fake-embed',
   ],
+  process.env,
   /listening (http:\/\/\S+)/,
   'the floor server',
 );

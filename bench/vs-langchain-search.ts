@@ -36,7 +36,7 @@
  *        --interleave (instead of the rounds: every variant's server up at once, each query sent to
  *        each of them in turn, c=1, so a loaded machine weighs on all of them alike)]
  */
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -56,6 +56,7 @@ import {
 import { hashEmbedding } from '../test/fakes/hash-embedding.js';
 import { benchData, FIXTURE_TOKENIZER } from './lib/data.js';
 import { cpuMsOf } from './lib/proc-cpu.js';
+import { spawnServer } from './lib/server-process.js';
 import { percentile } from './lib/stats.js';
 import { treeRss } from './lib/tree-rss.js';
 import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.js';
@@ -123,23 +124,6 @@ if (!existsSync(join(LC_DIR, 'node_modules'))) {
     cwd: LC_DIR,
     stdio: 'inherit',
   });
-}
-
-/** A child process whose output is watched for a line, then drained (a full pipe would stall it). */
-function start(cmd: string[], env: NodeJS.ProcessEnv, ready: RegExp, name: string) {
-  const child = spawn(cmd[0]!, cmd.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let tail = '';
-  const url = new Promise<string>((resolve, reject) => {
-    const watch = (chunk: Buffer) => {
-      tail = (tail + chunk.toString('utf8')).slice(-20_000);
-      const m = ready.exec(tail);
-      if (m) resolve(m[1]!);
-    };
-    child.stdout!.on('data', watch);
-    child.stderr!.on('data', watch);
-    child.on('exit', (code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${tail}`)));
-  });
-  return { child, url, output: () => tail };
 }
 
 async function stop(child: ChildProcess): Promise<void> {
@@ -302,7 +286,7 @@ async function plainServer(
   cmd: string[],
   env: NodeJS.ProcessEnv,
 ): Promise<Server> {
-  const s = start(cmd, env, /listening (http:\/\/\S+)/, variant);
+  const s = spawnServer(cmd, env, /listening (http:\/\/\S+)/, variant);
   const url = await s.url;
   return {
     child: s.child,
@@ -343,7 +327,7 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
   if (variant === 'kilde-lexical') {
     extra.EMBEDDING_PROVIDER = 'none';
   }
-  const s = start(
+  const s = spawnServer(
     [process.execPath, join(ROOT, 'bin/kilde.js'), 'serve', 'retrieve'],
     kildeEnv(dir, embedUrl, extra),
     /"address":"(http:\/\/[^"]+)"[^\n]*"msg":"kilde listening"/,
@@ -405,7 +389,7 @@ interface Cell {
 async function main(): Promise<void> {
   const dir = args.dir ?? (await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-search-')));
   await mkdir(dir, { recursive: true });
-  const embed = start(
+  const embed = spawnServer(
     [process.execPath, '--import', 'tsx', here('./vs-langchain-search-embed.ts'), String(DIM)],
     { PATH: process.env.PATH, HOME: process.env.HOME },
     /(http:\/\/\S+\/v1)/,
