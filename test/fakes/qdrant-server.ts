@@ -1,4 +1,5 @@
-import { createServer, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { z } from 'zod';
 import {
@@ -36,14 +37,30 @@ export interface QdrantFakeRequest {
 
 export interface QdrantFake {
   url: string;
+  /**
+   * `fake`: in-memory Qdrant semantics. `live`: a validating proxy in front of the real server named
+   * by `QDRANT_URL` (see `startQdrantFake`).
+   */
+  mode: 'fake' | 'live';
   /** Every request, in order. */
   requests: QdrantFakeRequest[];
   /** Schema violations (requests and responses) and unimplemented features, human-readable. */
   violations: string[];
+  /** The in-memory store (fake mode only: in live mode it stays empty; use `points`/`info`). */
   memory: QdrantMemory;
+  /** Every point of a collection (named as Kilde names it), with payload and vectors, in either mode. */
+  points(collection: string): Promise<QdrantStoredPoint[]>;
+  /** `GET /collections/{name}`'s result, in either mode. */
+  info(collection: string): Promise<Record<string, unknown>>;
   /** Delays every answer (to test client time-outs). */
   setDelay(ms: number): void;
   close(): Promise<void>;
+}
+
+export interface QdrantStoredPoint {
+  id: string | number;
+  payload: Record<string, unknown>;
+  vector?: unknown;
 }
 
 let validator: OpenApiValidator | undefined;
@@ -74,9 +91,19 @@ function handlers(m: QdrantMemory): Record<string, Handler> {
   };
 }
 
+/**
+ * Starts the fake, or, when the environment names a real server (`QDRANT_URL`, optional
+ * `QDRANT_API_KEY`: `npm run test:qdrant-live`), a proxy in front of it: every request is still
+ * validated against the OpenAPI document and recorded, then forwarded, and the real server's status
+ * and body come back unchanged. Each proxy prefixes the collection names it forwards with its own
+ * tag, so test files share one server without seeing each other's collections, and drops what it
+ * created on `close()`. Tests that read the fake's memory use `points`/`info`, which work in both.
+ */
 export async function startQdrantFake(options: { apiKey?: string } = {}): Promise<QdrantFake> {
   validator ??= loadOpenApiValidator();
   const v = validator;
+  const live = process.env.QDRANT_URL;
+  if (live) return startQdrantProxy(v, live.replace(/\/+$/, ''), process.env.QDRANT_API_KEY, options);
   const memory = new QdrantMemory();
   const table = handlers(memory);
   const requests: QdrantFakeRequest[] = [];
@@ -153,9 +180,17 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    mode: 'fake',
     requests,
     violations,
     memory,
+    points: async (collection) =>
+      [...(memory.collections.get(collection)?.points.values() ?? [])].map((p) => ({
+        id: p.id,
+        payload: p.payload,
+        vector: Object.fromEntries([...p.dense, ...p.sparse]),
+      })),
+    info: async (collection) => memory.info(collection) as Record<string, unknown>,
     setDelay(ms) {
       delay = ms;
     },
@@ -164,5 +199,136 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const COLLECTION_PATH = /^\/collections\/([^/]+)(.*)$/;
+
+/** The live mode of `startQdrantFake`: validate, record, rename collections, forward. */
+async function startQdrantProxy(
+  v: OpenApiValidator,
+  upstream: string,
+  upstreamKey: string | undefined,
+  options: { apiKey?: string },
+): Promise<QdrantFake> {
+  const tag = `kt${randomUUID().slice(0, 8)}_`;
+  const requests: QdrantFakeRequest[] = [];
+  const violations: string[] = [];
+  const created = new Set<string>();
+  let delay = 0;
+  const upstreamHeaders = (): Record<string, string> => ({
+    'content-type': 'application/json',
+    ...(upstreamKey ? { 'api-key': upstreamKey } : {}),
+  });
+  const raw = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(upstream + path, {
+      method,
+      headers: upstreamHeaders(),
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    return { status: res.status, json: (await res.json().catch(() => undefined)) as { result?: unknown } };
+  };
+
+  const server = createServer(async (req, res) => {
+    const text = await readBody(req);
+    const url = new URL(req.url ?? '/', 'http://proxy');
+    const rec: QdrantFakeRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: url.search,
+      headers: req.headers,
+      status: 0,
+    };
+    requests.push(rec);
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const send = (status: number, body: string) => {
+      rec.status = status;
+      if (res.destroyed) return;
+      res.statusCode = status;
+      res.setHeader('content-type', 'application/json');
+      res.end(body);
+    };
+    const fail = (status: number, message: string) => {
+      violations.push(`${rec.method} ${rec.path}${rec.query}: ${message}`);
+      send(status, JSON.stringify({ status: { error: message }, time: 0 }));
+    };
+    if (options.apiKey !== undefined && req.headers['api-key'] !== options.apiKey) {
+      rec.status = 401;
+      return send(401, JSON.stringify({ status: { error: 'Invalid API key or JWT' }, time: 0 }));
+    }
+    const op = v.match(rec.method, rec.path);
+    if (!op) return fail(404, `no such Qdrant route: ${rec.method} ${rec.path}`);
+    rec.operationId = op.operationId;
+    let body: unknown;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+        rec.body = body;
+      } catch {
+        return fail(400, 'body is not JSON');
+      }
+    }
+    const problems = v.checkRequest(op, url.searchParams, body, text.length > 0);
+    if (problems.length > 0) return fail(400, `schema: ${problems.join('; ')}`);
+    const m = COLLECTION_PATH.exec(url.pathname);
+    const path = m ? `/collections/${tag}${m[1]}${m[2]}` : url.pathname;
+    if (m && op.operationId === 'create_collection') created.add(`${tag}${m[1]}`);
+    try {
+      const forwarded = await fetch(upstream + path + url.search, {
+        method: rec.method,
+        headers: upstreamHeaders(),
+        ...(text.length > 0 ? { body: text } : {}),
+      });
+      let answer = await forwarded.text();
+      if (op.operationId === 'get_collections') answer = answer.split(tag).join('');
+      send(forwarded.status, answer);
+    } catch (err) {
+      // The server is down (a killed node): answer as a refused connection would, without a body.
+      rec.status = 0;
+      res.destroy(err instanceof Error ? err : undefined);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    mode: 'live',
+    requests,
+    violations,
+    memory: new QdrantMemory(),
+    async points(collection) {
+      const out: QdrantStoredPoint[] = [];
+      let offset: unknown = null;
+      do {
+        const page = await raw('POST', `/collections/${tag}${collection}/points/scroll`, {
+          limit: 1000,
+          with_payload: true,
+          with_vector: true,
+          ...(offset === null ? {} : { offset }),
+        });
+        if (page.status === 404) return out;
+        const r = page.json.result as { points: QdrantStoredPoint[]; next_page_offset: unknown };
+        out.push(...r.points);
+        offset = r.next_page_offset ?? null;
+      } while (offset !== null);
+      return out;
+    },
+    async info(collection) {
+      return (await raw('GET', `/collections/${tag}${collection}`)).json.result as Record<string, unknown>;
+    },
+    setDelay(ms) {
+      delay = ms;
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const name of created) await raw('DELETE', `/collections/${name}`).catch(() => undefined);
+    },
   };
 }

@@ -167,7 +167,7 @@ describe.each(['lancedb', 'qdrant'] as const)('%s: versions, restore, listings',
     const tenant = await referenceView('handbooks');
     expect(new Set(tenant.map((p) => p.content.includes('walrus')))).toEqual(new Set([false]));
     if (engine === 'qdrant') {
-      const raw = [...qdrant.memory.collections.get(collection)!.points.values()].filter(
+      const raw = (await qdrant.points(collection)).filter(
         (p) => (p.payload.meta as { collection_name: string }).collection_name === 'handbooks',
       );
       expect(raw.some((p) => String(p.payload.content).includes('walrus'))).toBe(false);

@@ -87,22 +87,23 @@ const upload = async (fileId: string, content: string) => {
 };
 
 /** Every point of the file in the fake, bookkeeping (staging, ledger) included. */
-function everything(fileId: string) {
-  const c = qdrant.memory.collections.get('ingestion_files')!;
-  return [...c.points.values()].filter((p) => (p.payload.meta as { file_id?: string }).file_id === fileId);
+async function everything(fileId: string) {
+  return (await qdrant.points('ingestion_files')).filter(
+    (p) => (p.payload.meta as { file_id?: string }).file_id === fileId,
+  );
 }
 
 /** The file's chunks in the fake: points outside Kilde's reserved tenants. */
-function stored(fileId: string) {
+async function stored(fileId: string) {
   const reserved = Object.values(RESERVED_TENANTS) as string[];
-  return everything(fileId).filter(
+  return (await everything(fileId)).filter(
     (p) => !reserved.includes((p.payload.meta as { collection_name: string }).collection_name),
   );
 }
 
 describe('ingest into (schema-validated) Qdrant', () => {
-  it('creates the collection with both named vectors and the keyword payload indexes', () => {
-    const info = qdrant.memory.info('ingestion_files') as {
+  it('creates the collection with both named vectors and the keyword payload indexes', async () => {
+    const info = (await qdrant.info('ingestion_files')) as {
       config: {
         params: { vectors: Record<string, { size: number }>; sparse_vectors: Record<string, unknown> };
       };
@@ -136,16 +137,17 @@ describe('ingest into (schema-validated) Qdrant', () => {
       },
     });
     expect(res.statusCode).toBe(200);
-    const points = stored('q-s3');
+    const points = await stored('q-s3');
     expect(points).toHaveLength(res.json().chunks_count);
     for (const p of points) {
       const content = p.payload.content as string;
-      expect(p.dense.get(DENSE_VECTOR)).toEqual(
+      const vectors = p.vector as Record<string, number[] & { indices: number[] }>;
+      expect(vectors[DENSE_VECTOR]).toEqual(
         hashEmbedding(`passage: ${content}`, 16)
           .map((x) => Math.fround(x))
           .map((x) => expect.closeTo(x, 5)),
       );
-      expect(p.sparse.get(SPARSE_VECTOR)!.indices.length).toBeGreaterThan(0);
+      expect(vectors[SPARSE_VECTOR]!.indices.length).toBeGreaterThan(0);
       expect(p.payload.meta).toMatchObject({
         file_id: 'q-s3',
         source: 's3://uploads/short.txt',
@@ -181,7 +183,7 @@ describe('ingest into (schema-validated) Qdrant', () => {
       code: 'VECTORDB_WRITE_FAILED',
     });
     expect(await pointsOf(h.index, 'q-fail')).toEqual(before);
-    expect(stored('q-fail')).toHaveLength(before.length);
+    expect(await stored('q-fail')).toHaveLength(before.length);
     expect(qdrant.violations).toEqual([]);
   });
 
@@ -197,16 +199,16 @@ describe('ingest into (schema-validated) Qdrant', () => {
     const after = await pointsOf(h.index, 'q-retire');
     expect(after).toHaveLength(res.json().chunks_count);
     expect(versionsOf(after)).not.toContain(before[0]!.meta.ingest_version);
-    expect(everything('q-retire')).toHaveLength(after.length + 1); // + the committed-version record
+    expect(await everything('q-retire')).toHaveLength(after.length + 1); // + the committed-version record
     expect(qdrant.violations).toEqual([]);
   });
 
   it('deletes every point of a file', async () => {
     expect((await upload('q-del', SHORT)).statusCode).toBe(200);
-    const n = stored('q-del').length;
+    const n = (await stored('q-del')).length;
     const res = await h.app.inject({ method: 'DELETE', url: '/api/v1/documents/q-del', headers: AUTH });
     expect(res.json()).toEqual({ status: true, file_id: 'q-del', chunks_deleted: n });
-    expect(everything('q-del')).toHaveLength(0);
+    expect(await everything('q-del')).toHaveLength(0);
   });
 
   it('is ready when Qdrant answers', async () => {

@@ -49,9 +49,9 @@ async function visible(index: VectorIndex): Promise<Map<string, number>> {
 }
 
 /** What the reference retrieval service would see: points whose `meta.collection_name` is `C`. */
-function referenceView(collection: string): Map<string, number> {
+async function referenceView(collection: string): Promise<Map<string, number>> {
   const byVersion = new Map<string, number>();
-  for (const p of qdrant.memory.collections.get(collection)?.points.values() ?? []) {
+  for (const p of await qdrant.points(collection)) {
     const meta = p.payload.meta as StoredPoint['meta'];
     if (meta.collection_name === C)
       byVersion.set(meta.ingest_version, (byVersion.get(meta.ingest_version) ?? 0) + 1);
@@ -230,7 +230,7 @@ describe.each(ENGINES)('$name (batch $batch): a re-ingest killed part-way', ({ n
       expect(leftBehind.get(oldVersion!)).toBe(oldCount);
       if (death === 'staged-batch') expect(newCount).toBeUndefined();
       else expect(newCount).toBeGreaterThan(oldCount);
-      if (name === 'qdrant') expect(referenceView(s.collection)).toEqual(leftBehind);
+      if (name === 'qdrant') expect(await referenceView(s.collection)).toEqual(leftBehind);
 
       // Restart: the start-up sweep settles it (a version not yet visible waits out the grace period).
       await reader.part.start?.();
@@ -245,7 +245,7 @@ describe.each(ENGINES)('$name (batch $batch): a re-ingest killed part-way', ({ n
       const [survivor, count] = [...after][0]!;
       if (death === 'staged-batch') expect([survivor, count]).toEqual([oldVersion, oldCount]);
       else expect(survivor).not.toBe(oldVersion);
-      if (name === 'qdrant') expect(referenceView(s.collection)).toEqual(after);
+      if (name === 'qdrant') expect(await referenceView(s.collection)).toEqual(after);
       expect(await index.count({ reserved: 'staging' })).toBe(0);
       expect(await index.count({ reserved: 'writing' })).toBe(0);
       const records = (await index.scroll({ reserved: 'committed' }, { limit: 10 })).points;
