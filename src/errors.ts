@@ -28,7 +28,7 @@ export const ERRORS = {
     retryable: false,
     publicMessage: 'Invalid request',
     meaning:
-      'The request was rejected by gating or validation: malformed JSON or an identifier with control characters (400), a body or file over its limit (413), an unsupported content type (415), fields of the wrong type or shape (422), a bucket outside the allowlist (403). 499 is logged (never received) when the client closed the connection before its ingest was committed.',
+      'The request was rejected by gating or validation: malformed JSON or an identifier with control characters (400), a body or file over its limit of bytes, or a JSON body over its route limit of keys, nesting, array items or values (413), an unsupported content type (415), fields of the wrong type or shape (422), a bucket outside the allowlist (403). 499 is logged (never received) when the client closed the connection before its ingest was committed.',
   },
   UNAUTHORIZED: {
     status: 401,

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import type { AgentConfig } from '../config/agent.js';
 import type { ServicePart } from '../http/app.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { createChatClient } from '../llm/chat-client.js';
 import { McpMachinery } from '../tools/mcp-endpoint.js';
 import { createEchoService, ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
@@ -52,6 +52,7 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
         {
           onRequest: ctx.auth,
           bodyLimit: BODY_LIMITS.echo,
+          config: { jsonShape: JSON_SHAPES.echo },
           schema: { body: echoBody, response: { 200: echoResponse } },
         },
         async (request) => echo.rewrite(request.body.text),

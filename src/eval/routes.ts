@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { collectionNameSchema } from '../index/identifiers.js';
@@ -74,6 +74,7 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
     {
       onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.eval,
+      config: { jsonShape: JSON_SHAPES.eval },
       schema: { body: evalBody, response: { 200: evalRunSchema } },
     },
     async (request) => {

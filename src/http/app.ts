@@ -19,6 +19,7 @@ import { BODY_LIMITS } from './body-limits.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
 import { type InfoPiece, registerInfoRoute } from './info.js';
+import { jsonBodyParser } from './json-body-parser.js';
 import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from './metrics.js';
 import { registerOpenApi } from './openapi.js';
 import { closeParts } from './part-lifecycle.js';
@@ -96,6 +97,15 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
   // text/plain parser turns a mislabelled body into a confusing 422 instead of 415.
   app.removeContentTypeParser('text/plain');
+  // JSON bodies are read by a parser that also bounds their structure while they stream in, so no
+  // body is parsed (or validated) that would hold the event loop longer than a valid one could
+  // (src/http/json-body-parser.ts); the parse itself stays Fastify's, proto-poisoning checks included.
+  const parseJson = app.getDefaultJsonParser(
+    app.initialConfig.onProtoPoisoning ?? 'error',
+    app.initialConfig.onConstructorPoisoning ?? 'error',
+  );
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', jsonBodyParser(parseJson));
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(makeErrorHandler(config.DEBUG));

@@ -5,7 +5,7 @@ import { CONCRETE_ENGINES, VISION_PROFILES } from '../config/extraction.js';
 import { isPublicProfile } from '../extract/vision/prompts.js';
 import { allowedCollections, assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
@@ -79,7 +79,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       onRequest: ctx.scopedAuth,
       onResponse: countIngest,
       bodyLimit: BODY_LIMITS.ingest,
-      config: { docs: ingestDocs },
+      config: { jsonShape: JSON_SHAPES.ingest, docs: ingestDocs },
     },
     async (request, reply) => {
       const signal = clientGone(reply);

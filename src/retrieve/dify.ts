@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type Access, identify, mayRead } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { markBearerHook } from '../http/auth.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { KildeError, toErrorPayload } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { type ChunkMeta, toFilterInstant } from '../index/contract.js';
@@ -236,6 +236,7 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
         if (access.kind === 'tenant') noteOnRequestLine(request, { key: access.name });
       }),
       bodyLimit: BODY_LIMITS.search,
+      config: { jsonShape: JSON_SHAPES.dify },
       schema: { body: difyBody, response: { 200: difyResponse } },
       errorHandler: (error, request, reply) => difyErrorReply(error, request, reply, ctx.config.DEBUG),
     },

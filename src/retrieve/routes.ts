@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { toFilterInstant } from '../index/contract.js';
@@ -209,6 +209,7 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
     {
       onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.search,
+      config: { jsonShape: JSON_SHAPES.search },
       schema: { body: searchBody, response: { 200: searchResponse } },
     },
     async (request, reply) => {

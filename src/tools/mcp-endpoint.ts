@@ -6,7 +6,8 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { McpSettings } from '../config/tools.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { BODY_LIMITS } from '../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
+import { BodyShapeError } from '../http/json-body-parser.js';
 import { bearerGuard } from './bearer-guard.js';
 import { RpcCode, sendJsonRpcError } from './json-rpc.js';
 import { createMcpServer, type ToolMetrics, toolMetrics } from './mcp-server.js';
@@ -92,6 +93,7 @@ export class McpMachinery {
       method: ['GET', 'POST', 'DELETE'],
       url: MCP_PATH,
       bodyLimit: BODY_LIMITS.mcp,
+      config: { jsonShape: JSON_SHAPES.mcp },
       onRequest: [...guard, security],
       errorHandler: (error: FastifyError, request, reply) => {
         // Malformed or empty JSON bodies: a JSON-RPC parse error rather than the REST error shape.
@@ -100,6 +102,11 @@ export class McpMachinery {
           if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
             return sendJsonRpcError(reply, 413, RpcCode.Transport, 'Request body too large');
           return sendJsonRpcError(reply, 400, RpcCode.ParseError, `Parse error: ${error.message}`);
+        }
+        // Over the route's JSON_SHAPES bound: refused while streaming, before any parse; same
+        // status and code as a body over its bytes.
+        if (error instanceof BodyShapeError) {
+          return sendJsonRpcError(reply, 413, RpcCode.Transport, error.message);
         }
         throw error;
       },

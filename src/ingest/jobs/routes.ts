@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { KildeApp, PartContext } from '../../http/app.js';
-import { BODY_LIMITS } from '../../http/body-limits.js';
+import { BODY_LIMITS, JSON_SHAPES } from '../../http/body-limits.js';
 import { receiveMultipart } from '../multipart.js';
 import type { ObjectStore } from '../object-store.js';
 import {
@@ -57,7 +57,7 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
       onRequest: ctx.auth,
       bodyLimit: BODY_LIMITS.ingest,
       schema: { response: { 202: jobSchema } },
-      config: { docs: jobDocs },
+      config: { jsonShape: JSON_SHAPES.ingest, docs: jobDocs },
     },
     async (request, reply) => {
       const id = randomUUID();

@@ -1,0 +1,144 @@
+/**
+ * How much structure a JSON body may have, besides its bytes (`BODY_LIMITS`). A body of a few MiB
+ * can hold hundreds of thousands of keys; `JSON.parse` and then the zod validation of the route walk
+ * every one of them on the event loop, so every other request (health probes included) waits. These
+ * limits are checked while the body streams in, before it is parsed (src/http/json-body-parser.ts).
+ */
+export interface JsonShapeLimits {
+  /** Nesting of objects and arrays (`{"a":[1]}` is 2 deep). */
+  depth: number;
+  /** Keys of one object. */
+  keys: number;
+  /** Items of one array. */
+  items: number;
+  /** Every key and every value of the body, containers included. */
+  values: number;
+}
+
+export type JsonShapeLimit = keyof JsonShapeLimits;
+
+const OBJECT = 1;
+const ARRAY = 2;
+
+/** What the next significant byte may start. */
+const NOTHING = 0;
+const VALUE = 1;
+const KEY = 2;
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * An incremental scanner that counts a JSON text's structure chunk by chunk, without building it.
+ * It does not validate (JSON.parse does, afterwards): on a valid text, or on the valid prefix of an
+ * invalid one (which is all JSON.parse reads before it fails), its counts are exact, so nothing
+ * JSON.parse accepts can have more structure than the limits allow. Work is one pass over the
+ * bytes with no allocation, so a chunk of 64 KiB costs well under a millisecond.
+ */
+export class JsonShapeScanner {
+  private readonly kinds: Uint8Array;
+  private readonly counts: Uint32Array;
+  private depth = 0;
+  private values = 0;
+  private expect = VALUE;
+  private inString = false;
+  private escaped = false;
+  /** The limit the body went over, once it has. */
+  exceeded: JsonShapeLimit | undefined;
+
+  constructor(readonly limits: JsonShapeLimits) {
+    this.kinds = new Uint8Array(limits.depth + 1);
+    this.counts = new Uint32Array(limits.depth + 1);
+  }
+
+  /** Scans the next bytes; returns the limit exceeded, if any (then stop feeding). */
+  feed(chunk: Uint8Array): JsonShapeLimit | undefined {
+    if (this.exceeded) return this.exceeded;
+    const n = chunk.length;
+    let i = 0;
+    while (i < n) {
+      if (this.inString) {
+        // The bulk of a body is string bytes: skip them in a tight loop.
+        let escaped = this.escaped;
+        for (; i < n; i++) {
+          const b = chunk[i]!;
+          if (escaped) escaped = false;
+          else if (b === BACKSLASH) escaped = true;
+          else if (b === QUOTE) break;
+        }
+        this.escaped = escaped;
+        if (i === n) break;
+        this.inString = false;
+        i++;
+        continue;
+      }
+      const b = chunk[i++]!;
+      switch (b) {
+        case 0x20:
+        case 0x09:
+        case 0x0a:
+        case 0x0d:
+          break;
+        case 0x7b: // {
+        case 0x5b: {
+          // [
+          if (!this.value()) return this.exceeded;
+          if (this.depth === this.limits.depth) return this.exceed('depth');
+          this.depth++;
+          this.kinds[this.depth] = b === 0x7b ? OBJECT : ARRAY;
+          this.counts[this.depth] = 0;
+          this.expect = b === 0x7b ? KEY : VALUE;
+          break;
+        }
+        case 0x7d: // }
+        case 0x5d: // ]
+          if (this.depth > 0) this.depth--;
+          this.expect = NOTHING;
+          break;
+        case 0x2c: // ,
+          this.expect = this.kinds[this.depth] === OBJECT ? KEY : VALUE;
+          break;
+        case 0x3a: // :
+          this.expect = VALUE;
+          break;
+        case QUOTE:
+          if (this.expect === KEY) {
+            if (++this.counts[this.depth]! > this.limits.keys) return this.exceed('keys');
+            if (++this.values > this.limits.values) return this.exceed('values');
+            this.expect = NOTHING;
+          } else if (!this.value()) return this.exceeded;
+          this.inString = true;
+          break;
+        default:
+          // The first byte of a number or literal; the rest of it expects nothing.
+          if (!this.value()) return this.exceeded;
+      }
+    }
+    return undefined;
+  }
+
+  /** Counts a value that starts here, if one may start here; false once a limit is exceeded. */
+  private value(): boolean {
+    if (this.expect !== VALUE) return true;
+    this.expect = NOTHING;
+    if (++this.values > this.limits.values) return this.fail('values');
+    if (
+      this.depth > 0 &&
+      this.kinds[this.depth] === ARRAY &&
+      ++this.counts[this.depth]! > this.limits.items
+    ) {
+      return this.fail('items');
+    }
+    return true;
+  }
+
+  private fail(limit: JsonShapeLimit): false {
+    this.exceeded = limit;
+    return false;
+  }
+
+  private exceed(limit: JsonShapeLimit): JsonShapeLimit {
+    this.exceeded = limit;
+    return limit;
+  }
+}
