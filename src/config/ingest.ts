@@ -11,6 +11,7 @@ import {
   sparsePiece,
   tokenizerPiece,
 } from './index-settings.js';
+import { librechatPiece } from './librechat.js';
 import { ConfigError } from './parse.js';
 import { consolePiece, kernelPieces } from './shared.js';
 
@@ -157,6 +158,7 @@ export const ingestSchema = z
     ...objectStorePiece,
     ...coordinationPiece,
     ...jobsPiece,
+    ...librechatPiece,
     ...consolePiece,
   })
   .superRefine(requireEmbeddingProvider('ingest'))

@@ -9,6 +9,7 @@ import {
   SPARSE_MODELS,
   sparsePiece,
 } from './index-settings.js';
+import { librechatPiece } from './librechat.js';
 import { consolePiece, kernelPieces, llmPiece } from './shared.js';
 
 export const retrievalPiece = {
@@ -108,7 +109,7 @@ const searchSettingsSchema = z.object(searchPieces);
 export type SearchSettings = z.output<typeof searchSettingsSchema>;
 
 export const retrieveSchema = z
-  .object({ ...kernelPieces, ...searchPieces, ...consolePiece })
+  .object({ ...kernelPieces, ...searchPieces, ...librechatPiece, ...consolePiece })
   .superRefine(requireEmbeddingProvider('retrieve'))
   .superRefine(embeddingRules);
 export type RetrieveConfig = z.output<typeof retrieveSchema>;

@@ -35,6 +35,7 @@ export const REDACT = [
   '*.WEATHER_API_KEY',
   '*.VECTORDB_API_KEY',
   '*.OBJECTSTORE_SECRET_KEY',
+  '*.LIBRECHAT_JWT_SECRET',
 ];
 
 /**

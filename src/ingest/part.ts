@@ -231,6 +231,19 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         maxBytes: config.MAX_UPLOAD_BYTES,
         spool: spoolRoot(config.JOBS_SPOOL_DIR),
       });
+      // LibreChat's RAG API (docs/librechat.md): mounted only with its shared secret.
+      const secret = config.LIBRECHAT_JWT_SECRET;
+      if (secret !== undefined) {
+        const { registerLibreChatWriteRoutes } = await import('./librechat.js');
+        await app.register(async (scope) =>
+          registerLibreChatWriteRoutes(scope, ctx, {
+            pipeline,
+            metrics: m,
+            maxBytes: config.MAX_UPLOAD_BYTES,
+            settings: { secret, prefix: config.LIBRECHAT_COLLECTION_PREFIX, clock },
+          }),
+        );
+      }
     },
     /**
      * Builds the pipeline. When only the index is unreachable, start-up does not fail: the service

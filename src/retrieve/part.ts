@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { expandHome } from '../config/index-settings.js';
 import type { RetrieveConfig } from '../config/retrieve.js';
 import { registerEvalRoutes } from '../eval/routes.js';
@@ -9,6 +9,7 @@ import type { ServicePart } from '../http/app.js';
 import type { VectorIndex } from '../index/store.js';
 import { kildeVersion } from '../version.js';
 import { registerDifyRoute } from './dify.js';
+import { registerLibreChatReadRoutes } from './librechat.js';
 import { registerSearchRoutes, SEARCH_DEFAULT_K, SEARCH_LIMITS } from './routes.js';
 import type { SearchService } from './search-service.js';
 import { createSearchStack, type SearchStack } from './search-stack.js';
@@ -45,11 +46,23 @@ export async function createRetrievePart(config: RetrieveConfig, deps: RetrieveD
         max_k: SEARCH_LIMITS.k,
       },
     }),
-    register(app, ctx) {
+    async register(app, ctx) {
       const search = stack.service(ctx.metrics);
       service = search;
       registerSearchRoutes(app, ctx, search);
       registerDifyRoute(app, ctx, { service: search, index: stack.index });
+      // LibreChat's RAG API (docs/librechat.md): mounted only with its shared secret.
+      const secret = config.LIBRECHAT_JWT_SECRET;
+      if (secret !== undefined) {
+        const settings = {
+          secret,
+          prefix: config.LIBRECHAT_COLLECTION_PREFIX,
+          clock: deps.clock ?? systemClock,
+        };
+        await app.register(async (scope) =>
+          registerLibreChatReadRoutes(scope, ctx, { service: search, index: stack.index, settings }),
+        );
+      }
       const { index } = stack;
       registerEvalRoutes(app, ctx, {
         search: async (query, collections, k) =>
