@@ -173,7 +173,9 @@ function withoutOverlap(prev: ChunkMeta | undefined, p: StoredPoint): string {
     end - start === p.content.length
   )
     return p.content.slice(prevEnd - start);
-  return prev === undefined ? p.content : `\n${p.content}`;
+  // Adjacent chunks join as they were; anything else (a gap, another document) on a line of its own.
+  if (prev === undefined || (start !== undefined && start === prevEnd)) return p.content;
+  return `\n${p.content}`;
 }
 
 export function registerLibreChatReadRoutes(app: KildeApp, ctx: PartContext, deps: LibreChatReadDeps): void {
