@@ -1,6 +1,7 @@
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
+import { ERRORS, type ErrorCode } from '../errors.js';
 import { kildeVersion } from '../version.js';
 import type { KildeApp } from './app.js';
 import { isBearerHook } from './auth.js';
@@ -22,6 +23,10 @@ import { isBearerHook } from './auth.js';
  */
 export interface RouteDocs {
   summary?: string;
+  /** The operation's name (Open WebUI's OpenAPI tool servers name their tools after it); else derived from method and path. */
+  operationId?: string;
+  /** The body of the route's error answers, when not the kernel's `{detail, code}`. */
+  errorBody?: ErrorBodyShape;
   body?: Partial<Record<'application/json' | 'multipart/form-data', ZodType>>;
   responses?: Record<number, ZodType>;
 }
@@ -35,6 +40,20 @@ declare module 'fastify' {
 /** A multipart form: its text fields, and the file as binary. */
 export function multipartForm(fields: z.ZodObject, file = 'file'): ZodType {
   return fields.extend({ [file]: z.string().meta({ format: 'binary', description: 'The file' }) });
+}
+
+/** Which error body a route answers with: the kernel's, ingestion's (the reference ingestion service's), Dify's. */
+export type ErrorBodyShape = 'kernel' | 'ingest' | 'dify';
+
+/**
+ * Marks every route registered after it in this plugin scope as answering errors in `shape` (the
+ * scope's own error handler decides the body; the document says so).
+ */
+export function documentErrorBody(app: KildeApp, shape: ErrorBodyShape): void {
+  app.addHook('onRoute', (route) => {
+    const config = route.config ?? {};
+    route.config = { ...config, docs: { ...config.docs, errorBody: shape } };
+  });
 }
 
 export async function registerOpenApi(app: KildeApp, service: string): Promise<void> {
@@ -56,19 +75,31 @@ export async function registerOpenApi(app: KildeApp, service: string): Promise<v
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     transform: (input) => {
+      // `/mcp` speaks JSON-RPC over Streamable HTTP (docs/mcp.md), which OpenAPI cannot describe,
+      // and wildcard routes have no OpenAPI path: both are left out of the document.
+      if (leftOut(input.url)) return { url: input.url, schema: { hide: true } as FastifySchema };
       const docs = input.route.config?.docs;
-      if (docs) documented.set(`${String(input.route.method)} ${openApiPath(input.url)}`, docs);
+      if (docs) {
+        const methods = Array.isArray(input.route.method) ? input.route.method : [input.route.method];
+        for (const m of methods) documented.set(`${String(m)} ${openApiPath(input.url)}`, docs);
+      }
       const out = jsonSchemaTransform(input);
       if (!guarded(input.route)) return out;
       const schema = (out.schema ?? {}) as FastifySchema & { security?: unknown };
       return { ...out, schema: { ...schema, security: [{ bearer: [] }] } };
     },
-    transformObject: (input) => withRouteDocs(jsonSchemaTransformObject(input), documented),
+    transformObject: (input) => completed(withRouteDocs(jsonSchemaTransformObject(input), documented)),
   });
-  app.get('/openapi.json', { schema: { summary: 'This OpenAPI document', tags: ['meta'] } }, async () =>
-    app.swagger(),
+  app.get(
+    '/openapi.json',
+    { schema: { summary: 'This OpenAPI document', operationId: 'openapi', tags: ['meta'] } },
+    async () => app.swagger(),
   );
   await app.register(swaggerUi, { routePrefix: '/docs' });
+}
+
+function leftOut(url: string): boolean {
+  return url.includes('*') || url === '/mcp' || url.startsWith('/mcp/');
 }
 
 function guarded(route: RouteOptions): boolean {
@@ -82,20 +113,34 @@ function openApiPath(url: string): string {
   return url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
+type Answer = { description?: string; content?: Record<string, { schema: unknown }> };
 type Operation = {
   summary?: string;
+  operationId?: string;
   requestBody?: unknown;
-  responses?: Record<string, { description?: string; content?: Record<string, { schema: unknown }> }>;
+  parameters?: unknown[];
+  security?: unknown;
+  responses?: Record<string, Answer>;
+  [key: string]: unknown;
 };
+type Paths = Record<string, Record<string, Operation>>;
 
 /** Adds each route's `config.docs` to its operation in the generated document. */
-function withRouteDocs<T>(document: T, documented: Map<string, RouteDocs>): T {
-  const paths = (document as { paths?: Record<string, Record<string, Operation>> }).paths ?? {};
+function withRouteDocs<T>(
+  document: T,
+  documented: Map<string, RouteDocs>,
+): { doc: T; documented: Map<string, RouteDocs> } {
+  const paths = (document as { paths?: Paths }).paths ?? {};
   for (const [key, docs] of documented) {
     const [method = '', path = ''] = key.split(' ');
-    const op = paths[path]?.[method.toLowerCase()];
-    if (!op) continue;
+    const item = paths[path];
+    const found = item?.[method.toLowerCase()];
+    if (!item || !found) continue;
+    // A route with several methods shares one operation object: each method gets its own.
+    const op: Operation = { ...found, responses: { ...found.responses } };
+    item[method.toLowerCase()] = op;
     if (docs.summary) op.summary ??= docs.summary;
+    if (docs.operationId) op.operationId = docs.operationId;
     if (docs.body) {
       op.requestBody = {
         required: true,
@@ -109,12 +154,163 @@ function withRouteDocs<T>(document: T, documented: Map<string, RouteDocs>): T {
     }
     for (const [status, schema] of Object.entries(docs.responses ?? {})) {
       op.responses ??= {};
-      op.responses[status] ??= { description: 'Default Response' };
-      const answer = op.responses[status];
-      answer.content = { 'application/json': { schema: jsonSchemaOf(schema, 'output') } };
+      op.responses[status] = {
+        ...op.responses[status],
+        description: op.responses[status]?.description ?? 'Default Response',
+        content: { 'application/json': { schema: jsonSchemaOf(schema, 'output') } },
+      };
     }
   }
-  return document;
+  return { doc: document, documented };
+}
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
+
+/**
+ * What makes the generated document a valid OpenAPI 3.1 document that importers (Open WebUI's
+ * OpenAPI tool servers, Dify's custom tools, client generators) accept: only OpenAPI's methods
+ * (Fastify's `all` adds `QUERY`, `PROPFIND`…), a unique `operationId` and a summary on every
+ * operation, and the error answers documented from the error table (src/errors.ts).
+ */
+function completed<T>({ doc, documented }: { doc: T; documented: Map<string, RouteDocs> }): T {
+  const document = doc as { paths?: Paths; components?: { schemas?: Record<string, unknown> } };
+  const paths = document.paths ?? {};
+  const used = new Set<string>();
+  for (const [path, item] of Object.entries(paths)) {
+    if (leftOut(path)) {
+      delete paths[path];
+      continue;
+    }
+    for (const method of Object.keys(item)) {
+      if (!HTTP_METHODS.has(method)) {
+        delete item[method];
+        continue;
+      }
+      const found = item[method]!;
+      const op: Operation = { ...found, responses: { ...found.responses } };
+      item[method] = op;
+      const docs = documented.get(`${method.toUpperCase()} ${path}`);
+      let id = op.operationId ?? operationIdOf(method, path);
+      for (let n = 2; used.has(id); n++) id = `${op.operationId ?? operationIdOf(method, path)}${n}`;
+      used.add(id);
+      op.operationId = id;
+      op.summary ??= SUMMARIES[`${method.toUpperCase()} ${path}`] ?? `${method.toUpperCase()} ${path}`;
+      op.responses = { ...op.responses, ...errorAnswers(op, docs?.errorBody ?? 'kernel') };
+    }
+  }
+  document.components ??= {};
+  document.components.schemas = { ...document.components.schemas, ...ERROR_SCHEMAS };
+  return doc;
+}
+
+/**
+ * Summaries of the routes that declare none in their schema or `config.docs` (a route's own wins).
+ * Importers show them as the operation's title, Open WebUI as the tool's description.
+ */
+const SUMMARIES: Record<string, string> = {
+  'GET /health': 'Liveness: the process answers',
+  'GET /health/ready': "Readiness: every part's probes (index, models, upstreams) pass",
+  'GET /metrics': 'Prometheus metrics',
+  'GET /api/v1/info': 'What this server offers: version, mounted parts, search modes, limits',
+  'GET /api/v1/jobs': 'Recent ingestion jobs, newest first',
+  'GET /api/v1/jobs/{job_id}': 'One ingestion job',
+  'DELETE /api/v1/jobs/{job_id}': 'Cancel an ingestion job',
+  'GET /api/v1/jobs/{job_id}/events': "An ingestion job's progress as server-sent events",
+  'POST /api/v1/eval': 'Evaluate retrieval on a judged query set (nDCG, recall, MRR) and store the run',
+  'GET /api/v1/eval/runs': 'Stored evaluation runs',
+  'GET /api/v1/eval/runs/{id}': 'One stored evaluation run',
+  'POST /echo': 'Rewrite a text concisely with the LLM',
+  'GET /weather': 'Current weather of a city',
+  'POST /extract': 'Extract a file to text (Kreuzberg-compatible)',
+};
+
+/** `GET /api/v1/documents/{file_id}/chunks` → `getDocumentsByFileIdChunks`. */
+function operationIdOf(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1(?=\/|$)/, '')
+    .split('/')
+    .filter(Boolean)
+    .flatMap((segment) => {
+      const param = /^\{(.+)\}$/.exec(segment);
+      return param ? ['by', ...param[1]!.split(/[^A-Za-z0-9]+/)] : segment.split(/[^A-Za-z0-9]+/);
+    })
+    .filter(Boolean);
+  const camel = words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join('');
+  return `${method.toLowerCase()}${camel || 'Root'}`;
+}
+
+const codeList = Object.keys(ERRORS) as ErrorCode[];
+
+const ERROR_SCHEMAS: Record<string, unknown> = {
+  Error: {
+    type: 'object',
+    description: 'A failure (docs/errors.md): a message for people, a stable code for programs.',
+    required: ['detail'],
+    properties: {
+      detail: { type: 'string' },
+      code: { type: 'string', enum: codeList },
+      debug: { type: 'string', description: 'Internals of a 5xx, only with DEBUG=true' },
+    },
+  },
+  IngestError: {
+    type: 'object',
+    description: "An ingestion failure: the reference ingestion service's body.",
+    required: ['status', 'error', 'code'],
+    properties: {
+      status: { const: false },
+      error: { type: 'string' },
+      code: { type: 'string', enum: codeList },
+      debug: { type: 'string' },
+    },
+  },
+  DifyError: {
+    type: 'object',
+    description: "Dify's error envelope (docs/dify.md): 1001, 1002, 2001, else the HTTP status.",
+    required: ['error_code', 'error_msg'],
+    properties: { error_code: { type: 'integer' }, error_msg: { type: 'string' } },
+  },
+};
+
+const SCHEMA_OF: Record<ErrorBodyShape, string> = {
+  kernel: '#/components/schemas/Error',
+  ingest: '#/components/schemas/IngestError',
+  dify: '#/components/schemas/DifyError',
+};
+
+const DIFY_STATUSES: Record<string, string> = {
+  '403': '`error_code` 1001: no `Authorization: Bearer` header; 1002: a key Kilde does not know.',
+  '404': '`error_code` 2001: the knowledge base does not exist, holds nothing, or the key may not read it.',
+};
+
+/** The error codes that may answer with `status` (or a status of the range, `5XX`), with their meaning. */
+function describeStatus(status: string): string {
+  const matches = (s: number) => (status.endsWith('XX') ? String(s)[0] === status[0] : String(s) === status);
+  const lines = codeList
+    .filter((code) => ERRORS[code].statuses.some(matches))
+    .map((code) => `- \`${code}\`: ${ERRORS[code].meaning}`);
+  return lines.length > 0 ? `Error codes (docs/errors.md):\n${lines.join('\n')}` : 'Error';
+}
+
+/**
+ * The error answers of one operation: 401/403 behind the key; 400, 413, 415 and 422 for a body;
+ * 422 for parameters; `5XX` for every route. A status the route documents itself is kept.
+ */
+function errorAnswers(op: Operation, shape: ErrorBodyShape): Record<string, Answer> {
+  const statuses: string[] = [];
+  // Dify's route answers a missing or unknown key 403 (1001, 1002) and a knowledge base it may not read 404 (2001).
+  if (op.security) statuses.push(...(shape === 'dify' ? ['403', '404'] : ['401', '403']));
+  if (op.requestBody) statuses.push('400', '413', '415', '422');
+  else if ((op.parameters ?? []).length > 0) statuses.push('422');
+  statuses.push('5XX');
+  const answers: Record<string, Answer> = {};
+  for (const status of statuses) {
+    if (op.responses?.[status]) continue;
+    answers[status] = {
+      description: shape === 'dify' && DIFY_STATUSES[status] ? DIFY_STATUSES[status] : describeStatus(status),
+      content: { 'application/json': { schema: { $ref: SCHEMA_OF[shape] } } },
+    };
+  }
+  return answers;
 }
 
 function jsonSchemaOf(schema: ZodType, io: 'input' | 'output'): unknown {

@@ -7,6 +7,7 @@ import { allowedCollections, assertCollectionsAllowed } from '../http/access.js'
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
+import { documentErrorBody } from '../http/openapi.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
 import { registerKnowledgeRoutes } from './knowledge-routes.js';
@@ -61,6 +62,8 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     errorCodes.set(request, toErrorPayload(error, deps.debug).code);
     return handle(error, request, reply);
   });
+  // Every route of this scope answers errors in that body; the OpenAPI document says so.
+  documentErrorBody(app, 'ingest');
   // Only JSON and multipart bodies: anything else (text/plain included) is a 415 before any work.
   app.removeContentTypeParser('text/plain');
   await app.register(multipart, { limits: { fileSize: deps.maxBytes } });

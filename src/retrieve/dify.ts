@@ -236,7 +236,14 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
         if (access.kind === 'tenant') noteOnRequestLine(request, { key: access.name });
       }),
       bodyLimit: BODY_LIMITS.search,
-      config: { jsonShape: JSON_SHAPES.dify },
+      config: {
+        jsonShape: JSON_SHAPES.dify,
+        docs: {
+          operationId: 'difyRetrieval',
+          summary: "Dify's External Knowledge API: search one knowledge base (a collection)",
+          errorBody: 'dify',
+        },
+      },
       schema: { body: difyBody, response: { 200: difyResponse } },
       errorHandler: (error, request, reply) => difyErrorReply(error, request, reply, ctx.config.DEBUG),
     },

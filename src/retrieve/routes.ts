@@ -210,7 +210,14 @@ export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: S
       onRequest: ctx.scopedAuth,
       bodyLimit: BODY_LIMITS.search,
       config: { jsonShape: JSON_SHAPES.search },
-      schema: { body: searchBody, response: { 200: searchResponse } },
+      schema: {
+        operationId: 'search',
+        summary: 'Search collections: one ranked list of chunks per query (or one fused list)',
+        description:
+          'The retrieval contract of the chat platform: `documents`, `metadatas` and `distances` are parallel lists, higher scores better, strictly filtered to `collection_names`. See docs/api.md.',
+        body: searchBody,
+        response: { 200: searchResponse },
+      },
     },
     async (request, reply) => {
       // A per-tenant key searches only its collections (403 FORBIDDEN otherwise).

@@ -26,8 +26,8 @@ interface OpenApiDoc {
   components: { securitySchemes: Record<string, unknown> };
 }
 
-/** Fastify's `/a/:b/*` as OpenAPI's `/a/{b}/{*}`. */
-const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}').replace(/\*$/, '{*}');
+/** Fastify's `/a/:b` as OpenAPI's `/a/{b}`. */
+const openApiPath = (url: string) => url.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 
 let dir: string;
 beforeAll(async () => {
@@ -77,7 +77,13 @@ describe.each([...SERVICES, allService].map((s) => [s.name, s] as const))('%s', 
 
   it('describes every registered route, without the key', () => {
     expect(doc.openapi).toMatch(/^3\./);
-    const described = routes.filter((r) => r.method !== 'HEAD' && !r.hidden);
+    // `/mcp` (JSON-RPC, not REST), wildcard routes and methods OpenAPI has no name for (Fastify's
+    // `all` adds QUERY, PROPFIND…) are left out (test/http/openapi-valid.test.ts).
+    const openApiMethods = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE'];
+    const described = routes.filter(
+      (r) =>
+        openApiMethods.includes(r.method) && !r.hidden && !r.url.includes('*') && !/^\/mcp(\/|$)/.test(r.url),
+    );
     // The kernel's routes at least, and the service's own.
     expect(described.map((r) => r.url)).toEqual(
       expect.arrayContaining(['/health', '/metrics', '/openapi.json']),
