@@ -103,7 +103,12 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
   validator ??= loadOpenApiValidator();
   const v = validator;
   const live = process.env.QDRANT_URL;
-  if (live) return startQdrantProxy(v, live.replace(/\/+$/, ''), process.env.QDRANT_API_KEY, options);
+  if (live) {
+    const nodes = (process.env.QDRANT_CLUSTER_URLS ?? live)
+      .split(',')
+      .map((u) => u.trim().replace(/\/+$/, ''));
+    return startQdrantProxy(v, nodes.filter(Boolean), process.env.QDRANT_API_KEY, options);
+  }
   const memory = new QdrantMemory();
   const table = handlers(memory);
   const requests: QdrantFakeRequest[] = [];
@@ -210,13 +215,33 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 const COLLECTION_PATH = /^\/collections\/([^/]+)(.*)$/;
 
+/**
+ * Over a cluster (`QDRANT_CLUSTER_URLS`, comma-separated node URLs) the proxy also plays the
+ * deployment the docs prescribe for read-your-writes (docs/scaling.md): a collection it sees
+ * created without cluster settings gets one shard per node, two replicas and a write consistency
+ * factor of two, every write is sent with `ordering=strong`, and successive requests go to the
+ * nodes in turn, so a write lands on one node and the read after it on another.
+ */
+function clusterCreateBody(text: string, nodes: number): string {
+  const body = JSON.parse(text) as Record<string, unknown>;
+  body.shard_number ??= nodes;
+  body.replication_factor ??= 2;
+  body.write_consistency_factor ??= 2;
+  return JSON.stringify(body);
+}
+
+const WRITES = new Set(['upsert_points', 'delete_points', 'set_payload', 'create_field_index']);
+
 /** The live mode of `startQdrantFake`: validate, record, rename collections, forward. */
 async function startQdrantProxy(
   v: OpenApiValidator,
-  upstream: string,
+  nodes: string[],
   upstreamKey: string | undefined,
   options: { apiKey?: string },
 ): Promise<QdrantFake> {
+  const upstream = nodes[0]!;
+  const cluster = nodes.length > 1;
+  let turn = 0;
   const tag = `kt${randomUUID().slice(0, 8)}_`;
   const requests: QdrantFakeRequest[] = [];
   const violations: string[] = [];
@@ -279,11 +304,19 @@ async function startQdrantProxy(
     const m = COLLECTION_PATH.exec(url.pathname);
     const path = m ? `/collections/${tag}${m[1]}${m[2]}` : url.pathname;
     if (m && op.operationId === 'create_collection') created.add(`${tag}${m[1]}`);
+    let sent = text;
+    let search = url.search;
+    if (cluster && op.operationId === 'create_collection' && text)
+      sent = clusterCreateBody(text, nodes.length);
+    if (cluster && WRITES.has(op.operationId) && !url.searchParams.has('ordering')) {
+      search = `${search ? `${search}&` : '?'}ordering=strong`;
+    }
+    const node = cluster ? nodes[turn++ % nodes.length]! : upstream;
     try {
-      const forwarded = await fetch(upstream + path + url.search, {
+      const forwarded = await fetch(node + path + search, {
         method: rec.method,
         headers: upstreamHeaders(),
-        ...(text.length > 0 ? { body: text } : {}),
+        ...(sent.length > 0 ? { body: sent } : {}),
       });
       let answer = await forwarded.text();
       if (op.operationId === 'get_collections') answer = answer.split(tag).join('');
