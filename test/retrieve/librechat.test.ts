@@ -493,7 +493,29 @@ describe('mounting', () => {
     expect(await routes('retrieve', {})).toEqual({ embed: 404, del: 404, query: 404, context: 404 });
   });
 
-  it('refuses a short secret and an empty prefix at start-up', () => {
+  it('documents the routes in /openapi.json, guarded by the bearer scheme', async () => {
+    const configured = allService.configure(env(await newDir(), { LIBRECHAT_JWT_SECRET: SECRET }));
+    const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
+    const parts = await configured.create(log);
+    const built = await buildApp(configured.kernel, { logger: log, parts });
+    const res = await built.inject({ method: 'GET', url: '/openapi.json' });
+    await built.close();
+    expect(res.statusCode).toBe(200);
+    const paths = (res.json() as { paths: Record<string, Record<string, { security?: unknown }>> }).paths;
+    for (const [path, method] of [
+      ['/embed', 'post'],
+      ['/text', 'post'],
+      ['/documents', 'delete'],
+      ['/query', 'post'],
+      ['/query_multiple', 'post'],
+      ['/documents/{id}/context', 'get'],
+      ['/documents', 'get'],
+      ['/ids', 'get'],
+    ] as const)
+      expect(paths[path]?.[method]?.security, `${method} ${path}`).toEqual([{ bearer: [] }]);
+  });
+
+  it('refuses a short secret and a prefix that cannot start a collection name at start-up', () => {
     expect(() => allService.configure(env('/tmp/x', { LIBRECHAT_JWT_SECRET: 'short' }))).toThrow(
       /LIBRECHAT_JWT_SECRET/,
     );
