@@ -22,12 +22,20 @@ export interface IngestArgs {
   filename: string;
   collection: string;
   userId: string;
-  /** `meta.source` (local mode; over HTTP the server records the uploaded file name). */
+  /** `meta.source`: the document's path (over HTTP sent as `path` when named by it). */
   source: string;
+  /**
+   * Named by its path (docs/api.md, "One identity for a file"): the name Kilde 0.x gave the file,
+   * whose id is reused when the index holds a document under it. With it, an upload sends `path`
+   * and no `file_id`, and the server resolves the id; `fileId` is then only what it derives first.
+   */
+  legacy?: string;
 }
 
 export interface IngestedFile {
   chunks: number;
+  /** The file_id the document got (named by path: possibly a reused older one). */
+  fileId?: string;
   engine?: string;
 }
 

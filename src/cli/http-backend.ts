@@ -63,9 +63,14 @@ export function createHttpBackend(o: HttpBackendOptions): Backend {
       const form = await uploadForm(a);
       const body = (await call('ingest', '/api/v1/ingest', { method: 'PUT', body: form })) as {
         chunks_count: number;
+        file_id?: string;
         extraction?: { engine: string };
       };
-      return { chunks: body.chunks_count, ...(body.extraction ? { engine: body.extraction.engine } : {}) };
+      return {
+        chunks: body.chunks_count,
+        ...(body.file_id ? { fileId: body.file_id } : {}),
+        ...(body.extraction ? { engine: body.extraction.engine } : {}),
+      };
     },
     async search(args) {
       return (await json('search', 'POST', '/search', args)) as SearchResult;

@@ -94,6 +94,10 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         DEFAULT_PASS_FILES,
       )
       .option('--user <id>', 'user_id recorded with each chunk', 'kilde-cli')
+      .option(
+        '--root <dir>',
+        "the folder documents are named from (their path, hence their file_id); default: each file's repository (the folder above it holding .git), else /",
+      )
       .option('--force', 'with --url: submit every file again, also those a previous run ingested unchanged')
       .option(
         '--no-settle',
@@ -110,9 +114,10 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         user: string;
         force?: boolean;
         settle: boolean;
+        root?: string;
       },
     ) => {
-      const files = await findFiles(paths);
+      const files = await findFiles(paths, process.cwd(), o.root === undefined ? {} : { root: o.root });
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
       await withBackend(io, o, o.engine, async (backend) => {
         const progress = createProgress(files.length, io.out.isTTY === true, io.out);
@@ -127,15 +132,16 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
           collection: o.collection,
           userId: o.user,
           source: file.relative,
+          legacy: file.legacy,
         });
         const record = (
           file: (typeof files)[number],
           started: number,
-          r: PromiseSettledResult<{ chunks: number }>,
+          r: PromiseSettledResult<{ chunks: number; fileId?: string }>,
         ) => {
           const base = {
             file: file.relative,
-            file_id: fileIdFor(o.collection, file.relative),
+            file_id: (r.status === 'fulfilled' ? r.value.fileId : undefined) ?? fileIdFor(o.collection, file.relative),
             ms: Math.round(performance.now() - started),
           };
           if (r.status === 'fulfilled') progress.record({ ...base, ok: true, chunks: r.value.chunks });

@@ -90,7 +90,11 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
 export async function uploadForm(a: IngestArgs): Promise<FormData> {
   const form = new FormData();
   // Fields before the file: the server judges them before storing a byte of it.
-  form.set('file_id', a.fileId);
+  if (a.legacy === undefined) form.set('file_id', a.fileId);
+  else {
+    form.set('path', a.source);
+    form.set('legacy_path', a.legacy);
+  }
   form.set('filename', a.filename);
   form.set('collection_name', a.collection);
   form.set('user_id', a.userId);

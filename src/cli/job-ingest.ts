@@ -99,6 +99,7 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
           collection: o.collection,
           userId: o.userId,
           source: file.relative,
+          legacy: file.legacy,
         });
         manifest.files[fileId] = { sha256, job_id: job.job_id, done: false };
         saveSoon();
@@ -107,7 +108,14 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
       if (end.state === 'done') {
         manifest.files[fileId] = { sha256, job_id: end.job_id, done: true };
         saveSoon();
-        o.record({ ...base, ok: true, chunks: end.result?.chunks_count ?? 0, ms: ms(), job_id: end.job_id });
+        o.record({
+          ...base,
+          file_id: end.file_id,
+          ok: true,
+          chunks: end.result?.chunks_count ?? 0,
+          ms: ms(),
+          job_id: end.job_id,
+        });
         return;
       }
       o.record({

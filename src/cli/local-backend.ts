@@ -120,20 +120,33 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
   async function ingestMany(list: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]> {
     const { stat } = await import('node:fs/promises');
     const max = Number((config as Record<string, unknown>).MAX_UPLOAD_BYTES);
-    const service = (await ingestion()).pipeline().service;
+    const { index, service } = (await ingestion()).pipeline();
+    const { legacyFileIdFor, resolveIdentity } = await import('../ingest/file-identity.js');
+    // Named by path: the id of the document the path names, an older version's included.
+    const ids = await Promise.all(
+      list.map(async (a) =>
+        a.legacy === undefined
+          ? { fileId: a.fileId, source: a.source }
+          : resolveIdentity(index, {
+              collection: a.collection,
+              path: a.source,
+              legacy: [{ fileId: legacyFileIdFor(a.collection, a.legacy), sources: [a.legacy, a.filename] }],
+            }),
+      ),
+    );
     const sizes = list.map((a) => stat(a.path).then((s) => s.size));
     // A file that vanished since the walk fails alone, in its load.
     for (const size of sizes) size.catch(() => undefined);
     const outcomes = await service.ingestMany(
       list.map((a, i) => ({
         target: {
-          fileId: a.fileId,
+          fileId: ids[i]!.fileId,
           filename: a.filename,
           collectionName: a.collection,
           collectionType: 'file',
           userId: a.userId,
           overwrite: true,
-          source: a.source,
+          source: ids[i]!.source,
         },
         load: async () => {
           const bytes = await sizes[i]!;
@@ -150,9 +163,12 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
         },
       })),
     );
-    return outcomes.map((o) =>
+    return outcomes.map((o, i) =>
       o.status === 'fulfilled'
-        ? { status: 'fulfilled', value: { chunks: o.value.chunksCount, engine: o.value.extraction.engine } }
+        ? {
+            status: 'fulfilled',
+            value: { chunks: o.value.chunksCount, engine: o.value.extraction.engine, fileId: ids[i]!.fileId },
+          }
         : o,
     );
   }

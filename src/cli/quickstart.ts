@@ -1,4 +1,4 @@
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dataPiece } from '../config/index-settings.js';
 import type { Env } from '../config/parse.js';
@@ -82,7 +82,8 @@ export async function runQuickstart(
   const ingest = running.parts.find((p) => p.name === 'ingest') as IngestPart;
   const docs = (async () => {
     const started = performance.now();
-    const files = await findFiles([DOCS_DIR]);
+    // Named from the package's folder (`docs/…`), wherever it is installed: the ids stay put.
+    const files = await findFiles([DOCS_DIR], process.cwd(), { root: dirname(DOCS_DIR.replace(/[\\/]+$/, '')) });
     const pipeline = ingest.pipeline();
     const result = await syncFolder({
       service: pipeline.service,

@@ -1,16 +1,51 @@
 import { stat } from 'node:fs/promises';
-import { basename, dirname, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { glob } from 'tinyglobby';
+import { CliError } from './fail.js';
 
 export interface FoundFile {
   /** Absolute path. */
   path: string;
   /**
-   * Stable name for the file_id and `meta.source`, the same whichever folder the command runs in and
-   * however the path was typed: `folder-name/path/in/it` for a folder argument or a glob (its
-   * folder is the glob's fixed leading part), `parent-folder/file` for a file argument.
+   * The document's path (docs/api.md, "One identity for a file"), for the file_id and `meta.source`:
+   * the path relative to the root, the same whichever folder the command runs in and however the
+   * path was typed. The root is `--root` when given, else the nearest folder above the file that
+   * holds `.git` (the repository), else `/` (the absolute path). Two files of one name in
+   * different folders never share it.
    */
   relative: string;
+  /**
+   * The name Kilde 0.x gave the file (`folder-name/path/in/it` for a folder argument or a glob,
+   * `parent-folder/file` for a file argument): its file_id is looked up so that a document ingested
+   * before keeps its id (src/ingest/file-identity.ts).
+   */
+  legacy: string;
+}
+
+export interface FindOptions {
+  /** `--root`: the folder paths are relative to; a file outside it is refused. */
+  root?: string;
+}
+
+/** The nearest folder at or above `dir` that holds `.git`, cached per folder. */
+async function repositoryOf(dir: string, cache: Map<string, string | null>): Promise<string | null> {
+  const known = cache.get(dir);
+  if (known !== undefined) return known;
+  const here = await stat(resolve(dir, '.git')).then(
+    () => true,
+    () => false,
+  );
+  const parent = dirname(dir);
+  const found = here ? dir : parent === dir ? null : await repositoryOf(parent, cache);
+  cache.set(dir, found);
+  return found;
+}
+
+/** The document path of `file` (absolute) under `root`, or undefined when it lies outside. */
+function under(root: string, file: string): string | undefined {
+  const rel = relative(root, file);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) return undefined;
+  return rel.split(sep).join('/');
 }
 
 const IGNORE = ['**/node_modules/**', '**/.git/**', '**/.kilde/**', '**/.DS_Store'];
@@ -35,13 +70,37 @@ function fixedPart(pattern: string): string {
  * Expands CLI arguments into files: a file as is, a folder walked recursively, anything else as a
  * glob. Sorted and de-duplicated; hidden files are skipped inside folders.
  */
-export async function findFiles(args: readonly string[], cwd = process.cwd()): Promise<FoundFile[]> {
-  const out = new Map<string, FoundFile>();
+export async function findFiles(
+  args: readonly string[],
+  cwd = process.cwd(),
+  options: FindOptions = {},
+): Promise<FoundFile[]> {
+  const found = await walk(args, cwd);
+  const root = options.root === undefined ? undefined : resolve(cwd, options.root);
+  const repos = new Map<string, string | null>();
+  const out: FoundFile[] = [];
+  for (const f of found) {
+    let relative: string | undefined;
+    if (root !== undefined) {
+      relative = under(root, f.path);
+      if (relative === undefined) throw new CliError(`${f.path} is outside --root ${root}`, 2);
+    } else {
+      const repo = await repositoryOf(dirname(f.path), repos);
+      relative =
+        (repo === null ? undefined : under(repo, f.path)) ?? f.path.split(sep).filter(Boolean).join('/');
+    }
+    out.push({ path: f.path, relative, legacy: f.legacy });
+  }
+  return out;
+}
+
+async function walk(args: readonly string[], cwd: string): Promise<{ path: string; legacy: string }[]> {
+  const out = new Map<string, { path: string; legacy: string }>();
   for (const arg of args) {
     const abs = resolve(cwd, arg);
     const info = await stat(abs).catch(() => undefined);
     if (info?.isFile()) {
-      out.set(abs, { path: abs, relative: named(dirname(abs), abs) });
+      out.set(abs, { path: abs, legacy: named(dirname(abs), abs) });
       continue;
     }
     const [root, pattern] = info?.isDirectory() ? [abs, '**/*'] : [cwd, arg];
@@ -53,7 +112,7 @@ export async function findFiles(args: readonly string[], cwd = process.cwd()): P
       dot: false,
     });
     const base = info?.isDirectory() ? abs : resolve(cwd, fixedPart(arg));
-    for (const m of matches) out.set(m, { path: m, relative: named(base, m) });
+    for (const m of matches) out.set(m, { path: m, legacy: named(base, m) });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
 }

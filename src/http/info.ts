@@ -15,7 +15,13 @@ export const searchInfoSchema = z.object({
 
 export const ingestInfoSchema = z.object({
   max_upload_bytes: z.number().int(),
+  /** `EXTRACTION_MAX_TEXT_CHARS`: a file under the byte limit can still extract to too much text. */
+  max_text_chars: z.number().int(),
   engines: z.array(z.string()),
+  /** Chunks get a dense vector (false: lexical-only, `EMBEDDING_PROVIDER=none`: no embed stage). */
+  dense: z.boolean(),
+  /** Chunks get BM25 sparse vectors (`ENABLE_SPARSE_EMBEDDINGS`). */
+  sparse: z.boolean(),
 });
 
 export const infoSchema = z.object({

@@ -63,13 +63,27 @@ export function identifierRefinement(name: string) {
 }
 
 /**
- * The file_id of a local file: derived from the collection and the file's relative path, so ingesting
- * the same tree again replaces each file's previous version instead of adding a copy.
+ * A document's path, the one name of a file everywhere (docs/api.md, "One identity for a file"):
+ * `/`-separated, without empty or `.` segments, in Unicode NFC. The CLI's path is relative to its
+ * root (`--root`, else the enclosing repository, else `/`); a browser's or an HTTP upload's is the
+ * name it gives (`path`, else `filename`, else the uploaded part's name).
  */
-export function fileIdFor(collection: string, relativePath: string): string {
-  const normalised = relativePath
+export function documentPath(path: string): string {
+  return path
+    .normalize('NFC')
     .split(/[\\/]+/)
-    .filter(Boolean)
+    .filter((s) => s !== '' && s !== '.')
     .join('/');
-  return createHash('sha256').update(`${collection}\u0000${normalised}`).digest('hex').slice(0, 32);
+}
+
+/**
+ * The file_id of a document: a hash of its collection and its path (`documentPath`), so ingesting
+ * the same file again, from the CLI, the console or a job, makes a new version of one document
+ * instead of adding a copy, and two files of one name in different folders stay two documents.
+ */
+export function fileIdFor(collection: string, path: string): string {
+  return createHash('sha256')
+    .update(`${collection}\u0000${documentPath(path)}`)
+    .digest('hex')
+    .slice(0, 32);
 }

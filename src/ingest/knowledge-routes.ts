@@ -209,4 +209,64 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
       };
     },
   );
+
+  app.delete(
+    '/api/v1/collections/:name/documents/:file_id',
+    {
+      onRequest: ctx.scopedAuth,
+      schema: {
+        summary:
+          'Delete a document of a collection: every version of it, kept ones included (a per-tenant key: in its collections only)',
+        tags: ['knowledge'],
+        params: z.object({ name: collectionNameSchema, file_id: fileIdParam }),
+        response: {
+          200: z.object({
+            status: z.literal(true),
+            collection_name: z.string(),
+            file_id: z.string(),
+            chunks_deleted: z.number().int(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      const fileId = request.params.file_id.trim();
+      readable(request, name);
+      const deleted = await deps.service().deleteDocument(fileId, name);
+      return { status: true as const, collection_name: name, file_id: fileId, chunks_deleted: deleted };
+    },
+  );
+
+  app.delete(
+    '/api/v1/collections/:name',
+    {
+      onRequest: ctx.scopedAuth,
+      schema: {
+        summary:
+          'Delete a collection: every document in it, each under its file lock (a per-tenant key: one of its collections only)',
+        tags: ['knowledge'],
+        params: z.object({ name: collectionNameSchema }),
+        response: {
+          200: z.object({
+            status: z.literal(true),
+            collection_name: z.string(),
+            documents_deleted: z.number().int(),
+            chunks_deleted: z.number().int(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      readable(request, name);
+      const out = await deps.service().deleteCollection(name);
+      return {
+        status: true as const,
+        collection_name: name,
+        documents_deleted: out.documents,
+        chunks_deleted: out.chunks,
+      };
+    },
+  );
 }

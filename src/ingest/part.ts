@@ -192,6 +192,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
     info: () => ({
       ingest: {
         max_upload_bytes: config.MAX_UPLOAD_BYTES,
+        max_text_chars: config.EXTRACTION_MAX_TEXT_CHARS,
+        dense: config.EMBEDDING_PROVIDER !== 'none',
+        sparse: config.ENABLE_SPARSE_EMBEDDINGS,
         // The engine files go to; with `auto`, the engines it routes between.
         engines: [
           ...new Set(
@@ -230,6 +233,10 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         objectStore,
         maxBytes: config.MAX_UPLOAD_BYTES,
         spool: spoolRoot(config.JOBS_SPOOL_DIR),
+        identify: async (target, fields) => {
+          const { identifyUpload } = await import('./file-identity.js');
+          return identifyUpload(pipeline().index, target, fields);
+        },
       });
       // LibreChat's RAG API (docs/librechat.md): mounted only with its shared secret.
       const secret = config.LIBRECHAT_JWT_SECRET;

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import { KildeError } from '../http/errors.js';
 import { multipartForm } from '../http/openapi.js';
-import { collectionNameProblem, collectionNameSchema, identifierRefinement } from '../index/identifiers.js';
+import {
+  collectionNameProblem,
+  collectionNameSchema,
+  documentPath,
+  fileIdFor,
+  identifierRefinement,
+} from '../index/identifiers.js';
 
 /** What every ingest needs to know about the file, whichever way it arrived. */
 export interface IngestTarget {
@@ -109,7 +115,12 @@ function pick(name: string, a: string | undefined, b: string | undefined): strin
 
 /** Form fields of a multipart upload (all strings on the wire); unknown ones are ignored. */
 export const formFields = z.object({
-  file_id: required('file_id'),
+  /** Absent: derived from the collection and `path` (src/ingest/file-identity.ts). */
+  file_id: optional('file_id'),
+  /** The document's path (a folder drop's relative path); absent: `filename`, else the part's name. */
+  path: optional('path'),
+  /** `kilde ingest --url`: the name Kilde 0.x gave the file, whose file_id is reused (file-identity.ts). */
+  legacy_path: optional('legacy_path'),
   filename: optional('filename'),
   collection_name: required('collection_name').pipe(collectionNameSchema),
   collection_type: optional('collection_type'),
@@ -134,15 +145,25 @@ export function parseFormIngest(
   const f = result.data;
   const filename = f.filename ?? (uploadedName?.trim() || undefined);
   if (filename === undefined) throw invalid(400, 'Invalid request: filename is required');
+  const path = documentPath(f.path ?? filename);
+  if (f.file_id === undefined && path === '') throw invalid(400, 'Invalid request: file_id or path is required');
   return {
-    fileId: f.file_id,
+    fileId: f.file_id ?? fileIdFor(f.collection_name, path),
     filename,
     collectionName: f.collection_name,
     collectionType: f.collection_type ?? 'file',
     userId: f.user_id,
     overwrite: f.overwrite === undefined ? true : parseFlag('overwrite', f.overwrite),
-    source: filename,
+    source: f.path === undefined ? filename : path,
   };
+}
+
+/**
+ * An upload without a file_id is named by its path: the caller resolves it against the index
+ * (`resolveIdentity`, byName) before ingesting, so it reuses the document it names.
+ */
+export function namedByPath(fields: Record<string, string>): boolean {
+  return fields.file_id === undefined || fields.file_id.trim() === '';
 }
 
 /**

@@ -12,6 +12,7 @@ import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
 import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
+import { identifyUpload } from './file-identity.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
 import {
@@ -150,7 +151,11 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
           }
         },
       });
-      const target = parseFormIngest(form.fields, form.file.filename);
+      const target = await identifyUpload(
+        deps.pipeline().index,
+        parseFormIngest(form.fields, form.file.filename),
+        form.fields,
+      );
       assertCollectionsAllowed(request, [target.collectionName]);
       logIgnored(request, [...unknownFields(form.fields, FORM_FIELDS), ...form.ignoredParts]);
       return service.ingest(

@@ -386,6 +386,71 @@ export class IngestService {
     });
   }
 
+  /**
+   * Deletes a document of one collection (`DELETE /api/v1/collections/{name}/documents/{file_id}`):
+   * all of it, kept versions and ledger included, when its chunks live in that collection only;
+   * else only its chunks there, the other collections' untouched. 404 when it has none there.
+   */
+  async deleteDocument(fileId: string, collectionName: string): Promise<number> {
+    const { index } = this.parts;
+    const here = await reading(() => index.count({ fileId, collectionNames: [collectionName] }));
+    if (here === 0) throw new KildeError('NOT_FOUND', 404, `No document ${fileId} in ${collectionName}`);
+    const everywhere = await reading(() => index.count({ fileId, chunksOnly: true }));
+    if (everywhere === here) return this.deleteFile(fileId);
+    return this.#lock.run(fileId, async (lease) => {
+      await lease.claim(DELETED_SCOPE);
+      try {
+        const deleted = await index.count({ fileId, collectionNames: [collectionName] });
+        await index.deleteWhere({ fileId, collectionNames: [collectionName] });
+        this.parts.log.info(
+          { fileId, collection: collectionName, deleted },
+          'deleted file from a collection',
+        );
+        return deleted;
+      } catch (err) {
+        throw new KildeError('DELETE_FAILED', 502, 'Deleting from the vector index failed', { cause: err });
+      }
+    });
+  }
+
+  /**
+   * Deletes every document of a collection (`DELETE /api/v1/collections/{name}`), one file at a
+   * time under its lock (`deleteDocument`). 404 when the collection has no chunks.
+   */
+  async deleteCollection(collectionName: string): Promise<{ documents: number; chunks: number }> {
+    const { index } = this.parts;
+    if ((await reading(() => index.count({ collectionNames: [collectionName] }))) === 0) {
+      throw new KildeError('NOT_FOUND', 404, `No collection ${collectionName}`);
+    }
+    let documents = 0;
+    let chunks = 0;
+    const done = new Set<string>();
+    for (;;) {
+      // Split 0 of each file: deleting while paging would move a cursor's ground, so re-read page 1.
+      const page = await reading(() =>
+        index.scroll({ collectionNames: [collectionName], splitId: 0 }, { limit: 100 }),
+      );
+      const ids = [...new Set(page.points.map((p) => p.meta.file_id))].filter((id) => !done.has(id));
+      if (ids.length === 0) break;
+      for (const id of ids) {
+        done.add(id);
+        chunks += await this.deleteDocument(id, collectionName).catch((err: unknown) => {
+          if (err instanceof KildeError && err.code === 'NOT_FOUND') return 0;
+          throw err;
+        });
+        documents += 1;
+      }
+    }
+    // Chunks without a split 0 (none are written so; a partial write of an older version).
+    const rest = await index.count({ collectionNames: [collectionName] });
+    if (rest > 0) {
+      await index.deleteWhere({ collectionNames: [collectionName] });
+      chunks += rest;
+    }
+    this.parts.log.info({ collection: collectionName, documents, chunks }, 'deleted collection');
+    return { documents, chunks };
+  }
+
   /** One page of a file's stored chunks (read-only inspection). */
   chunks(fileId: string, limit: number, cursor: string | undefined): Promise<ChunkPage> {
     return chunkPage(this.parts.index, fileId, limit, cursor);

@@ -40,10 +40,32 @@ describe('the CLI from any folder', () => {
     const fromNotes = await runCli(['ingest', 'ferry.md', '-c', 'ids'], env, join(a(), 'notes'));
     const fromB = await runCli(['ingest', join(a(), 'notes', 'ferry.md'), '-c', 'ids'], env, b());
     const ids = [fromA, fromNotes, fromB].map((r) => jsonLines(r.stdout)[0]);
-    for (const line of ids) expect(line).toMatchObject({ file: 'notes/ferry.md', ok: true });
+    // No repository above the temp dir and no --root: the path is the absolute one.
+    const path = join(a(), 'notes', 'ferry.md').slice(1);
+    for (const line of ids) expect(line).toMatchObject({ file: path, ok: true });
     expect(new Set(ids.map((l) => l?.file_id)).size).toBe(1);
     const list = await runCli(['documents', 'list', '-c', 'ids', '--json'], env, b());
-    expect(JSON.parse(list.stdout)).toMatchObject([{ source: 'notes/ferry.md' }]);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ source: path }]);
+  });
+
+  it('keeps same-named files of two folders apart, and --root names them from a folder', async () => {
+    for (const d of ['a', 'b']) {
+      await mkdir(join(tmp.dir, 'two', d, 'notes'), { recursive: true });
+      await writeFile(join(tmp.dir, 'two', d, 'notes', 'readme.md'), `# ${d}\n\nNotes of folder ${d}.\n`);
+    }
+    const two = join(tmp.dir, 'two');
+    for (const d of ['a', 'b']) {
+      const r = await runCli(['ingest', `${d}/notes`, '-c', 'two', '--root', '.'], env, two);
+      expect(r.code, r.stderr).toBe(0);
+      expect(jsonLines(r.stdout)[0]).toMatchObject({ file: `${d}/notes/readme.md`, ok: true });
+    }
+    const list = await runCli(['documents', 'list', '-c', 'two', '--json'], env, b());
+    const sources = (JSON.parse(list.stdout) as { source: string }[]).map((d) => d.source).sort();
+    expect(sources).toEqual(['a/notes/readme.md', 'b/notes/readme.md']);
+    // A file outside --root is a usage error, nothing ingested.
+    const outside = await runCli(['ingest', join(a(), 'notes'), '-c', 'two', '--root', two], env, b());
+    expect(outside.code).toBe(2);
+    expect(outside.stderr).toContain('outside --root');
   });
 
   it('says when a collection does not exist, with a non-zero exit', async () => {

@@ -32,6 +32,8 @@ export interface IngestSuccessBody {
 export interface JobError {
   code: string;
   message: string;
+  /** The stage the run failed in (none: before its first stage), so a client can say which. */
+  stage?: JobStage | null;
 }
 
 /** The progress a running job reports (stage entered, chunk counts). */
@@ -60,7 +62,12 @@ export interface JobRecord {
 }
 
 const iso = z.string();
-const jobErrorSchema = z.object({ code: z.string(), message: z.string() });
+const jobErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  /** Added to the contract: the stage the run failed in (`upload`, `convert`, `chunk`, `embed`, …). */
+  stage: z.enum(JOB_STAGES).nullable().optional(),
+});
 
 /** `Job` on the wire (docs: the API contract's Jobs section), snake_case. */
 /** The success body of `PUT /api/v1/ingest`, also a done job's `result`. */

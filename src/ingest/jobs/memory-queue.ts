@@ -206,7 +206,7 @@ export class MemoryJobQueue implements JobQueue {
         return;
       }
       r.state = 'failed';
-      r.error = error;
+      r.error = { ...error, stage: r.stage };
       r.lastError = null;
       r.finishedAt = this.s.clock.now();
       await this.#finished(r);

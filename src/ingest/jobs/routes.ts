@@ -9,6 +9,7 @@ import type { ObjectStore } from '../object-store.js';
 import {
   checkCollection,
   FORM_FIELDS,
+  type IngestTarget,
   JSON_FIELDS,
   parseFormIngest,
   parseJsonIngest,
@@ -32,6 +33,8 @@ export interface JobRouteDeps {
   maxBytes: number;
   /** `JOBS_SPOOL_DIR` resolved. */
   spool: string;
+  /** Names an upload without a file_id by its path (`identifyUpload`, src/ingest/file-identity.ts). */
+  identify?: (target: IngestTarget, fields: Record<string, string>) => Promise<IngestTarget>;
   /** Comment lines on an idle event stream, so proxies keep it open (ms). */
   keepAliveMs?: number;
 }
@@ -96,7 +99,8 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
           }
         },
       });
-      const target = parseFormIngest(form.fields, form.file.filename);
+      const parsed = parseFormIngest(form.fields, form.file.filename);
+      const target = deps.identify ? await deps.identify(parsed, form.fields) : parsed;
       checkCollection(target);
       logIgnored(request, [...unknownFields(form.fields, FORM_FIELDS), ...form.ignoredParts]);
       return {
