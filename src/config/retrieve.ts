@@ -45,8 +45,8 @@ export const retrievalPiece = {
   }),
   INITIAL_RETRIEVAL_MULTIPLIER: int(3, 'Candidate multiplier when reranking.', { min: 1, max: 20 }),
   MERGE_QUERY_RESULTS: bool(
-    false,
-    "Fuse every query's hits into the first list by RRF (the chat platform reads only `documents[0]`).",
+    true,
+    "Fuse every query's hits into one list by RRF. Open WebUI reads only `documents[0]`, so without it the hits of its generated queries 2..n are lost; `false` answers one list per query (the contract's shape, for clients that read every list).",
   ),
   QUERY_GENERATION_MESSAGES: int(6, 'How many of the last chat messages the query generator sees.', {
     min: 1,

@@ -140,26 +140,28 @@ export const searchBody = z
       .array(collectionNameSchema)
       .min(1)
       .transform((c) => [...new Set(c)].slice(0, SEARCH_LIMITS.collections)),
+    // 0 (a chat platform's "unset") and null mean the default, as an absent `k` does.
     k: z
       .number()
       .int()
-      .min(1)
-      .transform((k) => Math.min(k, SEARCH_LIMITS.k))
-      .default(SEARCH_DEFAULT_K),
+      .min(0)
+      .nullish()
+      .transform((k) => (k ? Math.min(k, SEARCH_LIMITS.k) : SEARCH_DEFAULT_K)),
     filter: searchFilter.optional(),
     pipeline: pipelineToggles.optional(),
     explain: z.boolean().optional(),
   })
   .superRefine((b, ctx) => {
-    const hasQuery = (b.queries ?? []).some((q) => q.trim().length > 0);
     // Without explicit queries the last user message is the fallback query (`resolveQueries`), so a
-    // conversation without one would leave nothing to search when query generation is off or fails.
-    const hasUserMessage = (b.messages ?? []).some((m) => m.role === 'user' && m.content.trim().length > 0);
-    if (!hasQuery && !hasUserMessage) {
+    // conversation without a user turn is malformed. A turn whose query or user message holds no
+    // text (an image alone: Open WebUI sends `queries: [""]`) is not: it finds nothing (200).
+    const hasQueries = (b.queries ?? []).length > 0;
+    const hasUserTurn = (b.messages ?? []).some((m) => m.role === 'user');
+    if (!hasQueries && !hasUserTurn) {
       ctx.addIssue({
         code: 'custom',
         path: ['queries'],
-        message: 'give at least one non-empty query or user message',
+        message: 'give at least one query or user message',
       });
     }
   });

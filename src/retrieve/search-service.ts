@@ -36,6 +36,11 @@ export interface SearchRequest {
   pipeline?: PipelineToggles | undefined;
   /** Kilde extension: per-hit explanations and stage timings. */
   explain?: boolean | undefined;
+  /**
+   * `false`: a query that finds nothing answers nothing, never the opening chunks of a small
+   * collection (Dify asks for matches, not for a file to summarise). Default: the opening chunks.
+   */
+  opening?: boolean | undefined;
 }
 
 /** The search modes a request may choose among (`GET /api/v1/info`, `pipeline` of a request). */
@@ -103,6 +108,12 @@ function mergeLists(lists: TracedHit[][], k: number): TracedHit[] {
   });
 }
 
+/** Whether a request has any text to search: a non-blank query, or a user message with text. */
+function searchable(req: SearchRequest): boolean {
+  if ((req.queries ?? []).some((q) => q.trim().length > 0)) return true;
+  return (req.messages ?? []).some((m) => m.role === 'user' && m.content.trim().length > 0);
+}
+
 function toLists(lists: SearchHit[][]): SearchResponse {
   return {
     documents: lists.map((l) => l.map((h) => h.content)),
@@ -116,7 +127,7 @@ export function createSearchService(o: SearchServiceOptions) {
 
   /** A query that found nothing in a small collection set gets the files' opening chunks. */
   async function orOpening(lists: TracedHit[][], req: SearchRequest): Promise<TracedHit[][]> {
-    if (!o.opening || !lists.some((l) => l.length === 0)) return lists;
+    if (!o.opening || req.opening === false || !lists.some((l) => l.length === 0)) return lists;
     const loaded = await o.opening.load(req.collection_names, req.k, req.filter);
     if (!loaded) return lists;
     o.log.debug({ chunks: loaded.length }, 'nothing matched in a small collection: opening chunks');
@@ -241,6 +252,11 @@ export function createSearchService(o: SearchServiceOptions) {
     async search(req: SearchRequest): Promise<SearchOutcome> {
       const { deps, agentic: settings } = chosen(req);
       const timer = req.explain ? new StageTimer(() => (o.clock ?? systemClock).now()) : undefined;
+      // A turn with nothing to search (an image alone: Open WebUI sends `queries: [""]`; Dify an
+      // empty query) finds nothing: one empty list, as for an unknown collection, not an error.
+      if (!searchable(req)) {
+        return { ...toLists([[]]), queries: [], pipeline: 'linear', ...explained([[]], timer) };
+      }
       return settings ? agentic(req, deps, settings, timer) : linear(req, deps, timer);
     },
     /** The modes a request may choose among (`GET /api/v1/info`). */

@@ -270,10 +270,10 @@ describe('start-up settings check and readiness', () => {
     const ready = await r.app.inject({ url: '/health/ready' });
     expect(ready.statusCode).toBe(503);
     expect(ready.json().detail).toMatch(/^index: .*"nope" does not exist/);
-    // Searching before anything is ingested answers empty lists.
+    // Searching before anything is ingested answers empty lists (the two fused into one: MERGE_QUERY_RESULTS).
     const { status, json } = await r.search({ queries: ['a', 'b'], collection_names: ['kb'] });
     expect(status).toBe(200);
-    expect(json).toEqual({ documents: [[], []], metadatas: [[], []], distances: [[], []] });
+    expect(json).toEqual({ documents: [[]], metadatas: [[]], distances: [[]] });
   });
 
   it('a dense size mismatch: warned, and /health/ready 503 naming it and the fix', async () => {

@@ -165,7 +165,8 @@ describe('POST /search explain', () => {
   });
 
   it('explains hybrid hits: the order by score, and fused scores an independent RRF reproduces', async () => {
-    const r = await retrieve({ ENABLE_HYBRID_SEARCH: 'true' });
+    // One list per query, each explained on its own.
+    const r = await retrieve({ ENABLE_HYBRID_SEARCH: 'true', MERGE_QUERY_RESULTS: 'false' });
     const { status, json } = await r.search({
       queries: ['Spanish flu Denmark', 'rye bread sourdough'],
       collection_names: ['kb'],

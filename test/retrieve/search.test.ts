@@ -69,7 +69,8 @@ afterAll(async () => {
 
 describe('POST /search (dense)', () => {
   it('answers one list per query, parallel and of equal length, best first, scores in [0, 1]', async () => {
-    const r = await retrieve();
+    // The contract's shape; the default fuses the lists into one for Open WebUI (below).
+    const r = await retrieve({ MERGE_QUERY_RESULTS: 'false' });
     const { status, json } = await r.search({
       queries: ['Spanish flu deaths in Denmark', 'rye bread sourdough'],
       collection_names: ['kb-main'],
@@ -136,8 +137,8 @@ describe('POST /search (dense)', () => {
     expect(new Set(docs).size).toBe(docs.length);
   });
 
-  it('fuses every query into one list with MERGE_QUERY_RESULTS=true', async () => {
-    const r = await retrieve({ MERGE_QUERY_RESULTS: 'true' });
+  it('fuses every query into one list by default (MERGE_QUERY_RESULTS: Open WebUI reads only the first)', async () => {
+    const r = await retrieve();
     const { json } = await r.search({
       queries: ['Spanish flu', 'rye bread'],
       collection_names: ['kb-main'],
@@ -146,6 +147,37 @@ describe('POST /search (dense)', () => {
     expect(json.documents).toHaveLength(1);
     const ids = json.metadatas[0].map((m: { file_id: string }) => m.file_id);
     expect(ids.slice(0, 2).sort()).toEqual(['bread', 'flu']);
+  });
+});
+
+describe("POST /search from Open WebUI's turns", () => {
+  it('answers an image-only turn (`queries: [""]`, a user message with no text) 200 with no hits', async () => {
+    const r = await retrieve();
+    const empty = { documents: [[]], metadatas: [[]], distances: [[]] };
+    const query = await r.search({ queries: [''], collection_names: ['kb-main'], k: 5 });
+    expect(query).toMatchObject({ status: 200, json: empty });
+    const image = await r.search({
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } }],
+        },
+      ],
+      collection_names: ['kb-main'],
+    });
+    expect(image).toMatchObject({ status: 200, json: empty });
+  });
+
+  it('answers `k: 0` and `k: null` with the default number of hits', async () => {
+    const r = await retrieve();
+    const body = { queries: ['Spanish flu'], collection_names: ['kb-main'] };
+    const unset = await r.search(body);
+    expect(unset.json.documents[0].length).toBeGreaterThan(1);
+    for (const k of [0, null]) {
+      const res = await r.search({ ...body, k });
+      expect(res.status).toBe(200);
+      expect(res.json.documents).toEqual(unset.json.documents);
+    }
   });
 });
 
@@ -263,10 +295,10 @@ describe('validation and auth', () => {
 
   it.each([
     ['no query and no messages', { collection_names: ['kb-main'] }],
-    ['only blank queries', { queries: ['  '], collection_names: ['kb-main'] }],
+    ['no query at all', { queries: [], collection_names: ['kb-main'] }],
     ['no collections', { queries: ['x'], collection_names: [] }],
     ['a bad collection name', { queries: ['x'], collection_names: ['kb/main'] }],
-    ['k = 0', { queries: ['x'], collection_names: ['a'], k: 0 }],
+    ['a negative k', { queries: ['x'], collection_names: ['a'], k: -1 }],
   ])('rejects %s with 422', async (_name, body) => {
     const { status, json } = await r.search(body);
     expect(status).toBe(422);
@@ -280,9 +312,10 @@ describe('validation and auth', () => {
   });
 
   it('answers an unknown collection with empty lists, not an error', async () => {
+    // The two queries' lists fused into one (MERGE_QUERY_RESULTS, on by default).
     const { status, json } = await r.search({ queries: ['x', 'y'], collection_names: ['nobody'] });
     expect(status).toBe(200);
-    expect(json).toEqual({ documents: [[], []], metadatas: [[], []], distances: [[], []] });
+    expect(json).toEqual({ documents: [[]], metadatas: [[]], distances: [[]] });
   });
 
   it('is ready when the index answers', async () => {
