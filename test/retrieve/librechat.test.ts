@@ -1,4 +1,4 @@
-import { createHmac, randomInt } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allService, findService } from '../../src/cli/services.js';
 import { parseConfig } from '../../src/config/parse.js';
@@ -36,12 +36,12 @@ function libreChatJwt(id: string, nowMs: number, secret = SECRET, payload?: Reco
 
 /**
  * The body `form-data` writes for `formData.append('file_id', …); formData.append('file',
- * fs.createReadStream(path)); formData.append('entity_id', …)`: its boundary (26 dashes and 24
- * digits), a part per field, the file part named by the path's base name with the type looked up
- * from its extension.
+ * fs.createReadStream(path)); formData.append('entity_id', …)` (form-data 4, checked byte for byte):
+ * its boundary (26 dashes and 24 hex digits), a part per field, the file part named by the path's
+ * base name with the type looked up from its extension.
  */
 function formDataBody(fields: [string, string | { name: string; type: string; content: Buffer | string }][]) {
-  const boundary = `--------------------------${Array.from({ length: 24 }, () => randomInt(10)).join('')}`;
+  const boundary = `--------------------------${randomBytes(12).toString('hex')}`;
   const chunks: Buffer[] = [];
   for (const [name, value] of fields) {
     if (typeof value === 'string') {
