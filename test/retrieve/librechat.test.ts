@@ -181,6 +181,13 @@ describe('POST /embed', () => {
     expect(new Set(agent.points.map((p) => p.meta.collection_name))).toEqual(new Set([`librechat_${AGENT}`]));
   });
 
+  it('takes a file larger than a JSON body (the upload limit is MAX_UPLOAD_BYTES)', async () => {
+    const big = 'Rye bread and butter on a cold morning. '.repeat(8000);
+    const res = await embed(BOB, 'f-bob-big', 'big.txt', big);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(await index.count({ fileId: 'f-bob-big', chunksOnly: true })).toBeGreaterThan(1);
+  });
+
   it('answers known_type false for a type Kilde cannot read, which LibreChat reports as unsupported', async () => {
     const res = await embed(ALICE, 'f-blob', 'blob.bin', Buffer.from([0, 1, 2, 3, 0xff, 0xfe, 0, 0, 7, 9]));
     expect(res.statusCode).toBe(200);
@@ -329,7 +336,7 @@ describe('GET /documents/{id}/context and the listings', () => {
 
   it("GET /ids and GET /documents?ids= list the caller's files only", async () => {
     const ids = await app.inject({ method: 'GET', url: '/ids', headers: bearer(BOB) });
-    expect(ids.json()).toEqual(['f-bob-bread']);
+    expect(new Set(ids.json() as string[])).toEqual(new Set(['f-bob-bread', 'f-bob-big']));
     const docs = await app.inject({
       method: 'GET',
       url: '/documents?ids=f-alice-bread&ids=f-alice-tax',
