@@ -15,7 +15,7 @@ export interface ExtractionLimits {
   maxArchiveBytes: number;
   /** Entries of such a package (`EXTRACTION_MAX_ARCHIVE_ENTRIES`). */
   maxArchiveEntries: number;
-  /** Uncompressed-to-compressed ratio of one entry larger than 1 MiB (`EXTRACTION_MAX_COMPRESSION_RATIO`). */
+  /** Uncompressed-to-compressed ratio of one entry larger than 1 MiB, and of the whole package (`EXTRACTION_MAX_COMPRESSION_RATIO`). */
   maxCompressionRatio: number;
   /** Characters of extracted text (`EXTRACTION_MAX_TEXT_CHARS`). */
   maxTextChars: number;
@@ -33,7 +33,7 @@ export const LIMIT_DEFAULTS: ExtractionLimits = {
   maxPages: 5_000,
   maxArchiveBytes: 256 * 1024 * 1024,
   maxArchiveEntries: 20_000,
-  maxCompressionRatio: 500,
+  maxCompressionRatio: 100,
   maxTextChars: 20_000_000,
   maxNesting: 512,
   maxHeapMb: 1024,

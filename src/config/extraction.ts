@@ -52,7 +52,7 @@ export const extractionLimitsPiece = {
   ),
   EXTRACTION_MAX_COMPRESSION_RATIO: int(
     LIMIT_DEFAULTS.maxCompressionRatio,
-    'Highest uncompressed-to-compressed ratio of a package entry larger than 1 MiB (a zip bomb compresses ~1000:1; very repetitive real documents reach ~250:1).',
+    'Highest uncompressed-to-compressed ratio of a package entry larger than 1 MiB, and of a whole package declaring more than 1 MiB against its size on disk, both read from the zip central directory before anything is inflated (a zip bomb under 1 MB declaring 100–256 MiB is 100:1 to 1000:1; the office documents of the test fixtures compress at most 16:1).',
     { min: 1 },
   ),
   EXTRACTION_MAX_TEXT_CHARS: int(

@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import yauzl from 'yauzl';
 import { extractionFailed } from './document.js';
 import { type ExtractionLimits, limitExceeded, nestingExceeded } from './limits.js';
@@ -10,7 +11,8 @@ const XML_PART = /\.(xml|rels|xhtml|html?|opf|ncx|svg)$/i;
 
 /**
  * Judges an OOXML/ODF/EPUB package before any reader inflates it: first the central directory
- * alone (entry count, total uncompressed size, compression ratio of large entries), then each
+ * alone (entry count, total uncompressed size, compression ratio of large entries and of the whole
+ * package against its size on disk, which a bomb of many small entries cannot dodge), then each
  * entry as a stream that is counted and discarded — an entry that inflates to more than its
  * declared size fails there (yauzl checks it), and XML parts are scanned for nesting depth and
  * entity declarations (OOXML and ODF never declare entities; a part that does is an entity bomb).
@@ -30,8 +32,9 @@ export async function checkArchive(path: string, limits: ExtractionLimits): Prom
       );
     }
     const entries: yauzl.Entry[] = [];
+    const fileBytes = (await stat(path)).size;
     let total = 0;
-    for await (const entry of zip.eachEntry()) {
+    for await (const entry of directoryOf(zip)) {
       entries.push(entry);
       total += entry.uncompressedSize;
       if (total > limits.maxArchiveBytes) {
@@ -48,12 +51,31 @@ export async function checkArchive(path: string, limits: ExtractionLimits): Prom
         );
       }
     }
+    // What every entry declares against the package's bytes on disk: no entry's own (forgeable)
+    // compressed size is trusted here, and entries under the grace are counted too.
+    const packageRatio = total / Math.max(1, fileBytes);
+    if (total > RATIO_GRACE_BYTES && packageRatio > limits.maxCompressionRatio) {
+      throw limitExceeded(
+        `the package declares ${mib(total)} uncompressed in ${kib(fileBytes)}, ${Math.round(packageRatio)}:1, more than ${limits.maxCompressionRatio}:1`,
+        'EXTRACTION_MAX_COMPRESSION_RATIO',
+      );
+    }
     for (const entry of entries) {
       if (entry.fileName.endsWith('/')) continue;
       await verifyEntry(zip, entry, limits);
     }
   } finally {
     zip.close();
+  }
+}
+
+/** The central directory's entries; a malformed record is the file's fault (422), not a crash. */
+async function* directoryOf(zip: yauzl.ZipFile): AsyncGenerator<yauzl.Entry> {
+  try {
+    yield* zip.eachEntry();
+  } catch (err) {
+    if (err instanceof Error && err.name === 'KildeError') throw err;
+    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
   }
 }
 
@@ -78,6 +100,10 @@ async function verifyEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, limits: Extra
     if (err instanceof Error && err.name === 'KildeError') throw err;
     throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
   }
+}
+
+function kib(bytes: number): string {
+  return `${Math.ceil(bytes / 1024).toLocaleString('en')} KiB`;
 }
 
 function mib(bytes: number): string {

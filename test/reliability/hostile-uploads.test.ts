@@ -63,6 +63,34 @@ const CASES: Case[] = [
     says: /EXTRACTION_MAX_ARCHIVE_BYTES/,
   },
   {
+    // Under EXTRACTION_MAX_ARCHIVE_BYTES: before issue #31 this one was parsed for minutes (then
+    // refused for its text) while holding a worker and over a GiB.
+    name: 'a DOCX zip bomb under the archive-size limit (~200 MB of XML in ~1.5 MB)',
+    file: 'bomb-200.docx',
+    make: (p) => writeDocx(p, { chunk: bombParagraphs, times: 200 }),
+    says: /EXTRACTION_MAX_COMPRESSION_RATIO/,
+  },
+  {
+    name: 'an XLSX zip bomb under the archive-size limit (~200 MB of cells)',
+    file: 'bomb-200.xlsx',
+    make: (p) => writeXlsxBomb(p, 200),
+    says: /EXTRACTION_MAX_COMPRESSION_RATIO/,
+  },
+  {
+    name: 'a PPTX zip bomb of 200 entries, each under the 1 MiB the entry ratio ignores',
+    file: 'many.pptx',
+    make: (p) =>
+      writeZip(p, [
+        { name: '[Content_Types].xml', data: Buffer.from('<Types/>') },
+        { name: 'ppt/presentation.xml', data: Buffer.from('<p:presentation/>') },
+        ...Array.from({ length: 200 }, (_, i) => ({
+          name: `ppt/slides/slide${i + 1}.xml`,
+          data: { chunk: Buffer.alloc(64 * 1024, 32), times: 15 },
+        })),
+      ]),
+    says: /the package declares .*\(EXTRACTION_MAX_COMPRESSION_RATIO\)/,
+  },
+  {
     name: 'a DOCX whose entry inflates past the size its central directory declares',
     file: 'liar.docx',
     make: (p) =>
