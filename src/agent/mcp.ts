@@ -22,6 +22,8 @@ const rewriteArgs = z.object({
 export function rewriteTool(echo: EchoService, o: { strict: boolean }) {
   return defineTool({
     name: 'rewrite_concisely',
+    // As `POST /echo`: the main key only.
+    callers: 'main',
     doc: `Rewrite a text more concisely, keeping its meaning and language.
       Call it when the user asks to shorten, tighten or simplify a text, or when a draft should
       be made briefer before sending. Returns only the rewritten text.`,

@@ -59,7 +59,8 @@ export const DOCUMENT_PAGE = { default: 50, max: 200 } as const;
 export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: KnowledgeRouteDeps) {
   const readable = (request: FastifyRequest, name: string) => {
     const allowed = deps.allowedCollections?.(request);
-    // Another tenant's collection is answered like one that does not exist.
+    // Another tenant's collection is answered like one that does not exist (for every name the
+    // key may not read, whether it exists or not).
     if (allowed && !allowed.has(name)) {
       throw new KildeError('NOT_FOUND', 404, `No collection ${name}`);
     }
@@ -145,11 +146,14 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
     },
     async (request) => {
       const fileId = request.params.file_id.trim();
-      const given = request.query.collection_name;
-      if (given !== undefined) readable(request, given);
       const service = deps.service();
-      const out = await service.versions(fileId, given);
-      readable(request, out.collectionName);
+      // A per-tenant key sees only its collections: another tenant's file, or a collection it may
+      // not read, answers byte for byte as a file that does not exist (the id aside).
+      const out = await service.versions(
+        fileId,
+        request.query.collection_name,
+        deps.allowedCollections?.(request),
+      );
       return {
         file_id: fileId,
         collection_name: out.collectionName,
@@ -190,16 +194,10 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
     async (request) => {
       const fileId = request.params.file_id.trim();
       const { version } = request.params;
-      const given = request.body?.collection_name;
-      if (given !== undefined) readable(request, given);
-      const service = deps.service();
-      let collection = given;
-      if (collection === undefined && deps.allowedCollections?.(request)) {
-        // A tenant key names nothing: the file's own collection must be one it may read.
-        collection = (await service.versions(fileId)).collectionName;
-        readable(request, collection);
-      }
-      const out = await service.restore(fileId, version, collection);
+      // As for versions: outside the key's collections, every file is missing.
+      const out = await deps
+        .service()
+        .restore(fileId, version, request.body?.collection_name, deps.allowedCollections?.(request));
       return {
         status: true as const,
         file_id: fileId,

@@ -117,11 +117,19 @@ export async function listDocuments(
 }
 
 /** The collection a file lives in: its live chunks', else its newest kept version's. */
-export async function collectionOf(index: VectorIndex, fileId: string): Promise<string | undefined> {
-  const page = await index.scroll({ fileId, chunksOnly: true }, { limit: 1 });
+export async function collectionOf(
+  index: VectorIndex,
+  fileId: string,
+  within?: ReadonlySet<string>,
+): Promise<string | undefined> {
+  // Looked for only inside `within` (a per-tenant key's collections): a copy of the file in another
+  // tenant's collection is not there for this caller, not even as a name in an error.
+  const scope = within ? { collectionNames: [...within] } : {};
+  const page = await index.scroll({ fileId, chunksOnly: true, ...scope }, { limit: 1 });
   const first = page.points[0];
   if (first) return first.meta.collection_name;
-  return (await retiredEntries(index, fileId))[0]?.collection_name;
+  const retired = await retiredEntries(index, fileId);
+  return retired.find((e) => within === undefined || within.has(e.collection_name))?.collection_name;
 }
 
 /** The versions of a file in a collection: the live one(s) first, then the kept ones, newest first. */
@@ -233,16 +241,21 @@ export async function documentsPage(
 
 /**
  * The versions of a file in a collection (the collection its live chunks are in when not given).
- * 404 when the file has none there.
+ * 404 when the file has none there. With `within` (a per-tenant key's collections), a file or
+ * collection outside them is missing.
  */
 export async function fileVersions(
   index: VectorIndex,
   fileId: string,
   collectionName?: string,
+  within?: ReadonlySet<string>,
 ): Promise<{ collectionName: string; versions: VersionSummary[] }> {
-  const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
+  const collection = collectionName ?? (await reading(() => collectionOf(index, fileId, within)));
+  // A collection outside `within` holds nothing for this caller: the same 404 as a missing file.
   const versions =
-    collection === undefined ? [] : await reading(() => listVersions(index, fileId, collection));
+    collection === undefined || (within && !within.has(collection))
+      ? []
+      : await reading(() => listVersions(index, fileId, collection));
   if (collection === undefined || versions.length === 0) {
     throw new KildeError(
       'NOT_FOUND',

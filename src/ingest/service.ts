@@ -22,7 +22,7 @@ import { checkCollection, type IngestTarget, invalid } from './request.js';
 import { Slots } from './slots.js';
 import { cancelledIf, timed } from './stages.js';
 import { fencedVersion, hasIndexedVersion, newIngestVersion } from './version-ledger.js';
-import { restoreVersion } from './version-restore.js';
+import { restoreVersion, versionNotFound } from './version-restore.js';
 import { type SweepReport, sweepVersions } from './version-sweep.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
@@ -332,25 +332,30 @@ export class IngestService {
   versions(
     fileId: string,
     collectionName?: string,
+    within?: ReadonlySet<string>,
   ): Promise<{ collectionName: string; versions: VersionSummary[] }> {
-    return fileVersions(this.parts.index, fileId, collectionName);
+    return fileVersions(this.parts.index, fileId, collectionName, within);
   }
 
   /**
    * Makes a kept version live again, under the file's lock like an ingest (version-restore.ts,
-   * `restoreVersion`). Resolves with the collection and the version's chunk count.
+   * `restoreVersion`). Resolves with the collection and the version's chunk count. With `within` (a
+   * per-tenant key's collections), a file or collection outside them is missing: the same 404.
    */
   async restore(
     fileId: string,
     version: string,
     collectionName?: string,
+    within?: ReadonlySet<string>,
   ): Promise<{ collectionName: string; chunksCount: number }> {
     return this.#lock.run(fileId, async (lease) => {
       const { index, log } = this.parts;
-      const collection = collectionName ?? (await reading(() => collectionOf(index, fileId)));
+      const collection = collectionName ?? (await reading(() => collectionOf(index, fileId, within)));
       if (collection === undefined) {
         throw new KildeError('VERSION_NOT_FOUND', 404, `No versions of file_id ${fileId}`);
       }
+      if (within && !within.has(collection))
+        throw versionNotFound({ fileId, collectionName: collection, version });
       this.#writing.add(version);
       try {
         const chunksCount = await restoreVersion(

@@ -127,7 +127,7 @@ export async function restoreVersion(
   return points;
 }
 
-function versionNotFound(scope: VersionScope): KildeError {
+export function versionNotFound(scope: VersionScope): KildeError {
   return new KildeError(
     'VERSION_NOT_FOUND',
     404,

@@ -10,7 +10,7 @@ import { type ChunkMeta, toFilterInstant } from '../index/contract.js';
 import { collectionNameProblem, identifierProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import type { ExtraFilter } from './explain.js';
-import { SEARCH_LIMITS } from './routes.js';
+import { SEARCH_DEFAULT_K, SEARCH_LIMITS } from './routes.js';
 import type { SearchService } from './search-service.js';
 
 /**
@@ -73,23 +73,46 @@ const condition = z.object({
   // Dify's older documents give `name` as a list of field names; the newer ones as one.
   name: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
   comparison_operator: z.string(),
-  value: z.union([z.string(), z.number(), z.array(z.string())]).nullish(),
+  value: z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number()]))]).nullish(),
 });
 
+/**
+ * What Dify sends (its External Knowledge API, and the bodies its own code builds): `query` may be
+ * empty (an image-only turn), `top_k` null or 0 (its "unset": Kilde's default `k`), `score_threshold`
+ * null when the threshold is off, and `metadata_condition` with `conditions` or `logical_operator`
+ * null (a model dumped with nothing set). None of these is a malformed request.
+ */
 export const difyBody = z.object({
   knowledge_id: z.string().min(1).max(512),
   query: z
     .string()
-    .transform((q) => q.slice(0, SEARCH_LIMITS.queryChars))
-    .refine((q) => q.trim().length > 0, 'query must not be empty'),
+    .nullish()
+    .transform((q) => (q ?? '').slice(0, SEARCH_LIMITS.queryChars)),
   retrieval_setting: z.object({
-    top_k: z.number().int().min(1),
-    score_threshold: z.number().min(0).max(1).default(0),
+    top_k: z
+      .number()
+      .int()
+      .min(0)
+      .nullish()
+      .transform((k) => (k ? Math.min(k, SEARCH_LIMITS.k) : SEARCH_DEFAULT_K)),
+    score_threshold: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullish()
+      .transform((t) => t ?? 0),
   }),
   metadata_condition: z
     .object({
-      logical_operator: z.enum(['and', 'or']).default('and'),
-      conditions: z.array(condition).max(50),
+      logical_operator: z
+        .enum(['and', 'or'])
+        .nullish()
+        .transform((o) => o ?? 'and'),
+      conditions: z
+        .array(condition)
+        .max(50)
+        .nullish()
+        .transform((c) => c ?? []),
     })
     .nullish(),
 });
@@ -106,8 +129,22 @@ const difyResponse = z.object({
 });
 
 type Condition = z.output<typeof condition>;
+type MetadataCondition = z.output<typeof difyBody>['metadata_condition'];
 
 const invalid = (message: string) => new DifyError(400, 400, message);
+
+/**
+ * Dify's built-in metadata fields, as Kilde's chunk metadata holds them: the file's name, who
+ * uploaded it, and its date (Kilde keeps one, the document's `created_at`). Any other name is
+ * looked up as it is (`title`, `subject`, `authors`, `page_number`…, or a custom field).
+ */
+const FIELD_ALIASES: Record<string, string> = {
+  document_name: 'name',
+  uploader: 'user_id',
+  upload_date: 'created_at',
+  last_update_date: 'created_at',
+  language: 'languages',
+};
 
 function text(c: Condition, field: string): string {
   if (typeof c.value !== 'string' || c.value.length === 0)
@@ -118,7 +155,7 @@ function text(c: Condition, field: string): string {
 }
 
 function list(c: Condition, field: string): string[] {
-  const values = Array.isArray(c.value) ? c.value : [text(c, field)];
+  const values = Array.isArray(c.value) ? c.value.map(String) : [text(c, field)];
   if (values.length === 0 || values.length > 1000)
     throw invalid(`metadata_condition: ${field} "${c.comparison_operator}" needs 1 to 1000 values`);
   for (const v of values) {
@@ -129,79 +166,152 @@ function list(c: Condition, field: string): string[] {
   return [...new Set(values)];
 }
 
-function instant(c: Condition): string {
-  const raw = typeof c.value === 'number' ? new Date(c.value * 1000).toISOString() : c.value;
+/** A condition's date: ISO 8601, or a Unix timestamp in seconds (Dify's time fields). */
+function instant(c: Condition, field: string): string {
+  const raw =
+    typeof c.value === 'number' || (typeof c.value === 'string' && /^\d{9,11}$/.test(c.value))
+      ? new Date(Number(c.value) * 1000).toISOString()
+      : c.value;
   const at = typeof raw === 'string' ? toFilterInstant(raw) : undefined;
   if (at === undefined)
-    throw invalid('metadata_condition: created_at needs an ISO 8601 date or a Unix timestamp in seconds');
+    throw invalid(`metadata_condition: ${field} needs an ISO 8601 date or a Unix timestamp in seconds`);
   return at;
 }
 
-/**
- * The conditions Kilde's filter can express, AND-ed (`or` only with one condition):
- *
- * | name | operators | filter |
- * |---|---|---|
- * | `file_id` | `is`, `in` | `file_ids` |
- * | `collection_type` | `is`, `in` | `collection_types` |
- * | `language`, `languages` | `is`, `in`, `contains` | `languages` |
- * | `source` | `start with` | `source_prefix` |
- * | `created_at` | `after`, `>`, `before`, `<` | `created_after`, `created_before` |
- *
- * Anything else is refused with a clear 400 rather than ignored (ignoring it would widen the search).
- */
-export function conditionsToFilter(mc: z.output<typeof difyBody>['metadata_condition']): ExtraFilter {
-  const filter: ExtraFilter = {};
-  if (!mc || mc.conditions.length === 0) return filter;
-  if (mc.logical_operator === 'or' && mc.conditions.length > 1)
-    throw invalid('metadata_condition: logical_operator "or" is not supported over several conditions');
-  const set = <K extends keyof ExtraFilter>(key: K, value: ExtraFilter[K], field: string) => {
-    if (filter[key] !== undefined) throw invalid(`metadata_condition: ${field} is given more than once`);
-    filter[key] = value;
-  };
-  for (const c of mc.conditions) {
-    const names = Array.isArray(c.name) ? c.name : [c.name];
-    if (names.length !== 1) throw invalid('metadata_condition: one field name per condition');
-    const field = names[0]!;
-    const op = c.comparison_operator;
-    if (!(OPERATORS as readonly string[]).includes(op))
-      throw invalid(`metadata_condition: unknown comparison_operator ${JSON.stringify(op)}`);
-    const unsupported = () =>
-      invalid(
-        `metadata_condition: ${JSON.stringify(field)} with "${op}" is not supported (see docs/dify.md for the fields and operators Kilde filters on)`,
-      );
-    switch (field) {
-      case 'file_id':
-        if (op !== 'is' && op !== 'in') throw unsupported();
-        set('fileIds', list(c, field), field);
-        break;
-      case 'collection_type':
-        if (op !== 'is' && op !== 'in') throw unsupported();
-        set('collectionTypes', list(c, field), field);
-        break;
-      case 'language':
-      case 'languages': {
-        if (op !== 'is' && op !== 'in' && op !== 'contains') throw unsupported();
-        const langs = list(c, field).map((l) => l.toLowerCase());
-        if (!langs.every((l) => /^[a-z]{2,3}$/.test(l)))
-          throw invalid('metadata_condition: languages are ISO 639 codes (two or three letters)');
-        set('languages', langs, 'languages');
-        break;
-      }
-      case 'source':
-        if (op !== 'start with') throw unsupported();
-        set('sourcePrefix', text(c, field), field);
-        break;
-      case 'created_at':
-        if (op === 'after' || op === '>') set('createdAfter', instant(c), 'created_at after');
-        else if (op === 'before' || op === '<') set('createdBefore', instant(c), 'created_at before');
-        else throw unsupported();
-        break;
-      default:
-        throw unsupported();
+/** One condition as a field of Kilde's index filter, when the filter expresses it exactly. */
+function pushdown(c: Condition, field: string): Partial<ExtraFilter> | undefined {
+  const op = c.comparison_operator;
+  const one = op === 'is' || op === '=' || op === 'in';
+  switch (field) {
+    case 'file_id':
+      return one ? { fileIds: list(c, field) } : undefined;
+    case 'collection_type':
+      return one ? { collectionTypes: list(c, field) } : undefined;
+    case 'languages': {
+      if (!one && op !== 'contains') return undefined;
+      const langs = list(c, field).map((l) => l.toLowerCase());
+      if (!langs.every((l) => /^[a-z]{2,3}$/.test(l)))
+        throw invalid('metadata_condition: languages are ISO 639 codes (two or three letters)');
+      return { languages: langs };
     }
+    case 'source':
+      return op === 'start with' ? { sourcePrefix: text(c, field) } : undefined;
+    case 'created_at':
+      if (op === 'after' || op === '>') return { createdAfter: instant(c, field) };
+      if (op === 'before' || op === '<') return { createdBefore: instant(c, field) };
+      if (['≥', '≤', '=', '≠', 'is', 'is not'].includes(op)) instant(c, field);
+      return undefined;
+    default:
+      return undefined;
   }
-  return filter;
+}
+
+/** A metadata value as a list of strings (a missing field is an empty list). */
+function valuesOf(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  return (Array.isArray(v) ? v : [v]).filter((x) => x !== null && x !== undefined).map(String);
+}
+
+const asNumber = (s: string) => (s.trim() !== '' && Number.isFinite(Number(s)) ? Number(s) : undefined);
+
+/** `a` against `b`: as numbers when both are, as instants when both are dates, else as text. */
+function compare(a: string, b: string): number {
+  const [x, y] = [asNumber(a), asNumber(b)];
+  if (x !== undefined && y !== undefined) return x - y;
+  const [s, t] = [Date.parse(a), Date.parse(b)];
+  if (!Number.isNaN(s) && !Number.isNaN(t)) return s - t;
+  return a.localeCompare(b);
+}
+
+/** Whether one chunk's metadata satisfies one condition (Dify's operators; text matching ignores case). */
+function holds(meta: ChunkMeta, field: string, c: Condition): boolean {
+  const actual = valuesOf(meta[field]);
+  const given = valuesOf(c.value);
+  const target = field === 'created_at' && given.length > 0 ? [instant(c, field)] : given;
+  const lower = (s: string) => s.toLowerCase();
+  const any = (f: (a: string, b: string) => boolean) =>
+    actual.some((a) => target.some((b) => f(lower(a), lower(b))));
+  switch (c.comparison_operator) {
+    case 'contains':
+      return any((a, b) => a.includes(b));
+    case 'not contains':
+      return !any((a, b) => a.includes(b));
+    case 'start with':
+      return any((a, b) => a.startsWith(b));
+    case 'end with':
+      return any((a, b) => a.endsWith(b));
+    case 'is':
+    case 'in':
+      return any((a, b) => a === b || compare(a, b) === 0);
+    case 'is not':
+    case 'not in':
+      return !any((a, b) => a === b || compare(a, b) === 0);
+    case 'empty':
+      return actual.every((a) => a.trim() === '');
+    case 'not empty':
+      return actual.some((a) => a.trim() !== '');
+    case '=':
+      return any((a, b) => compare(a, b) === 0);
+    case '≠':
+      return !any((a, b) => compare(a, b) === 0);
+    case '>':
+    case 'after':
+      return any((a, b) => compare(a, b) > 0);
+    case '<':
+    case 'before':
+      return any((a, b) => compare(a, b) < 0);
+    case '≥':
+      return any((a, b) => compare(a, b) >= 0);
+    case '≤':
+      return any((a, b) => compare(a, b) <= 0);
+    default:
+      return false;
+  }
+}
+
+/** One search of a Dify request: the index filter, and the conditions checked on each hit. */
+export interface DifyQuery {
+  filter: ExtraFilter;
+  check: { field: string; condition: Condition }[];
+}
+
+/**
+ * `metadata_condition` as the searches that answer it. `and`: one search, whose conditions the
+ * index filter expresses go into it (`file_id`, `collection_type`, `language(s)`, `source` "start
+ * with", `created_at` "after"/"before"), the others are checked on each hit. `or` (what Dify's
+ * automatic filtering sends): one search per condition, the hits united. Dify's built-in field
+ * names are mapped (`FIELD_ALIASES`), every operator of Dify's is understood; only an operator Dify
+ * does not have, or a value that cannot be one (a date that is not a date, control characters), is
+ * a 400.
+ */
+export function conditionsToQueries(mc: MetadataCondition): DifyQuery[] {
+  const conditions = mc?.conditions ?? [];
+  if (conditions.length === 0) return [{ filter: {}, check: [] }];
+  const groups = mc?.logical_operator === 'or' ? conditions.map((c) => [c]) : [conditions];
+  return groups.map((group) => {
+    const filter: ExtraFilter = {};
+    const check: DifyQuery['check'] = [];
+    for (const c of group) {
+      const names = Array.isArray(c.name) ? c.name : [c.name];
+      if (names.length !== 1) throw invalid('metadata_condition: one field name per condition');
+      const field = FIELD_ALIASES[names[0]!] ?? names[0]!;
+      if (!(OPERATORS as readonly string[]).includes(c.comparison_operator))
+        throw invalid(
+          `metadata_condition: unknown comparison_operator ${JSON.stringify(c.comparison_operator)}`,
+        );
+      const part = pushdown(c, field);
+      // A field the filter already holds (`file_id is a` and `file_id is b`) is checked on the hits.
+      const key = part && (Object.keys(part)[0] as keyof ExtraFilter);
+      if (part && key && filter[key] === undefined) Object.assign(filter, part);
+      else check.push({ field, condition: c });
+    }
+    return { filter, check };
+  });
+}
+
+/** Whether a hit's metadata satisfies every condition left to check. */
+export function passes(meta: ChunkMeta, check: DifyQuery['check']): boolean {
+  return check.every(({ field, condition }) => holds(meta, field, condition));
 }
 
 /** A record's title: the document's title, else its file name, else its file id. */
@@ -254,33 +364,59 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
       // get the same answer: a key learns nothing about another tenant's knowledge bases.
       if (collectionNameProblem(name) || !mayRead(request.kildeAccess, name))
         throw fail(DIFY_ERRORS.noKnowledge);
-      const filter = conditionsToFilter(body.metadata_condition);
+      const queries = conditionsToQueries(body.metadata_condition);
       // An index that fails is a failed search (502), never a knowledge base that "does not exist".
       const exists = await deps.index.count({ collectionNames: [name] }).catch((err: unknown) => {
         throw new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
       });
       if (exists === 0) throw fail(DIFY_ERRORS.noKnowledge);
-      const answer = await deps.service
-        .search({
-          queries: [body.query],
-          collection_names: [name],
-          k: Math.min(body.retrieval_setting.top_k, SEARCH_LIMITS.k),
-          filter,
-        })
-        .catch((err: unknown) => {
-          throw err instanceof KildeError
-            ? err
-            : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
-        });
-      const documents = answer.documents[0] ?? [];
-      const records = documents
-        .map((content, i) => {
-          const meta = answer.metadatas[0]?.[i] ?? ({} as ChunkMeta);
-          // Every Kilde path already scores in [0, 1] (docs/dify.md): clamped only against rounding.
-          const score = Math.min(1, Math.max(0, answer.distances[0]?.[i] ?? 0));
-          return { content, score, title: titleOf(meta), metadata: { ...meta } };
-        })
-        .filter((r) => r.score >= body.retrieval_setting.score_threshold);
+      const k = body.retrieval_setting.top_k;
+      const answers = await Promise.all(
+        queries.map(async ({ filter, check }) => {
+          const answer = await deps.service
+            .search({
+              queries: [body.query],
+              collection_names: [name],
+              // Conditions checked on the hits need candidates to check: the most a search returns.
+              k: check.length > 0 ? SEARCH_LIMITS.k : k,
+              filter,
+              // Dify asks for matches: a query that finds none answers none, never a small
+              // collection's opening chunks at score 0 (that fallback serves Open WebUI's "summarise
+              // this file", `POST /search`).
+              opening: false,
+            })
+            .catch((err: unknown) => {
+              throw err instanceof KildeError
+                ? err
+                : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+            });
+          return (answer.documents[0] ?? [])
+            .map((content, i) => ({
+              content,
+              meta: answer.metadatas[0]?.[i] ?? ({} as ChunkMeta),
+              // Every Kilde path already scores in [0, 1] (docs/dify.md): clamped only against rounding.
+              score: Math.min(1, Math.max(0, answer.distances[0]?.[i] ?? 0)),
+            }))
+            .filter((hit) => passes(hit.meta, check));
+        }),
+      );
+      // `or`: the searches' hits united, each chunk once with its best score, best first.
+      const best = new Map<string, { content: string; meta: ChunkMeta; score: number }>();
+      for (const hit of answers.flat()) {
+        const key = `${hit.meta.file_id}\u0000${hit.meta.ingest_version}\u0000${hit.meta.split_id}\u0000${hit.content}`;
+        const seen = best.get(key);
+        if (!seen || hit.score > seen.score) best.set(key, hit);
+      }
+      const records = [...best.values()]
+        .sort((a, b) => b.score - a.score)
+        .slice(0, k)
+        .filter((hit) => hit.score >= body.retrieval_setting.score_threshold)
+        .map((hit) => ({
+          content: hit.content,
+          score: hit.score,
+          title: titleOf(hit.meta),
+          metadata: { ...hit.meta },
+        }));
       noteOnRequestLine(request, { knowledge_id: name, records: records.length });
       return { records };
     },

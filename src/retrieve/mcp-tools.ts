@@ -98,6 +98,8 @@ export type CollectionPolicy = ReturnType<typeof collectionPolicy>;
 export function searchKnowledgeTool(service: SearchService, policy: CollectionPolicy) {
   return defineTool({
     name: 'search_knowledge',
+    // As `POST /search`: per-tenant keys search their own collections.
+    callers: 'scoped',
     doc: `Search the knowledge bases (uploaded documents) for passages relevant to a question.
       Call it when the user asks about something their documents may cover: policies, manuals,
       reports, notes. Returns the best passages with their source file, page and headings, and a
@@ -139,6 +141,8 @@ export function searchKnowledgeTool(service: SearchService, policy: CollectionPo
 export function listCollectionsTool(index: VectorIndex, policy: CollectionPolicy) {
   return defineTool({
     name: 'list_collections',
+    // As `GET /api/v1/collections`: a per-tenant key sees its own collections.
+    callers: 'scoped',
     doc: `List the knowledge bases search_knowledge can search, with the number of passages in each.
       Call it to find out what the user's documents cover before searching, or when a search names
       a knowledge base that is not offered.`,

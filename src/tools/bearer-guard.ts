@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identify, type TenantKey } from '../http/access.js';
+import { noteOnRequestLine } from '../http/request-line.js';
 
 export const GUARD_MESSAGE = 'missing or invalid bearer token';
 
@@ -14,6 +15,8 @@ export function bearerGuard(apiKey: string, tenants: readonly TenantKey[] = []) 
     const access = identify(request.headers.authorization, apiKey, tenants);
     if (access) {
       request.kildeAccess = access;
+      // As the REST routes do: the request line says which tenant's key called.
+      if (access.kind === 'tenant') noteOnRequestLine(request, { key: access.name });
       return;
     }
     request.log.info({ path: request.url.split('?')[0] }, 'mcp: rejected missing or invalid bearer token');

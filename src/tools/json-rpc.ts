@@ -26,6 +26,11 @@ export const RpcCode = {
   UpstreamUnavailable: -32012,
   /** No answer in time, or no connection. */
   UpstreamTimeout: -32013,
+  /**
+   * The caller's key may not use this tool (a per-tenant key calling a main-key tool), answered
+   * with HTTP 403 like its REST twin (mcp-endpoint.ts, `refuseForbiddenCall`).
+   */
+  Forbidden: -32020,
 } as const;
 
 /**
@@ -43,10 +48,21 @@ export class ToolError extends Error {
   }
 }
 
-/** A JSON-RPC error answered before the SDK sees the request (id unknown → null). */
-export function sendJsonRpcError(reply: FastifyReply, status: number, code: number, message: string) {
+/** A JSON-RPC error answered before the SDK sees the request (`id` null when it is not known). */
+export function sendJsonRpcError(
+  reply: FastifyReply,
+  status: number,
+  code: number,
+  message: string,
+  id: string | number | null = null,
+) {
   return reply
     .status(status)
     .header('content-type', 'application/json')
-    .send({ jsonrpc: '2.0', error: { code, message }, id: null });
+    .send({ jsonrpc: '2.0', error: { code, message }, id });
+}
+
+/** What a per-tenant key is told when it calls a tool only the main key may use. */
+export function forbiddenToolMessage(tool: string): string {
+  return `This API key may not call ${tool}: it may only use the tools that search its collections`;
 }

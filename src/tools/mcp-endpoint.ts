@@ -5,13 +5,15 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { McpSettings } from '../config/tools.js';
+import type { Access } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { BodyShapeError } from '../http/json-body-parser.js';
+import { noteOnRequestLine } from '../http/request-line.js';
 import { bearerGuard } from './bearer-guard.js';
-import { RpcCode, sendJsonRpcError } from './json-rpc.js';
+import { forbiddenToolMessage, RpcCode, sendJsonRpcError } from './json-rpc.js';
 import { createMcpServer, type ToolMetrics, toolMetrics } from './mcp-server.js';
-import type { ToolDefinition } from './tool-definition.js';
+import { mayCall, type ToolDefinition } from './tool-definition.js';
 import { originsFromHosts, transportSecurityHook } from './transport-security.js';
 
 export const MCP_PATH = '/mcp';
@@ -153,11 +155,26 @@ export class McpMachinery {
         'Method not allowed: this MCP server is stateless (no sessions, no server-initiated stream)',
       );
     }
-    const server = createMcpServer(
-      { name: this.o.name, version: packageVersion() },
-      members.flatMap((m) => m.tools),
-      { log: this.log!.child({ reqId: request.id }), metrics: this.metrics!, access: request.kildeAccess },
-    );
+    const tools = members.flatMap((m) => m.tools);
+    const refused = forbiddenCall(request.body, tools, request.kildeAccess);
+    if (refused) {
+      // As the REST twin answers the same key (403 FORBIDDEN), and as MCP's authorization rules
+      // answer a token without the rights a request needs: 403 with an insufficient_scope challenge.
+      // The body stays JSON-RPC, with the call's id, so a client can match it to its request.
+      noteOnRequestLine(request, { tool: refused.tool, code: 'FORBIDDEN' });
+      return sendJsonRpcError(
+        reply.header('www-authenticate', 'Bearer error="insufficient_scope"'),
+        403,
+        RpcCode.Forbidden,
+        forbiddenToolMessage(refused.tool),
+        refused.id,
+      );
+    }
+    const server = createMcpServer({ name: this.o.name, version: packageVersion() }, tools, {
+      log: this.log!.child({ reqId: request.id }),
+      metrics: this.metrics!,
+      access: request.kildeAccess,
+    });
     // No sessionIdGenerator: stateless mode, no Mcp-Session-Id.
     const transport = new StreamableHTTPServerTransport({
       enableJsonResponse: this.o.settings.MCP_JSON_RESPONSE,
@@ -193,6 +210,26 @@ export class McpMachinery {
       }
     }
   }
+}
+
+/**
+ * The tool a `tools/call` names when the caller may not use it (`mayCall`), with the call's id. Only
+ * a single message is looked at; anything else goes on to the SDK, whose handler refuses the same
+ * calls as a JSON-RPC error (mcp-server.ts).
+ */
+export function forbiddenCall(
+  body: unknown,
+  tools: readonly ToolDefinition[],
+  access: Access | undefined,
+): { tool: string; id: string | number | null } | undefined {
+  if (access === undefined || access.kind === 'main') return undefined;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const { method, params, id } = body as { method?: unknown; params?: unknown; id?: unknown };
+  if (method !== 'tools/call' || typeof params !== 'object' || params === null) return undefined;
+  const name = (params as { name?: unknown }).name;
+  const tool = tools.find((t) => t.name === name);
+  if (!tool || mayCall(tool, access)) return undefined;
+  return { tool: tool.name, id: typeof id === 'string' || typeof id === 'number' ? id : null };
 }
 
 /** `Connection: close`, or HTTP/1.0 without `Connection: keep-alive`. */

@@ -3,8 +3,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import type { Access } from '../http/access.js';
-import { RpcCode, ToolError } from './json-rpc.js';
-import { listEntry, parseArguments, type ToolDefinition } from './tool-definition.js';
+import { forbiddenToolMessage, RpcCode, ToolError } from './json-rpc.js';
+import { listEntry, mayCall, parseArguments, type ToolDefinition } from './tool-definition.js';
 
 export interface McpServerInfo {
   name: string;
@@ -53,7 +53,10 @@ export function createMcpServer(
   const byName = new Map(tools.map((t) => [t.name, t]));
   const server = new Server(info, { capabilities: { tools: { listChanged: false } } });
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: tools.map(listEntry) }));
+  // A caller is offered only the tools it may call: a per-tenant key does not see the main key's.
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: tools.filter((t) => mayCall(t, deps.access)).map(listEntry),
+  }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: rawArgs } = request.params;
@@ -63,6 +66,9 @@ export function createMcpServer(
     try {
       const tool = byName.get(name);
       if (!tool) throw new ToolError(RpcCode.InvalidParams, `Unknown tool: ${name}`);
+      // The endpoint answers such a call 403 before it gets here (mcp-endpoint.ts); this holds for
+      // any other way a call arrives.
+      if (!mayCall(tool, deps.access)) throw new ToolError(RpcCode.Forbidden, forbiddenToolMessage(name));
       const args = parseArguments(tool, rawArgs);
       const token = request.params._meta?.progressToken;
       const text = await tool.run(args, {

@@ -22,6 +22,13 @@ export interface ToolContext {
 export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
   name: string;
   doc: string;
+  /**
+   * Who may call it when `/mcp` checks keys (`MCP_BEARER_AUTH=true`), as its REST twin's bearer
+   * check: `main`, the main `API_KEY` only (`ctx.auth`: `GET /weather`, `POST /echo`); `scoped`, the
+   * per-tenant keys too (`ctx.scopedAuth`: `POST /search`), the tool then narrowing its work to the
+   * key's collections. Other callers neither see it in `tools/list` nor may call it.
+   */
+  callers: 'main' | 'scoped';
   input: S;
   annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean };
   run(args: z.output<S>, ctx: ToolContext): Promise<string>;
@@ -29,6 +36,14 @@ export interface ToolDefinition<S extends z.ZodObject = z.ZodObject> {
 
 export function defineTool<S extends z.ZodObject>(tool: ToolDefinition<S>): ToolDefinition {
   return tool as unknown as ToolDefinition;
+}
+
+/**
+ * Whether `access` may use `tool`. Undefined access is an `/mcp` without a bearer guard: nothing
+ * was authenticated, every tool is open, as it is on such a server today.
+ */
+export function mayCall(tool: ToolDefinition, access: Access | undefined): boolean {
+  return access === undefined || access.kind === 'main' || tool.callers === 'scoped';
 }
 
 /** Normalises a template-literal doc like Python's `inspect.cleandoc`: common indentation of the later lines goes. */

@@ -14,6 +14,8 @@ const CODES: Record<WeatherFailure, number> = {
 export function weatherTool(service: WeatherService) {
   return defineTool({
     name: 'get_weather',
+    // As `GET /weather`: the main key only.
+    callers: 'main',
     doc: `Get the current weather (temperature in °C, conditions, observation time) for a city.
       Call it when the user asks about current weather, temperature or conditions somewhere, or
       when an answer depends on them. Give the city name in English ("Copenhagen", not "København").

@@ -323,7 +323,7 @@ describe('POST /retrieval (Dify External Knowledge API)', () => {
     expect(none).toEqual({ status: 200, json: { records: [] } });
   });
 
-  it('maps metadata_condition onto the filter, and refuses what it cannot express', async () => {
+  it('maps metadata_condition onto the filter and the hits, and refuses only what Dify never sends', async () => {
     const cond = (conditions: unknown[], logical_operator = 'and') =>
       retrieval(
         ask('bread', {
@@ -348,12 +348,17 @@ describe('POST /retrieval (Dify External Knowledge API)', () => {
         ).json,
       ),
     ).toEqual(['bread']);
+    // What the index filter cannot express is checked on the hits, with Dify's operators.
+    expect(
+      files((await cond([{ name: 'source', comparison_operator: 'contains', value: 'bread' }])).json),
+    ).toEqual(['bread']);
+    expect(
+      files(
+        (await cond([{ name: 'document_name', comparison_operator: 'end with', value: 'bikes.md' }])).json,
+      ),
+    ).toEqual(['bikes']);
+    expect(files((await cond([{ name: 'author', comparison_operator: 'is', value: 'x' }])).json)).toEqual([]);
     for (const [conditions, message] of [
-      [[{ name: 'author', comparison_operator: 'is', value: 'x' }], /"author" with "is" is not supported/],
-      [
-        [{ name: 'source', comparison_operator: 'contains', value: 'x' }],
-        /"source" with "contains" is not supported/,
-      ],
       [[{ name: 'file_id', comparison_operator: 'like', value: 'x' }], /unknown comparison_operator "like"/],
       [
         [{ name: 'created_at', comparison_operator: 'after', value: 'soon' }],
@@ -365,15 +370,16 @@ describe('POST /retrieval (Dify External Knowledge API)', () => {
       expect(res.json.error_code).toBe(400);
       expect(res.json.error_msg).toMatch(message);
     }
+    // `or` (Dify's automatic filtering): the hits of each condition, united.
     const or = await cond(
       [
         { name: 'file_id', comparison_operator: 'is', value: 'bread' },
-        { name: 'file_id', comparison_operator: 'is', value: 'tax' },
+        { name: 'file_id', comparison_operator: 'is', value: 'bikes' },
       ],
       'or',
     );
-    expect(or.status).toBe(400);
-    expect(or.json.error_msg).toMatch(/"or" is not supported/);
+    expect(or.status).toBe(200);
+    expect(files(or.json)).toEqual(['bikes', 'bread']);
   });
 
   it("answers Dify's error codes: 1001, 1002, 2001 (a tenant never learns another's knowledge base)", async () => {
