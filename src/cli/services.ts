@@ -95,7 +95,7 @@ export const SERVICES: readonly Service[] = [
   defineService({
     name: 'ingest',
     summary:
-      'ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}, the knowledge API (collections, documents, versions)',
+      "ingestion service: PUT /api/v1/ingest, POST /api/v1/extract, DELETE /api/v1/documents/{file_id}, the knowledge API (collections, documents, versions); LibreChat's POST /embed with LIBRECHAT_JWT_SECRET",
     schema: ingestSchema,
     async create(config, log) {
       const { createIngestPart } = await import('../ingest/part.js');
@@ -114,7 +114,8 @@ export const SERVICES: readonly Service[] = [
   }),
   defineService({
     name: 'retrieve',
-    summary: 'retrieval service: POST /search',
+    summary:
+      "retrieval service: POST /search, POST /retrieval (Dify); LibreChat's POST /query with LIBRECHAT_JWT_SECRET",
     schema: retrieveSchema,
     async create(config, log) {
       const { createRetrievePart } = await import('../retrieve/part.js');
