@@ -39,7 +39,7 @@ const k = z.number().int().min(1).default(DEFAULT_K);
 
 export const queryBody = z.object({ file_id: fileId('file_id'), query, k, entity_id: entityId });
 export const queryMultipleBody = z.object({
-  file_ids: z.array(fileId('file_ids')).min(1).max(1000),
+  file_ids: z.array(fileId('file_ids')).max(1000),
   query,
   k,
   // Not in rag_api's body: a Kilde extension, read with the same rule as `/query`'s.

@@ -309,6 +309,8 @@ describe('POST /query_multiple', () => {
     });
     expect(none.statusCode).toBe(404);
     expect(none.json()).toMatchObject({ detail: 'No documents found for the given query' });
+    const empty = await postJson(ALICE, '/query_multiple', { file_ids: [], query: 'rye bread', k: 4 });
+    expect(empty.statusCode).toBe(404);
   });
 });
 
