@@ -23,7 +23,8 @@ export interface Job {
   progress: { chunks_total: number | null; chunks_done: number };
   attempts: number;
   result: { status: true; collection_name: string; chunks_count: number } | null;
-  error: { code: string; message: string } | null;
+  /** `stage`: where the run failed (servers before it say nothing). */
+  error: { code: string; message: string; stage?: JobStage | null } | null;
 }
 
 /** `GET /api/v1/info` as the server sends it: `search` only with a search part, `ingest` only with ingestion. */
@@ -35,7 +36,15 @@ export interface ServerInfo {
     default_k: number;
     max_k: number;
   };
-  ingest?: { max_upload_bytes: number; engines: string[] };
+  ingest?: {
+    max_upload_bytes: number;
+    engines: string[];
+    /** Characters of extracted text a file may have (older servers do not say). */
+    max_text_chars?: number;
+    /** Chunks are embedded (false: lexical-only, no embed stage); older servers do not say. */
+    dense?: boolean;
+    sparse?: boolean;
+  };
   keep_versions?: number;
 }
 
@@ -270,9 +279,30 @@ export class Api {
     return this.call<ChunkPage>('GET', `/api/v1/documents/${encodeURIComponent(fileId)}/chunks?${q}`);
   }
 
-  submitJob(file: File, fileId: string, collection: string) {
+  /** Deletes a document of a collection, every version of it. */
+  deleteDocument(collection: string, fileId: string) {
+    return this.call<{ status: true; chunks_deleted: number }>(
+      'DELETE',
+      `/api/v1/collections/${encodeURIComponent(collection)}/documents/${encodeURIComponent(fileId)}`,
+    );
+  }
+
+  /** Deletes a collection: every document in it. */
+  deleteCollection(collection: string) {
+    return this.call<{ status: true; documents_deleted: number; chunks_deleted: number }>(
+      'DELETE',
+      `/api/v1/collections/${encodeURIComponent(collection)}`,
+    );
+  }
+
+  /**
+   * Submits a file named by its path (no file_id): the server derives the file_id from the
+   * collection and the path, and reuses the document it names (docs/api.md, "One identity for a
+   * file"), so an upload of a file already ingested, by the CLI too, is a new version of it.
+   */
+  submitJob(file: File, path: string, collection: string) {
     const form = new FormData();
-    form.set('file_id', fileId);
+    form.set('path', path);
     form.set('collection_name', collection);
     form.set('user_id', 'console');
     form.set('file', file, file.name);
@@ -311,8 +341,8 @@ export class Api {
   }
 }
 
-/** The file_id a dropped file gets: its path within the drop (folder included), else its name. */
-export function fileIdFor(file: File): string {
+/** The path a dropped file is named by: its path within the drop (folder included), else its name. */
+export function pathOf(file: File): string {
   const rel = (file as File & { webkitRelativePath?: string }).webkitRelativePath;
   return rel && rel.length > 0 ? rel : file.name;
 }

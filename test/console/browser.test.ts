@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fileIdFor } from '../../src/index/identifiers.js';
 import { hasChromium, launchChromium, NO_CHROMIUM } from '../helpers/browser.js';
 import { KEY, startKilde } from './kilde.js';
 
@@ -105,11 +106,15 @@ describe.skipIf(!hasChromium)(
       for (const file of ['multi_page.pdf', 'unit_test_headers.docx']) {
         const row = p.locator(`li.upload[data-file="${file}"]`);
         await row.and(p.locator('[data-state="done"]')).waitFor({ timeout: 60_000 });
-        // Every stage is marked passed, and the count the row links to is the index's.
-        expect(await row.locator('.stage.done').count()).toBe(6);
+        // Every stage the server runs is marked passed; with no embedder (lexical-only, the
+        // embedded default) embed is marked skipped, not passed. The count the row links to is the
+        // index's, under the file_id its collection and name give.
+        expect(await row.locator('.stage.skipped[data-stage="embed"]').count()).toBe(1);
+        expect(await row.locator('.stage.done[data-stage="embed"]').count()).toBe(0);
+        expect(await row.locator('.stage.done').count()).toBe(5);
         const { body } = await kilde.api<{ stats: { total_chunks: number } }>(
           'GET',
-          `/api/v1/documents/${encodeURIComponent(file)}/chunks?limit=1`,
+          `/api/v1/documents/${fileIdFor('console-upload', file)}/chunks?limit=1`,
         );
         expect(body.stats.total_chunks).toBeGreaterThan(0);
         expect(await row.getByRole('link').textContent()).toBe(`${body.stats.total_chunks} chunks`);
@@ -138,13 +143,13 @@ describe.skipIf(!hasChromium)(
       await p.locator('li.upload[data-file="dropped.docx"][data-state="done"]').waitFor({ timeout: 60_000 });
       const { body } = await kilde.api<{ stats: { total_chunks: number; collection_name: string } }>(
         'GET',
-        '/api/v1/documents/dropped.docx/chunks?limit=1',
+        `/api/v1/documents/${fileIdFor('console-drop', 'dropped.docx')}/chunks?limit=1`,
       );
       expect(body.stats).toMatchObject({ collection_name: 'console-drop' });
       expect(body.stats.total_chunks).toBeGreaterThan(0);
     });
 
-    it('a file that cannot be converted shows its error code and message', async () => {
+    it('a file that cannot be converted shows the stage it failed in, its error code and message', async () => {
       const p = await open();
       await signIn();
       await p.goto(`${kilde.url}/#/upload?collection=console-upload`);
@@ -157,13 +162,19 @@ describe.skipIf(!hasChromium)(
       await row.and(p.locator('[data-state="failed"]')).waitFor({ timeout: 60_000 });
       // What the row shows is the job's own error, as the jobs API reports it.
       const { body } = await kilde.api<{
-        jobs: { file_id: string; error: { code: string; message: string } | null }[];
+        jobs: { file_id: string; error: { code: string; message: string; stage?: string } | null }[];
       }>('GET', '/api/v1/jobs?limit=50');
-      const job = body.jobs.find((j) => j.file_id === 'broken.pdf');
+      const job = body.jobs.find((j) => j.file_id === fileIdFor('console-upload', 'broken.pdf'));
       expect(job?.error?.code).toMatch(/^[A-Z_]+$/);
+      // The job says where it failed: in extraction (`convert` on the wire).
+      expect(job?.error?.stage).toBe('convert');
       const shown = await row.getByRole('alert').textContent();
+      expect(shown).toContain('Failed at extract');
       expect(shown).toContain(job?.error?.code);
       expect(shown).toContain(job?.error?.message);
+      // That stage is the one marked failed; the ones before it passed, none after it ran.
+      expect(await row.locator('.stage.failed').getAttribute('data-stage')).toBe('convert');
+      expect(await row.locator('.stage.done').count()).toBe(1);
     });
 
     it("opens a document's chunks in reading order: text, breadcrumb, page, offsets, engine", async () => {
@@ -311,6 +322,99 @@ describe.skipIf(!hasChromium)(
         '/api/v1/documents/notes.md/chunks?include_content=full',
       );
       expect(chunks.body.chunks.map((c) => c.content).join(' ')).toContain('herons');
+    });
+
+    it('shows the limits the server enforces: bytes per file and characters of text', async () => {
+      const { body: info } = await kilde.api<{
+        ingest: { max_upload_bytes: number; max_text_chars: number };
+      }>('GET', '/api/v1/info');
+      const p = await open();
+      await signIn();
+      await p.goto(`${kilde.url}/#/upload?collection=console-limits`);
+      const limits = await p.getByTestId('limits').textContent();
+      expect(limits).toContain(`${info.ingest.max_text_chars.toLocaleString('en')} characters`);
+      expect(limits).toContain(`${Math.round(info.ingest.max_upload_bytes / 1024 / 1024)}`);
+    });
+
+    it('uploading a file the CLI ingested makes a new version of it, not a second document', async () => {
+      // `kilde ingest --url` names the file by its path under its root, no file_id.
+      const form = new FormData();
+      form.set('path', 'proj/notes/guide.md');
+      form.set('collection_name', 'console-same');
+      form.set('user_id', 'cli');
+      form.set('file', new Blob(['# Guide\n\nThe first guide talks about herons.\n']), 'guide.md');
+      const put = await fetch(`${kilde.url}/api/v1/ingest`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${KEY}` },
+        body: form,
+      });
+      expect(put.status).toBe(200);
+      const p = await open();
+      await signIn();
+      await p.goto(`${kilde.url}/#/upload?collection=console-same`);
+      await p.getByLabel('Choose files').setInputFiles({
+        name: 'guide.md',
+        mimeType: 'text/markdown',
+        buffer: Buffer.from('# Guide\n\nThe second guide talks about cormorants.\n'),
+      });
+      await p.locator('li.upload[data-file="guide.md"][data-state="done"]').waitFor({ timeout: 60_000 });
+      const docs = await kilde.api<{ documents: { file_id: string }[] }>(
+        'GET',
+        '/api/v1/collections/console-same/documents',
+      );
+      const id = fileIdFor('console-same', 'proj/notes/guide.md');
+      expect(docs.body.documents.map((d) => d.file_id)).toEqual([id]);
+      const versions = await kilde.api<{ versions: unknown[] }>(
+        'GET',
+        `/api/v1/documents/${id}/versions?collection_name=console-same`,
+      );
+      expect(versions.body.versions).toHaveLength(2);
+    });
+
+    it('deletes a document, then the collection, each only after confirmation', async () => {
+      await kilde.ingest(
+        { name: 'a.md', bytes: new TextEncoder().encode('# A\n\nAlpha.\n') },
+        'del-a',
+        'console-delete',
+      );
+      await kilde.ingest(
+        { name: 'b.md', bytes: new TextEncoder().encode('# B\n\nBeta.\n') },
+        'del-b',
+        'console-delete',
+      );
+      type Docs = { documents: { file_id: string }[] };
+      const docs = async () =>
+        (await kilde.api<Docs>('GET', '/api/v1/collections/console-delete/documents')).body.documents
+          .map((d) => d.file_id)
+          .sort();
+      const p = await open();
+      await signIn();
+      await p.goto(`${kilde.url}/#/collections/console-delete`);
+      await p.getByRole('button', { name: 'Delete a.md' }).click();
+      const dialog = p.getByRole('dialog');
+      await dialog.waitFor();
+      expect(await dialog.textContent()).toContain('cannot be undone');
+      // Cancel deletes nothing.
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      expect(await docs()).toEqual(['del-a', 'del-b']);
+      // Confirmed, the document is gone from the index and from the list.
+      await p.getByRole('button', { name: 'Delete a.md' }).click();
+      await dialog.getByRole('button', { name: 'Delete document' }).click();
+      await p.getByRole('status').waitFor();
+      expect(await p.getByRole('status').textContent()).toContain('Deleted a.md');
+      expect(await docs()).toEqual(['del-b']);
+      await p.getByRole('button', { name: 'Delete a.md' }).waitFor({ state: 'detached' });
+      // The collection: cancel first, then confirm.
+      await p.getByRole('button', { name: 'Delete collection' }).click();
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'hidden' });
+      expect(await docs()).toEqual(['del-b']);
+      await p.getByRole('button', { name: 'Delete collection' }).click();
+      await dialog.getByRole('button', { name: 'Delete collection' }).click();
+      await p.getByRole('status').filter({ hasText: 'Deleted the collection' }).waitFor();
+      const { body } = await kilde.api<{ collections: { name: string }[] }>('GET', '/api/v1/collections');
+      expect(body.collections.map((c) => c.name)).not.toContain('console-delete');
     });
 
     it('stays usable on a narrow window: navigation reachable, nothing wider than the screen', async () => {

@@ -4,6 +4,47 @@ import type { Session } from '../main';
 import { href } from '../route';
 import { ErrorBox, Show, useLoad, when } from '../ui';
 
+/**
+ * A confirmation step for what cannot be undone: a modal dialog whose confirm button does it, and
+ * whose Cancel (or Escape) does nothing.
+ */
+function useConfirm() {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const [asking, setAsking] = useState<{
+    title: string;
+    text: string;
+    action: string;
+    run: () => Promise<void>;
+  } | null>(null);
+  const ask = (q: NonNullable<typeof asking>) => {
+    setAsking(q);
+    dialog.current?.showModal();
+  };
+  const view = (
+    <dialog ref={dialog} aria-labelledby="confirm-delete-title" onClose={() => setAsking(null)}>
+      <h2 id="confirm-delete-title">{asking?.title}</h2>
+      <p>{asking?.text}</p>
+      <form method="dialog" class="buttons">
+        <button
+          type="button"
+          class="primary"
+          onClick={() => {
+            const q = asking;
+            dialog.current?.close();
+            if (q) void q.run();
+          }}
+        >
+          {asking?.action}
+        </button>
+        <button type="submit" value="cancel">
+          Cancel
+        </button>
+      </form>
+    </dialog>
+  );
+  return { ask, view };
+}
+
 /** A collection's documents; each can open its versions, and a stored version can be restored. */
 export function Documents({ session, collection }: { session: Session; collection: string }) {
   const [cursor, setCursor] = useState<string | null>(null);
@@ -12,6 +53,40 @@ export function Documents({ session, collection }: { session: Session; collectio
     [session, collection, cursor],
   );
   const [open, setOpen] = useState<string | null>(null);
+  const [status, setStatus] = useState<{ ok: boolean; text: string; error?: Error } | null>(null);
+  const confirm = useConfirm();
+  const act = async (run: () => Promise<string>, failed: string) => {
+    try {
+      setStatus({ ok: true, text: await run() });
+    } catch (err) {
+      setStatus({ ok: false, text: failed, error: err instanceof Error ? err : new Error(String(err)) });
+    }
+  };
+  const deleteDocument = (d: DocumentRow) =>
+    confirm.ask({
+      title: `Delete ${d.name ?? d.file_id}?`,
+      text: `Every version of ${d.name ?? d.file_id} (${d.chunks} chunks live), kept ones included, is removed from ${collection}. Search stops finding it. This cannot be undone.`,
+      action: 'Delete document',
+      run: () =>
+        act(async () => {
+          const r = await session.api.deleteDocument(collection, d.file_id);
+          setOpen(null);
+          reload();
+          return `Deleted ${d.name ?? d.file_id} (${r.chunks_deleted} chunks).`;
+        }, 'Delete failed'),
+    });
+  const deleteCollection = () =>
+    confirm.ask({
+      title: `Delete the collection ${collection}?`,
+      text: `Every document in ${collection}, with all its versions, is removed. Search stops finding them. This cannot be undone.`,
+      action: 'Delete collection',
+      run: () =>
+        act(async () => {
+          const r = await session.api.deleteCollection(collection);
+          reload();
+          return `Deleted the collection ${collection}: ${r.documents_deleted} documents, ${r.chunks_deleted} chunks.`;
+        }, 'Delete failed'),
+    });
   return (
     <section aria-labelledby="title">
       <p class="crumbs">
@@ -22,7 +97,19 @@ export function Documents({ session, collection }: { session: Session; collectio
         <a class="button" href={href({ name: 'upload', collection })}>
           Upload into {collection}
         </a>
+        <button type="button" onClick={deleteCollection}>
+          Delete collection
+        </button>
       </div>
+      {status &&
+        (status.ok ? (
+          <p class="ok" role="status">
+            {status.text}
+          </p>
+        ) : (
+          <ErrorBox error={status.error ?? new Error(status.text)} />
+        ))}
+      {confirm.view}
       <Show loaded={loaded} what="documents">
         {({ documents, next_cursor }) => (
           <>
@@ -37,6 +124,7 @@ export function Documents({ session, collection }: { session: Session; collectio
                   open={open === d.file_id}
                   onToggle={() => setOpen(open === d.file_id ? null : d.file_id)}
                   onRestored={reload}
+                  onDelete={() => deleteDocument(d)}
                 />
               ))}
             </ul>
@@ -66,9 +154,10 @@ interface ItemProps {
   open: boolean;
   onToggle: () => void;
   onRestored: () => void;
+  onDelete: () => void;
 }
 
-function DocumentItem({ doc, session, collection, open, onToggle, onRestored }: ItemProps) {
+function DocumentItem({ doc, session, collection, open, onToggle, onRestored, onDelete }: ItemProps) {
   const panel = `versions-${doc.file_id}`;
   return (
     <li class="doc">
@@ -86,6 +175,9 @@ function DocumentItem({ doc, session, collection, open, onToggle, onRestored }: 
         <button type="button" aria-expanded={open} aria-controls={panel} onClick={onToggle}>
           {open ? 'Hide versions' : 'Versions'}
           <span class="sr-only"> of {doc.name ?? doc.file_id}</span>
+        </button>
+        <button type="button" onClick={onDelete} aria-label={`Delete ${doc.name ?? doc.file_id}`}>
+          Delete
         </button>
       </div>
       {open && (

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, fileIdFor, type Job, type JobStage, STAGES, TERMINAL } from '../api';
+import { ApiError, type Info, type Job, type JobStage, pathOf, STAGES, TERMINAL } from '../api';
 import type { Session } from '../main';
 import { href } from '../route';
 import { bytes, useLoad } from '../ui';
@@ -7,7 +7,8 @@ import { bytes, useLoad } from '../ui';
 interface Item {
   id: number;
   file: File;
-  fileId: string;
+  /** The path the file is named by (its file_id is the server's: `job.file_id`). */
+  path: string;
   collection: string;
   job: Job | null;
   /** A failure before or outside the job (refused upload, lost event stream). */
@@ -17,7 +18,7 @@ interface Item {
 /** Job event streams held at once: a browser keeps about six connections per server. */
 const PARALLEL = 3;
 
-/** Files of a drop, folders walked (their files keep the folder path as file_id). */
+/** Files of a drop, folders walked (their files keep the folder path as their path). */
 async function droppedFiles(data: DataTransfer): Promise<File[]> {
   const entries = [...data.items]
     .map((i) => (i.kind === 'file' ? i.webkitGetAsEntry() : null))
@@ -71,7 +72,7 @@ export function Upload({ session, collection: initial }: { session: Session; col
 
   const run = async (item: Item) => {
     try {
-      let job = await session.api.submitJob(item.file, item.fileId, item.collection);
+      let job = await session.api.submitJob(item.file, item.path, item.collection);
       update(item.id, { job });
       // A stream cut before the job ended (a proxy's idle time-out, a restart) is followed again.
       for (let attempt = 0; !TERMINAL.includes(job.state); attempt++) {
@@ -117,7 +118,7 @@ export function Upload({ session, collection: initial }: { session: Session; col
     const added: Item[] = files.map((file) => ({
       id: nextId.current++,
       file,
-      fileId: fileIdFor(file),
+      path: pathOf(file),
       collection: target,
       job: null,
       error:
@@ -154,8 +155,8 @@ export function Upload({ session, collection: initial }: { session: Session; col
           ))}
         </datalist>
         <p id="collection-help" class="muted">
-          Files keep their name (their path inside a dropped folder) as file_id: uploading the same file again
-          makes a new version.
+          A file is named by its name (its path inside a dropped folder): uploading the same file again, or
+          one the CLI ingested, makes a new version of it.
         </p>
       </div>
       <section
@@ -186,9 +187,7 @@ export function Upload({ session, collection: initial }: { session: Session; col
             e.currentTarget.value = '';
           }}
         />
-        {session.info.ingest && (
-          <p class="muted">Up to {bytes(session.info.ingest.max_upload_bytes)} per file.</p>
-        )}
+        {session.info.ingest && <Limits ingest={session.info.ingest} />}
       </section>
       {notice && (
         <p class="error" role="alert">
@@ -198,7 +197,7 @@ export function Upload({ session, collection: initial }: { session: Session; col
       {items.length > 0 && (
         <ul class="uploads" aria-label="Uploads" aria-live="polite">
           {items.map((i) => (
-            <UploadRow key={i.id} item={i} />
+            <UploadRow key={i.id} item={i} info={session.info} />
           ))}
         </ul>
       )}
@@ -206,32 +205,74 @@ export function Upload({ session, collection: initial }: { session: Session; col
   );
 }
 
-function stageIndex(stage: JobStage | null): number {
-  if (stage === null) return -1;
+/** The limits as the server enforces them: bytes of the upload, then characters of its text. */
+function Limits({ ingest }: { ingest: NonNullable<Info['ingest']> }) {
+  return (
+    <p class="muted" data-testid="limits">
+      Up to {bytes(ingest.max_upload_bytes)} per file
+      {ingest.max_text_chars !== undefined && (
+        <>
+          {' '}
+          and {ingest.max_text_chars.toLocaleString('en')} characters of extracted text (a plain-text file of
+          that many bytes or more fails)
+        </>
+      )}
+      .
+    </p>
+  );
+}
+
+function stageIndex(stage: JobStage | null | undefined): number {
+  if (stage === null || stage === undefined) return -1;
   return STAGES.indexOf(stage === 'fetch' ? 'upload' : stage);
 }
 
-function UploadRow({ item }: { item: Item }) {
+/** What the server's pipeline does not run: no embedder (lexical-only), no sparse vectors. */
+function skippedStages(info: Info): ReadonlySet<JobStage> {
+  const skipped = new Set<JobStage>();
+  if (info.ingest?.dense === false) skipped.add('embed');
+  if (info.ingest?.sparse === false) skipped.add('sparse');
+  return skipped;
+}
+
+/** Stage names as a person reads them (the wire's `convert` and `write`). */
+const STAGE_LABEL: Record<JobStage, string> = {
+  fetch: 'fetch',
+  upload: 'upload',
+  convert: 'extract',
+  chunk: 'chunk',
+  embed: 'embed',
+  sparse: 'sparse',
+  write: 'index',
+};
+
+function UploadRow({ item, info }: { item: Item; info: Info }) {
   const job = item.job;
   const error = item.error ?? job?.error ?? null;
   const state = error ? 'failed' : (job?.state ?? 'waiting');
-  const current = job?.state === 'done' ? STAGES.length : stageIndex(job?.stage ?? null);
+  // A failed job names the stage it failed in (`error.stage`); a refused upload failed at upload.
+  const failedAt =
+    state !== 'failed' ? -1 : item.error ? 0 : stageIndex(job?.error?.stage ?? job?.stage ?? null);
+  const current = job?.state === 'done' ? STAGES.length : failedAt >= 0 ? failedAt : stageIndex(job?.stage);
+  const skipped = skippedStages(info);
+  const name = item.path;
   return (
-    <li class={`upload ${state}`} data-file={item.fileId} data-state={state}>
+    <li class={`upload ${state}`} data-file={name} data-state={state}>
       <div class="upload-head">
-        <strong class="wrap">{item.fileId}</strong>
+        <strong class="wrap">{name}</strong>
         <span class="muted">{bytes(item.file.size)}</span>
         <span class={`state state-${state}`}>{state}</span>
         {job?.state === 'done' && (
-          <a href={href({ name: 'chunks', fileId: item.fileId, collection: item.collection })}>
+          <a href={href({ name: 'chunks', fileId: job.file_id, collection: item.collection })}>
             {job.result?.chunks_count ?? job.progress.chunks_done} chunks
           </a>
         )}
       </div>
-      <ol class="stages" aria-label={`Stages of ${item.fileId}`}>
+      <ol class="stages" aria-label={`Stages of ${name}`}>
         {STAGES.map((s, n) => {
-          const status =
-            n < current
+          const status = skipped.has(s)
+            ? 'skipped'
+            : n < current
               ? 'done'
               : n === current && job?.state === 'running'
                 ? 'active'
@@ -239,8 +280,21 @@ function UploadRow({ item }: { item: Item }) {
                   ? 'failed'
                   : 'todo';
           return (
-            <li key={s} class={`stage ${status}`} aria-current={status === 'active' ? 'step' : undefined}>
-              {s === 'upload' && job?.stage === 'fetch' ? 'fetch' : s}
+            <li
+              key={s}
+              class={`stage ${status}`}
+              data-stage={s}
+              aria-current={status === 'active' ? 'step' : undefined}
+              title={
+                status === 'skipped'
+                  ? s === 'embed'
+                    ? 'skipped: no embedding model is configured (lexical-only search)'
+                    : 'skipped: sparse vectors are off'
+                  : undefined
+              }
+            >
+              {s === 'upload' && job?.stage === 'fetch' ? 'fetch' : STAGE_LABEL[s]}
+              {status === 'skipped' ? ' (skipped)' : ''}
               {status === 'active' && (s === 'embed' || s === 'sparse' || s === 'write') && job
                 ? ` ${job.progress.chunks_done}/${job.progress.chunks_total ?? '?'}`
                 : ''}
@@ -250,6 +304,11 @@ function UploadRow({ item }: { item: Item }) {
       </ol>
       {error && (
         <p class="error" role="alert">
+          {failedAt >= 0 && (
+            <>
+              Failed at <strong class="failed-stage">{STAGE_LABEL[STAGES[failedAt] ?? 'upload']}</strong>:{' '}
+            </>
+          )}
           <code class="code">{error.code}</code> {error.message}
         </p>
       )}
