@@ -1,6 +1,7 @@
 import {
   bool,
   int,
+  list,
   oneOf,
   optionalCaselessOneOf,
   optionalString,
@@ -85,7 +86,14 @@ export const llmPiece = {
   ),
 };
 
-export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece };
+/** Browsers on other origins (docs/api.md, "CORS"): off unless origins are named. */
+export const corsPiece = {
+  CORS_ORIGINS: list(
+    "Origins whose browser pages may call Kilde (CORS), comma-separated or a JSON list, e.g. `https://chat.example.com` (Open WebUI's tool servers added by a user, a browser MCP client); `*` allows any. Preflights (`OPTIONS`) never need the key. Empty: no CORS headers. `/mcp` also checks `MCP_ALLOWED_ORIGINS`.",
+  ),
+};
+
+export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece, ...corsPiece };
 
 /** The web console at `/` (docs/console.md): off in the single services, on in `serve all`. */
 export const consolePiece = {

@@ -16,6 +16,7 @@ import type { Registry } from 'prom-client';
 import type { KernelConfig } from '../config/kernel.js';
 import { accessHooks, loadTenantKeys, type TenantKey } from './access.js';
 import { BODY_LIMITS } from './body-limits.js';
+import { registerCors } from './cors.js';
 import { makeErrorHandler } from './errors.js';
 import { type Probe, registerHealth } from './health.js';
 import { type InfoPiece, registerInfoRoute } from './info.js';
@@ -118,6 +119,10 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+
+  // Before any route: its hook answers preflights ahead of every route's own hooks (the bearer
+  // checks among them), so an `OPTIONS` never needs the key.
+  if (config.CORS_ORIGINS.length > 0) await registerCors(app, config.CORS_ORIGINS);
 
   // Before any route: the document collects routes as they are added (onRoute).
   if (config.OPENAPI_ENABLED) {

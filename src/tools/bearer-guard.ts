@@ -12,6 +12,9 @@ export const GUARD_MESSAGE = 'missing or invalid bearer token';
  */
 export function bearerGuard(apiKey: string, tenants: readonly TenantKey[] = []) {
   return async function guardMcp(request: FastifyRequest, reply: FastifyReply) {
+    // A CORS preflight carries no credentials (browsers never send them on one): it is answered
+    // without the key, by CORS when CORS_ORIGINS names origins, else as a route that is not there.
+    if (request.method === 'OPTIONS') return;
     const access = identify(request.headers.authorization, apiKey, tenants);
     if (access) {
       request.kildeAccess = access;

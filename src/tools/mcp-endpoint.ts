@@ -192,6 +192,11 @@ export class McpMachinery {
     });
     await server.connect(transport);
     reply.hijack();
+    // The SDK writes the answer on the raw response: headers set on the reply so far (CORS's, by
+    // its onRequest hook) would be lost with it.
+    for (const [name, value] of Object.entries(reply.getHeaders())) {
+      if (value !== undefined) reply.raw.setHeader(name, typeof value === 'number' ? String(value) : value);
+    }
     reply.raw.setHeader('x-request-id', request.id);
     if (wantsClose(request.raw)) closeAfterAnswer(reply.raw);
     try {
