@@ -83,9 +83,13 @@ export const ingestPiece = {
     { min: 0 },
   ),
   KEEP_VERSIONS: int(
-    0,
-    'Retired versions of each file (per collection) kept for `POST /api/v1/documents/{file_id}/versions/{version}/restore`: a re-ingest moves the replaced version out of every tenant (no search returns it) instead of deleting it, and deletes kept versions beyond this many. 0: retired versions are deleted (the reference behaviour).',
+    undefined,
+    'Retired versions of each file (per collection) kept for `POST /api/v1/documents/{file_id}/versions/{version}/restore`: a re-ingest moves the replaced version out of every tenant (no search returns it) instead of deleting it, and deletes kept versions beyond this many. 0: retired versions are deleted (the reference behaviour). A setting of the index: recorded in it when set, and unset it is the recorded value, else 0; a value contradicting the recorded one refuses to start (`INDEX_SETTINGS_CONFLICT`, docs/operations.md "Settings recorded in the index").',
     { min: 0, max: 100 },
+  ),
+  INDEX_SETTINGS_UPDATE: bool(
+    false,
+    'Lets this process record its own `KEEP_VERSIONS` and embedding in the index over the recorded ones instead of refusing to start (docs/operations.md, "Settings recorded in the index").',
   ),
   ENABLE_INSPECTION_API: bool(
     false,

@@ -11,6 +11,7 @@
  *   tenant's space, so no search (Kilde's or the reference service's) can return them.
  * - `retired`: one ledger entry per kept version: the collection it came from, when it was written
  *   and retired, how many points it has.
+ * - `settings`: one entry holding the settings that belong to the index (recorded-settings.ts).
  *
  * Each value starts with a control character, which ingestion refuses in every identifier, so no
  * caller can create or name them; the index adapters also drop them from a search's collection names.
@@ -21,6 +22,7 @@ export const RESERVED_TENANTS = {
   committed: '\u0001kilde:committed',
   kept: '\u0001kilde:kept',
   retired: '\u0001kilde:retired',
+  settings: '\u0001kilde:settings',
 } as const;
 
 export type ReservedTenant = keyof typeof RESERVED_TENANTS;

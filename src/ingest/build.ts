@@ -43,6 +43,11 @@ export interface BuiltPipeline {
   extractorFor(engine: string): Extractor;
   /** The worker pool of extraction, chunking and BM25 encoding. */
   pool: WorkerPool;
+  /**
+   * Honours the settings recorded in the index and records this process's (index-settings.ts);
+   * run once the collection exists, before any write. Throws `INDEX_SETTINGS_CONFLICT`.
+   */
+  reconcileSettings(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -172,7 +177,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       ...(dense ? { dense } : {}),
       lexical,
       fallbackLanguage: config.SPARSE_LANGUAGE,
-      keepVersions: config.KEEP_VERSIONS,
+      keepVersions: config.KEEP_VERSIONS ?? 0,
       batchChunks: config.INGEST_BATCH_CHUNKS,
       segmentChars: config.INGEST_SEGMENT_CHARS,
       largeFiles: config.INGEST_LARGE_FILES,
@@ -187,6 +192,20 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     extractor,
     extractorFor,
     pool,
+    async reconcileSettings() {
+      const { reconcileIndexSettings } = await import('./index-settings.js');
+      const { keepVersions } = await reconcileIndexSettings(
+        index,
+        {
+          keepVersions: config.KEEP_VERSIONS,
+          embedding: dense ? { model: dense.model, dim: dense.dim } : null,
+          update: config.INDEX_SETTINGS_UPDATE,
+          now: () => (clock ?? systemClock).now(),
+        },
+        log,
+      );
+      service.useKeepVersions(keepVersions);
+    },
     async close() {
       await Promise.allSettled([
         ownsIndex ? index.close() : undefined,

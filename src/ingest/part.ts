@@ -92,6 +92,8 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   /** Settles what a crash left behind before the first request, then keeps sweeping. */
   async function ready(made: BuiltPipeline): Promise<void> {
     pending = made;
+    // Before the sweep and any write: the sweep retires versions by KEEP_VERSIONS too.
+    await made.reconcileSettings();
     await sweep(made);
     if (stopping.signal.aborted) return;
     built = made;
@@ -152,7 +154,14 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         return;
       }
       if (stopping.signal.aborted) return;
-      await ready(made);
+      try {
+        await ready(made);
+      } catch (err) {
+        // E.g. INDEX_SETTINGS_CONFLICT: readiness says why.
+        waiting = `start-up failed: ${(err as Error).message}`;
+        deps.log.error({ err }, 'ingestion pipeline cannot start');
+        return;
+      }
       waiting = undefined;
       deps.log.info('vector index reachable: ingestion pipeline ready');
       return;
@@ -204,7 +213,8 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           ),
         ],
       },
-      keep_versions: config.KEEP_VERSIONS,
+      // The index's value once the pipeline has read it (a process may leave KEEP_VERSIONS unset).
+      keep_versions: built?.service.keepVersions ?? config.KEEP_VERSIONS ?? 0,
     }),
     async register(app, ctx) {
       // The routes, their multipart parser and the metrics load with the HTTP app: the local CLI,

@@ -146,7 +146,8 @@ export function parseFormIngest(
   const filename = f.filename ?? (uploadedName?.trim() || undefined);
   if (filename === undefined) throw invalid(400, 'Invalid request: filename is required');
   const path = documentPath(f.path ?? filename);
-  if (f.file_id === undefined && path === '') throw invalid(400, 'Invalid request: file_id or path is required');
+  if (f.file_id === undefined && path === '')
+    throw invalid(400, 'Invalid request: file_id or path is required');
   return {
     fileId: f.file_id ?? fileIdFor(f.collection_name, path),
     filename,

@@ -10,9 +10,9 @@ import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } fr
 import { documentErrorBody } from '../http/openapi.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
+import { identifyUpload } from './file-identity.js';
 import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
-import { identifyUpload } from './file-identity.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
 import {

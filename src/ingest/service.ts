@@ -306,6 +306,11 @@ export class IngestService {
     });
   }
 
+  /** The `KEEP_VERSIONS` the index records, when this process does not set it (index-settings.ts). */
+  useKeepVersions(keep: number): void {
+    this.parts.keepVersions = keep;
+  }
+
   /** `KEEP_VERSIONS`. */
   get keepVersions(): number {
     return this.parts.keepVersions ?? 0;

@@ -59,7 +59,9 @@ export function progressWriter(job: { updateProgress(p: StoredProgress): Promise
     /** The run failed: the failure is stored, and later reports are ignored. */
     fail(error: JobError): Promise<void> {
       ended = true;
-      return save({ ...current, stage: null, error: { ...error, stage: current.stage } }).catch(() => undefined);
+      return save({ ...current, stage: null, error: { ...error, stage: current.stage } }).catch(
+        () => undefined,
+      );
     },
   };
 }
