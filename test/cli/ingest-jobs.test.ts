@@ -49,7 +49,7 @@ afterAll(async () => {
 
 describe('kilde ingest --url on ingestion jobs', () => {
   it('submits one job per file, follows them to the end and sums up failures by code', async () => {
-    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--url', url], env, work.dir);
+    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--root', '.', '--url', url], env, work.dir);
     expect(run.code, run.stderr).toBe(1);
     const lines = jsonLines(run.stdout);
     const files = lines.filter((l) => 'file' in l);
@@ -69,7 +69,7 @@ describe('kilde ingest --url on ingestion jobs', () => {
   it('skips unchanged files on the next run and submits only the changed and the failed ones', async () => {
     await writeFile(join(work.dir, 'notes', 'wren.txt'), 'The wren sings in the hedge at dusk now.\n');
     const before = (await jobs()).length;
-    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--url', url], env, work.dir);
+    const run = await runCli(['ingest', 'notes', '-c', 'notes', '--root', '.', '--url', url], env, work.dir);
     expect(run.stderr).toContain('(1 unchanged, skipped)');
     const lines = jsonLines(run.stdout).filter((l) => 'file' in l);
     expect(lines.find((l) => l.file === 'notes/heron.md')).toMatchObject({ ok: true, skipped: true });
@@ -82,11 +82,15 @@ describe('kilde ingest --url on ingestion jobs', () => {
     let release!: () => void;
     embed.faults.push({ kind: 'held', until: new Promise<void>((r) => (release = r)) });
     const before = (await jobs()).length;
-    const child = spawn(process.execPath, [BIN, 'ingest', 'notes/otter.txt', '-c', 'notes', '--url', url], {
-      env,
-      cwd: work.dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'ingest', 'notes/otter.txt', '-c', 'notes', '--root', '.', '--url', url],
+      {
+        env,
+        cwd: work.dir,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => {
       stderr += d.toString('utf8');
@@ -105,7 +109,11 @@ describe('kilde ingest --url on ingestion jobs', () => {
     expect(stderr).toContain('interrupted after 0 of 1 file(s)');
     release();
 
-    const run = await runCli(['ingest', 'notes/otter.txt', '-c', 'notes', '--url', url], env, work.dir);
+    const run = await runCli(
+      ['ingest', 'notes/otter.txt', '-c', 'notes', '--root', '.', '--url', url],
+      env,
+      work.dir,
+    );
     expect(run.code, run.stderr).toBe(0);
     expect(jsonLines(run.stdout).find((l) => 'file' in l)).toMatchObject({
       ok: true,
