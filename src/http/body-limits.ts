@@ -40,9 +40,9 @@ export const JSON_SHAPES = {
    * `POST /search`: 50 messages are kept (the last ones) of a conversation sent whole, each with up
    * to 100 text parts, up to 200 collections and a filter of up to 1,000 file ids.
    */
-  search: { depth: 32, keys: 1000, items: 10_000, values: 100_000 },
+  search: { depth: 32, keys: 1000, rootKeys: 100, items: 10_000, values: 100_000 },
   /** `POST /retrieval` (Dify): a query, its settings and up to 50 metadata conditions. */
-  dify: { depth: 16, keys: 1000, items: 1000, values: 10_000 },
+  dify: { depth: 16, keys: 1000, rootKeys: 100, items: 1000, values: 10_000 },
   /** `PUT /api/v1/ingest` and `POST /api/v1/jobs` as JSON: bucket, key and identifiers. */
   ingest: { depth: 16, keys: 1000, items: 1000, values: 5000 },
   /** `POST /echo`: `{text}`. */
@@ -51,10 +51,10 @@ export const JSON_SHAPES = {
    * `POST /mcp`: one JSON-RPC message: an initialize's capabilities, or a tool call's arguments
    * (`search_knowledge`: up to 200 collections and a filter of up to 1,000 file ids).
    */
-  mcp: { depth: 32, keys: 1000, items: 5000, values: 20_000 },
+  mcp: { depth: 32, keys: 1000, rootKeys: 100, items: 5000, values: 20_000 },
   /**
    * `POST /api/v1/eval`: 10,000 queries (5 keys and values each) and 500,000 judgements, at worst
-   * each under a query id of its own (4 keys and values each).
+   * each under a query id of its own (4 keys and values each); six fields at the top.
    */
-  eval: { depth: 8, keys: 500_000, items: 10_000, values: 2_100_000 },
+  eval: { depth: 8, keys: 500_000, rootKeys: 100, items: 10_000, values: 2_100_000 },
 } as const satisfies Record<string, JsonShapeLimits>;

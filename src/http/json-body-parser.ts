@@ -22,6 +22,7 @@ type StringParser = (
 const WHAT: Record<JsonShapeLimit, string> = {
   depth: 'levels of nesting',
   keys: 'keys in one object',
+  rootKeys: 'keys at the top level',
   items: 'items in one array',
   values: 'keys and values in all',
 };
@@ -79,7 +80,7 @@ export function jsonBodyParser(parse: StringParser) {
         // Nothing more of it is kept or scanned; Node discards the rest of the body.
         chunks.length = 0;
         noteOnRequestLine(request, { shape: over, bytesRead: received });
-        done(new BodyShapeError(over, shape[over]));
+        done(new BodyShapeError(over, shape[over] ?? shape.keys));
         return;
       }
       chunks.push(chunk);

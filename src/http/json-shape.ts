@@ -9,6 +9,11 @@ export interface JsonShapeLimits {
   depth: number;
   /** Keys of one object. */
   keys: number;
+  /**
+   * Keys of the top-level object, when fewer than `keys`: a schema whose only large object is
+   * nested (the judgements of an eval) takes a handful of fields at the top.
+   */
+  rootKeys?: number;
   /** Items of one array. */
   items: number;
   /** Every key and every value of the body, containers included. */
@@ -46,7 +51,10 @@ export class JsonShapeScanner {
   /** The limit the body went over, once it has. */
   exceeded: JsonShapeLimit | undefined;
 
+  private readonly rootKeys: number;
+
   constructor(readonly limits: JsonShapeLimits) {
+    this.rootKeys = limits.rootKeys ?? limits.keys;
     this.kinds = new Uint8Array(limits.depth + 1);
     this.counts = new Uint32Array(limits.depth + 1);
   }
@@ -103,7 +111,9 @@ export class JsonShapeScanner {
           break;
         case QUOTE:
           if (this.expect === KEY) {
-            if (++this.counts[this.depth]! > this.limits.keys) return this.exceed('keys');
+            const keys = ++this.counts[this.depth]!;
+            if (keys > this.limits.keys) return this.exceed('keys');
+            if (this.depth === 1 && keys > this.rootKeys) return this.exceed('rootKeys');
             if (++this.values > this.limits.values) return this.exceed('values');
             this.expect = NOTHING;
           } else if (!this.value()) return this.exceeded;

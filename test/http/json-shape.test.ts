@@ -72,6 +72,13 @@ describe('JsonShapeScanner', () => {
     expect(scanner.feed(Buffer.from(':1}'))).toBe('keys');
   });
 
+  it('bounds the top-level object apart from nested ones', () => {
+    const limits = { ...roomy, keys: 1000, rootKeys: 2 };
+    expect(scan('{"a":1,"b":{"c":1,"d":2,"e":3}}', limits)).toBeUndefined();
+    expect(scan('{"a":1,"b":2,"c":3}', limits)).toBe('rootKeys');
+    expect(scan('[{"a":1,"b":2,"c":3}]', limits)).toBeUndefined();
+  });
+
   it('refuses deep nesting and long arrays', () => {
     expect(scan('['.repeat(33), { ...roomy, depth: 32 })).toBe('depth');
     expect(scan(`[${'0,'.repeat(5000)}0]`, { ...roomy, items: 5000 })).toBe('items');
