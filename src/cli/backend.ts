@@ -111,7 +111,13 @@ export function errorFromBody(status: number, body: unknown, what: string): CliE
   const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   const message = typeof b.error === 'string' ? b.error : typeof b.detail === 'string' ? b.detail : undefined;
   const code = typeof b.code === 'string' ? b.code : undefined;
-  return new CliError(`${what}: ${message ?? `HTTP ${status}`}`, 1, code);
+  // The cause behind a 5xx's public message, where the app gives it (the in-process app of a local
+  // command always does: this is the operator's own machine); its first line only, never a stack.
+  const cause = typeof b.debug === 'string' ? b.debug.split('\n')[0]?.trim() : undefined;
+  const shown = [message ?? `HTTP ${status}`, cause && !message?.includes(cause) ? cause : undefined]
+    .filter(Boolean)
+    .join(': ');
+  return new CliError(`${what}: ${shown}`, 1, code);
 }
 
 /** Groups a collection's chunks by file (the index has no document table). */

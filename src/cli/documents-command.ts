@@ -8,6 +8,7 @@ import {
   requireCollections,
   withBackend,
 } from './commands.js';
+import { CliError } from './fail.js';
 
 /* `kilde documents list|delete|versions|restore|chunks`. */
 
@@ -39,7 +40,16 @@ export function registerDocumentsCommands(program: Command, io: CliIo): void {
       .argument('<file_id>', 'the file_id (see `documents list`)'),
   ).action(async (fileId: string, o: Remote) => {
     await withBackend(io, o, undefined, async (backend) => {
-      io.out.write(`${JSON.stringify(await backend.deleteDocument(fileId))}\n`);
+      const answer = await backend.deleteDocument(fileId);
+      // The API answers 200 with nothing deleted (the contract's); a command asked to delete a file
+      // that is not there has failed at what it was asked to do.
+      if (answer.chunks_deleted === 0) {
+        const where = backend.where ? ` in ${backend.where}` : '';
+        throw new CliError(
+          `no document "${fileId}"${where}: nothing was deleted (kilde documents list -c <collection> shows the file ids)`,
+        );
+      }
+      io.out.write(`${JSON.stringify(answer)}\n`);
     });
   });
   remoteOptions(

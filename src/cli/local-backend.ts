@@ -21,6 +21,7 @@ import {
   type SearchResult,
   summarise,
 } from './backend.js';
+import { debugOn } from './fail.js';
 
 /** `kilde serve all`'s schema, except that the local CLI needs no inbound key. */
 export function localSchema() {
@@ -49,8 +50,18 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
   const parsed = parseConfig(localSchema(), { ...env, ...(engine ? { EXTRACTION_ENGINE: engine } : {}) });
   // The in-process app still checks a bearer on its routes; this key never leaves the process. It
   // never listens, so it needs no OpenAPI document either.
-  const config = { ...parsed, API_KEY: generateKey(), ENABLE_INSPECTION_API: true, OPENAPI_ENABLED: false };
+  // DEBUG: its error bodies carry the cause of a 5xx, which `errorFromBody` adds to the one line.
+  const config = {
+    ...parsed,
+    API_KEY: generateKey(),
+    ENABLE_INSPECTION_API: true,
+    OPENAPI_ENABLED: false,
+    DEBUG: true,
+  };
   let runtime: Promise<Runtime> | undefined;
+  // A failed request of the in-process app is this command's failure, which the CLI reports as one
+  // line: the app's own error log of it (a JSON line with a stack) is kept for LOG_LEVEL_APP/DEBUG.
+  const requestLog = env.LOG_LEVEL_APP?.trim() || debugOn(env) ? log : log.child({}, { level: 'silent' });
 
   /**
    * The parts a command needs, over the one index: `search` mounts retrieval, `documents list` only
@@ -78,7 +89,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
   /** The HTTP app (fastify and every route) loads only for the commands that call a route. */
   const appOf = (rt: Runtime): Promise<KildeApp> =>
     (rt.app ??= import('../http/app.js').then(({ buildApp }) =>
-      buildApp(config, { logger: log, parts: rt.all.parts }),
+      buildApp(config, { logger: requestLog, parts: rt.all.parts }),
     ));
   const closeRuntime = async (rt: Runtime) => {
     const app = rt.app ? await rt.app.catch(() => undefined) : undefined;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, CommanderError } from 'commander';
 import type { Env } from '../config/parse.js';
 import type { CliIo } from './commands.js';
 import { registerDocumentsCommands } from './documents-command.js';
@@ -25,7 +25,10 @@ export function buildProgram(io: CliIo): Command {
       'Self-hosted RAG backend for chat platforms: ingest, retrieve, agent and MCP tools over one index.',
     )
     .version(packageVersion(), '-v, --version')
-    .showHelpAfterError()
+    // Usage errors are thrown (subcommands inherit both settings) and reported by `main` as one
+    // line with exit 2, like a configuration error; help and --version still exit 0.
+    .exitOverride()
+    .configureOutput({ outputError: () => undefined })
     // `kilde eval` takes options its subcommands also take (--json, --url): each command keeps its own.
     .enablePositionalOptions();
 
@@ -66,7 +69,22 @@ export async function main(argv: string[], env: Env = process.env) {
   try {
     await buildProgram(io).parseAsync(argv);
   } catch (err) {
+    if (err instanceof CommanderError) {
+      // Help or the version was printed (to stderr after a command named without its subcommand).
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') process.exit(0);
+      if (err.code === 'commander.help') process.exit(2);
+      process.stderr.write(`kilde: ${usageLine(err, argv)}\n`);
+      process.exit(2);
+    }
     process.stderr.write(`kilde: ${describeError(err, debugOn(env))}\n`);
     process.exit(exitCodeOf(err));
   }
+}
+
+/** Commander's message without its `error: ` prefix, and where the usage is written down. */
+function usageLine(err: CommanderError, argv: readonly string[]): string {
+  const command = argv.slice(2).find((a) => !a.startsWith('-'));
+  const known = command !== undefined && /^[a-z]+$/.test(command) ? ` ${command}` : '';
+  const help = err.code === 'commander.unknownCommand' ? 'kilde --help' : `kilde${known} --help`;
+  return `${err.message.replace(/^error: /, '')} (usage: ${help})`;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { KernelConfig } from '../config/kernel.js';
 import type { Env } from '../config/parse.js';
+import { loadTenantKeys } from '../http/access.js';
 import { buildApp, type KildeApp, type ServicePart, startParts } from '../http/app.js';
 import { createLogger } from '../http/logger.js';
 import { serve } from '../http/server.js';
@@ -27,6 +28,8 @@ export async function startService(name: string, env: Env): Promise<Running> {
   }
   const configured = def.configure(env);
   const kernel = configured.kernel;
+  // The per-tenant keys are configuration too: a bad file stops start-up (exit 2) before any part is built.
+  loadTenantKeys(kernel);
   const log = createLogger(kernel);
   const parts = await configured.create(log);
   const app = await buildApp(kernel, { logger: log, parts });
@@ -53,16 +56,23 @@ export async function startService(name: string, env: Env): Promise<Running> {
   return { service: def.name, app, parts, config: kernel, log, address };
 }
 
-/** `npm start` with port 8000 taken is a first-time user's likeliest failure: say what to change. */
+/**
+ * `npm start` with port 8000 taken is a first-time user's likeliest failure: say what to change.
+ * These are configuration errors (HOST, PORT): exit 2.
+ */
 function listenError(err: unknown, host: string, port: number): unknown {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'EADDRINUSE')
     return new CliError(
       `port ${port} on ${host} is already in use: stop what listens there or choose another port with PORT (e.g. PORT=${port + 1})`,
+      2,
     );
   if (code === 'EACCES')
-    return new CliError(`not allowed to listen on port ${port}: choose a port above 1023 with PORT`);
+    return new CliError(`not allowed to listen on port ${port}: choose a port above 1023 with PORT`, 2);
   if (code === 'EADDRNOTAVAIL')
-    return new CliError(`HOST ${host} is not an address of this machine: use 0.0.0.0 (every interface)`);
+    return new CliError(
+      `HOST ${host} is not an address of this machine: use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`,
+      2,
+    );
   return err;
 }

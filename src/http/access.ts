@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { ConfigError } from '../config/parse.js';
 import { KildeError } from '../errors.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 import { bearerMatches, markBearerHook } from './auth.js';
@@ -48,20 +49,20 @@ function parseKeys(text: string, where: string): TenantKey[] {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${where} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ConfigError(`${where} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new Error(`${where} must be a JSON object {"<key>": {"collections": [...], "name": "..."}}`);
+    throw new ConfigError(`${where} must be a JSON object {"<key>": {"collections": [...], "name": "..."}}`);
   }
   // Never echo a key: an entry is named by its position.
   return Object.entries(raw).map(([key, value], i) => {
     const at = `${where} (entry ${i + 1})`;
     const problem = keyProblem(key);
-    if (problem) throw new Error(`${at}: ${problem}`);
+    if (problem) throw new ConfigError(`${at}: ${problem}`);
     const entry = keyEntrySchema.safeParse(value);
     if (!entry.success) {
       const issue = entry.error.issues[0]!;
-      throw new Error(`${at}: ${[issue.path.join('.'), issue.message].filter(Boolean).join(': ')}`);
+      throw new ConfigError(`${at}: ${[issue.path.join('.'), issue.message].filter(Boolean).join(': ')}`);
     }
     return {
       key,
@@ -71,7 +72,10 @@ function parseKeys(text: string, where: string): TenantKey[] {
   });
 }
 
-/** The per-tenant keys of the configuration; throws a clear start-up error on a bad file or value. */
+/**
+ * The per-tenant keys of the configuration; a bad file or value is a `ConfigError` (exit 2), which
+ * `kilde serve` raises before any part is built.
+ */
 export function loadTenantKeys(config: {
   API_KEY: string;
   API_KEYS_FILE?: string | undefined;
@@ -83,14 +87,19 @@ export function loadTenantKeys(config: {
     try {
       text = readFileSync(config.API_KEYS_FILE, 'utf8');
     } catch (err) {
-      throw new Error(`API_KEYS_FILE cannot be read: ${err instanceof Error ? err.message : String(err)}`);
+      throw new ConfigError(
+        `Configuration error: API_KEYS_FILE cannot be read (${err instanceof Error ? err.message : String(err)}): point it at a readable JSON file or unset it`,
+      );
     }
-    keys.push(...parseKeys(text, 'API_KEYS_FILE'));
+    keys.push(...parseKeys(text, 'Configuration error: API_KEYS_FILE'));
   }
-  if (config.API_KEYS) keys.push(...parseKeys(config.API_KEYS, 'API_KEYS'));
+  if (config.API_KEYS) keys.push(...parseKeys(config.API_KEYS, 'Configuration error: API_KEYS'));
   const seen = new Set<string>([config.API_KEY]);
   for (const k of keys) {
-    if (seen.has(k.key)) throw new Error(`per-tenant key "${k.name}" repeats API_KEY or another key`);
+    if (seen.has(k.key))
+      throw new ConfigError(
+        `Configuration error: per-tenant key "${k.name}" repeats API_KEY or another key: give every key its own value`,
+      );
     seen.add(k.key);
   }
   return keys;

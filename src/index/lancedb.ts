@@ -1,7 +1,9 @@
+import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { systemClock } from '../clock.js';
+import { ConfigError } from '../config/parse.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
 import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
@@ -54,6 +56,13 @@ export async function createLanceIndex(
   options: LanceIndexOptions = {},
 ): Promise<VectorIndex> {
   const directory = resolve(settings.uri);
+  // LanceDB would fail on first use with a debug dump of its Rust error; a file here is a setting's mistake.
+  const found = await stat(directory).catch(() => undefined);
+  if (found && !found.isDirectory()) {
+    throw new ConfigError(
+      `Configuration error: VECTORDB_URI ${directory} is a file, not a directory: point VECTORDB_URI (or KILDE_DATA_DIR) at a folder for the index`,
+    );
+  }
   const cacheMb = settings.cacheMb ?? defaultCacheMb(settings.denseDim !== undefined);
   const db = await connect(directory, {
     readConsistencyInterval: options.readConsistencySeconds ?? 1,

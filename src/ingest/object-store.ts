@@ -105,9 +105,12 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
           ? `object storage refused the reference (${name})`
           : status === 403 || name === 'AccessDenied'
             ? 'access to the object was denied'
-            : status !== undefined
-              ? `object storage answered HTTP ${status}`
-              : 'object storage unreachable';
+            : // The SDK found no key in the variables, files or instance metadata it looks in.
+              name === 'CredentialsProviderError'
+              ? 'no object-storage credentials are configured: set OBJECTSTORE_ACCESS_KEY and OBJECTSTORE_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)'
+              : status !== undefined
+                ? `object storage answered HTTP ${status}`
+                : 'object storage unreachable';
     if (caller === undefined) deps.log.warn({ err, bucket, key, status }, 'object fetch failed');
     else deps.log.info({ bucket, key, status, name }, 'object reference refused by object storage');
     return new KildeError(

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, runCli, tempDir } from './helpers.js';
 
-/** What a first-time user sees when `kilde serve` cannot listen: one line, no stack, non-zero exit. */
+/** What a first-time user sees when `kilde serve` cannot listen: one line, no stack, exit 2. */
 describe('kilde serve when the port cannot be used', () => {
   let busy: Server;
   let port: number;
@@ -26,7 +26,8 @@ describe('kilde serve when the port cannot be used', () => {
       cleanEnv({ API_KEY: 'k', HOST: '127.0.0.1', PORT: String(port), KILDE_DATA_DIR: `${tmp.dir}/.kilde` }),
       tmp.dir,
     );
-    expect(run.code).toBe(1);
+    // HOST and PORT are configuration: exit 2 (docs/operations.md, "Exit codes").
+    expect(run.code).toBe(2);
     const errors = run.stderr.trim().split('\n');
     expect(errors).toEqual([
       `kilde: port ${port} on 127.0.0.1 is already in use: stop what listens there or choose another port with PORT (e.g. PORT=${port + 1})`,

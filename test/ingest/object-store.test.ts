@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ingestSchema, objectStoreSettings } from '../../src/config/ingest.js';
 import { ConfigError } from '../../src/config/parse.js';
 import { KildeError } from '../../src/http/errors.js';
@@ -81,6 +81,30 @@ describe('object store over s3rver', () => {
     dead.close();
     expect(err.code).toBe('OBJECT_FETCH_FAILED');
     expect(err.message).toMatch(/unreachable/);
+  });
+
+  it('says the credentials are missing when the SDK finds none (not "unreachable")', async () => {
+    // The SDK's own chain (variables, ~/.aws, instance metadata), kept off this machine's.
+    for (const v of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'])
+      vi.stubEnv(v, undefined);
+    vi.stubEnv('AWS_SHARED_CREDENTIALS_FILE', join(dir, 'no-credentials'));
+    vi.stubEnv('AWS_CONFIG_FILE', join(dir, 'no-config'));
+    vi.stubEnv('AWS_EC2_METADATA_DISABLED', 'true');
+    const bare = createObjectStore(
+      { endpoint: s3.endpoint, region: 'us-east-1', forcePathStyle: true, allowedBuckets: [] },
+      { log },
+    );
+    try {
+      const err = (await bare.head('docs', 'a/hello.txt').catch((e: unknown) => e)) as KildeError;
+      expect(err.code).toBe('OBJECT_FETCH_FAILED');
+      expect(err.statusCode).toBe(502);
+      expect(err.message).toBe(
+        'Could not fetch s3://docs/a/hello.txt: no object-storage credentials are configured: set OBJECTSTORE_ACCESS_KEY and OBJECTSTORE_SECRET_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)',
+      );
+    } finally {
+      bare.close();
+      vi.unstubAllEnvs();
+    }
   });
 });
 
