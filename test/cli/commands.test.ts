@@ -50,7 +50,7 @@ describe('kilde extract / documents / failures', () => {
   });
 
   it('ingest reports each failure with its reason and exits 1; the others are stored', async () => {
-    const run = await runCli(['ingest', join(tmp.dir, 'in'), '-c', 'mixed'], env, tmp.dir);
+    const run = await runCli(['ingest', join(tmp.dir, 'in'), '-c', 'mixed', '--root', tmp.dir], env, tmp.dir);
     expect(run.code).toBe(1);
     const lines = jsonLines(run.stdout);
     const bad = lines.find((l) => l.file === 'in/blob.bin');

@@ -26,7 +26,11 @@ describe('kilde ingest + kilde search on the Danish test textbook (embedded inde
   afterAll(() => tmp?.remove());
 
   it('ingests the folder: one JSON line per file, a summary, exit 0', async () => {
-    const run = await runCli(['ingest', CORPUS, '--collection', 'da'], env, tmp.dir);
+    const run = await runCli(
+      ['ingest', CORPUS, '--collection', 'da', '--root', join(CORPUS, '..')],
+      env,
+      tmp.dir,
+    );
     expect(run.stderr).toMatch(
       new RegExp(`ingested ${DANISH_CHAPTERS} of ${DANISH_CHAPTERS} file\\(s\\) into "da": \\d+ chunks`),
     );
@@ -68,7 +72,11 @@ describe('kilde ingest + kilde search on the Danish test textbook (embedded inde
   it('re-ingesting the same folder replaces each file: same documents, no duplicate chunks', async () => {
     const before = await docs();
     expect(before).toHaveLength(DANISH_CHAPTERS);
-    const run = await runCli(['ingest', CORPUS, '--collection', 'da', '--concurrency', '4'], env, tmp.dir);
+    const run = await runCli(
+      ['ingest', CORPUS, '--collection', 'da', '--concurrency', '4', '--root', join(CORPUS, '..')],
+      env,
+      tmp.dir,
+    );
     expect(run.code).toBe(0);
     const after = await docs();
     expect(after.map((d) => [d.file_id, d.source, d.chunks])).toEqual(

@@ -1,5 +1,5 @@
 import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { cleanEnv, jsonLines, REPO, runCli, Server, tempDir } from './helpers.js';
@@ -126,7 +126,7 @@ describe('npm start (kilde quickstart) end to end', () => {
 
   it('ingests a folder with the CLI over HTTP and finds it with the CLI and over HTTP', async () => {
     const ingest = await runCli(
-      ['ingest', fixtures(), '--collection', 'fx', '--url', url, '--api-key', key],
+      ['ingest', fixtures(), '--collection', 'fx', '--root', tmp.dir, '--url', url, '--api-key', key],
       env,
     );
     expect(ingest.stderr).toContain('ingested 3 of 3 file(s) into "fx"');
@@ -153,7 +153,8 @@ describe('npm start (kilde quickstart) end to end', () => {
     };
     expect(viaCli.metadatas[0]?.[0]).toMatchObject({
       name: 'multi_page.pdf',
-      source: 'multi_page.pdf',
+      // The document's path under --root, over HTTP as locally (the upload sends it as `path`).
+      source: 'fixtures/multi_page.pdf',
       page: expect.any(Number),
     });
     expect(viaCli.documents[0]?.[0]).toContain('Sholes');
@@ -166,9 +167,10 @@ describe('npm start (kilde quickstart) end to end', () => {
     await writeFile(join(tmp.dir, 'fjord.md'), '# Fjords\n\nLimfjorden cuts through northern Jutland.\n');
     const ingest = await runCli(['ingest', join(tmp.dir, 'fjord.md'), '--collection', 'local'], env, tmp.dir);
     expect(ingest.code).toBe(0);
-    // A file argument is named `parent-folder/file`, whichever folder the command ran in.
+    // No repository above it and no --root: a file is named by its absolute path, whichever
+    // folder the command ran in.
     expect(jsonLines(ingest.stdout)[0]).toMatchObject({
-      file: `${basename(tmp.dir)}/fjord.md`,
+      file: join(tmp.dir, 'fjord.md').slice(1),
       ok: true,
       chunks: 1,
     });
