@@ -15,6 +15,13 @@ export interface AgentDeps {
   fetch?: typeof fetch;
   /** Time-outs of the LLM calls (tests pass a manual clock). */
   clock?: Clock;
+  /** `serverInfo.name` of `/mcp` when this part mounts it (`kilde` in `serve all`). */
+  mcpName?: string;
+  /**
+   * Whether `/mcp` lists `rewrite_concisely`: `serve all` leaves it out when no LLM is configured
+   * (every call would fail). Default: listed.
+   */
+  rewriteTool?: boolean;
 }
 
 export interface AgentPart extends ServicePart {
@@ -37,8 +44,8 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
   });
   const echo = createEchoService(llm);
   const mcp = new McpMachinery({
-    name: 'kilde-agent',
-    tools: [rewriteTool(echo, { strict: config.AGENT_STRICT_TOOLS })],
+    name: deps.mcpName ?? 'kilde-agent',
+    tools: deps.rewriteTool === false ? [] : [rewriteTool(echo, { strict: config.AGENT_STRICT_TOOLS })],
     settings: config,
   });
   return {

@@ -25,6 +25,9 @@ export interface SomeParts {
   index: VectorIndex;
 }
 
+/** `serverInfo.name` of the `/mcp` of `kilde serve all` (the single services: `kilde-agent`, `kilde-tools`). */
+export const MCP_NAME = 'kilde';
+
 /** The services `composeAll` can mount; the CLI mounts only what a command uses. */
 export type EmbeddedService = 'ingest' | 'retrieve' | 'agent' | 'tools';
 
@@ -103,7 +106,9 @@ export async function composeServices(
     }
     if (wants('agent')) {
       const { createAgentPart } = await import('../agent/part.js');
-      const agent = createAgentPart(config, net);
+      // `/mcp` of `serve all` is one server under one name, whichever of its parts mounts it, and
+      // lists `rewrite_concisely` only with an LLM configured (every call would fail without one).
+      const agent = createAgentPart(config, { ...net, mcpName: MCP_NAME, rewriteTool: choices.llm });
       // Without a configured LLM the offline default would never be ready: its probe is left out.
       parts.push(choices.llm ? agent : { ...agent, probes: [] });
     }
@@ -116,13 +121,14 @@ export async function composeServices(
           collections: config.MCP_SEARCH_COLLECTIONS,
           settings: config,
           ownsStack: false,
+          mcpName: MCP_NAME,
         }),
       );
     }
     if (tools && wants('tools')) {
       const { createToolsPart } = await import('../tools/part.js');
       // Joins the agent's `/mcp` (one route, both tool sets).
-      parts.push(createToolsPart(tools, net));
+      parts.push(createToolsPart(tools, { ...net, mcpName: MCP_NAME }));
     }
     return { parts, ingest, index };
   } catch (err) {

@@ -11,6 +11,8 @@ export interface KnowledgePartOptions {
   settings: McpSettings;
   /** Whether this part closes the stack (the tool server's own), or another part does (`serve all`). */
   ownsStack: boolean;
+  /** `serverInfo.name` of `/mcp` when this part mounts it first (`kilde` in `serve all`). */
+  mcpName?: string;
 }
 
 /**
@@ -27,7 +29,7 @@ export function createKnowledgePart(o: KnowledgePartOptions): ServicePart {
     register(app, ctx) {
       // The service needs the app's metrics registry, so the tools are made here, not earlier.
       mcp = new McpMachinery({
-        name: 'kilde-knowledge',
+        name: o.mcpName ?? 'kilde-knowledge',
         tools: [
           searchKnowledgeTool(o.stack.service(ctx.metrics), policy),
           listCollectionsTool(o.stack.index, policy),

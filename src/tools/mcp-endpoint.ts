@@ -25,7 +25,11 @@ export const NOT_STARTED = 'Task group is not initialized';
 type State = 'new' | 'running' | 'closed';
 
 export interface McpMachineryOptions {
-  /** `serverInfo.name` in the initialize answer. */
+  /**
+   * `serverInfo.name` in the initialize answer: the service's (`kilde-agent`, `kilde-tools`;
+   * `kilde` for `serve all`). Parts that join an app's `/mcp` answer under the name of the part
+   * that mounted it first.
+   */
   name: string;
   tools: readonly ToolDefinition[];
   settings: McpSettings;

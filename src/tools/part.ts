@@ -16,6 +16,8 @@ export interface ToolsDeps {
   /** Overrides of the 10 s total / 3 s connect bounds of an upstream call, for tests. */
   totalTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** `serverInfo.name` of `/mcp` when this part mounts it (`kilde` in `serve all`). */
+  mcpName?: string;
 }
 
 export interface ToolsPart extends ServicePart {
@@ -56,7 +58,11 @@ export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): Tool
     ttlMs: config.WEATHER_CACHE_TTL * 1000,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const mcp = new McpMachinery({ name: 'kilde-tools', tools: [weatherTool(weather)], settings: config });
+  const mcp = new McpMachinery({
+    name: deps.mcpName ?? 'kilde-tools',
+    tools: [weatherTool(weather)],
+    settings: config,
+  });
 
   return {
     name: 'tools',

@@ -60,6 +60,9 @@ beforeAll(async () => {
     MCP_JSON_RESPONSE: 'true',
     WEATHER_API_BASE_URL: weather.url,
     WEATHER_API_KEY: FAKE_KEY,
+    // An LLM configured, so `rewrite_concisely` is listed (serve all lists it only then); nothing
+    // here calls it: a tenant's call is refused before any upstream.
+    AGENT_API_BASE_URL: 'http://127.0.0.1:9/v1',
     KEEP_VERSIONS: '2',
   });
   const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, logs.stream);
