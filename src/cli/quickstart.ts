@@ -10,6 +10,10 @@ import { findFiles } from './walk.js';
 
 export const DOCS_COLLECTION = 'kilde-docs';
 
+/** Where `npm start` listens unless HOST is set: loopback only. */
+export const QUICKSTART_HOST = '127.0.0.1';
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/i;
+
 /** Kilde's own docs, next to the package (not the working directory). */
 export const DOCS_DIR = fileURLToPath(new URL('../../docs/', import.meta.url));
 
@@ -28,11 +32,16 @@ function banner(
   key: { shown: string; note: string },
   dataDir: string,
   console: boolean,
+  host: string,
 ): string {
   const auth = `-H "Authorization: Bearer ${key.shown}"`;
+  const reach = LOOPBACK.test(host)
+    ? `  Listening on ${host} only: this machine. HOST=0.0.0.0 npm start listens on every interface.`
+    : `  Listening on ${host} (HOST): reachable from other machines, which need the key below.`;
   return [
     '',
     `  Kilde is running at ${url}  (embedded mode; index and key in ${dataDir})`,
+    reach,
     '',
     `  API key ${key.note}:`,
     `    ${key.shown}`,
@@ -61,7 +70,11 @@ export async function runQuickstart(
   const given = env.API_KEY?.trim();
   const stored = given ? undefined : await loadOrCreateKey(dataDir);
   const key = given || (stored?.key as string);
-  const running = await startService('all', { ...env, KILDE_DATA_DIR: dataDir, API_KEY: key });
+  // A first run on a laptop, its key printed on screen: this machine only, as the banner's
+  // `localhost` says, unless HOST asks for more. (`kilde serve` keeps the contract's 0.0.0.0, which a
+  // container needs.)
+  const host = env.HOST?.trim() || QUICKSTART_HOST;
+  const running = await startService('all', { ...env, HOST: host, KILDE_DATA_DIR: dataDir, API_KEY: key });
   const url = publicUrl(running.address);
   out.write(
     banner(
@@ -76,6 +89,7 @@ export async function runQuickstart(
         : { shown: '$API_KEY', note: '(from the API_KEY variable)' },
       dataDir,
       running.parts.some((p) => p.name === 'console'),
+      host,
     ),
   );
 
@@ -83,7 +97,9 @@ export async function runQuickstart(
   const docs = (async () => {
     const started = performance.now();
     // Named from the package's folder (`docs/…`), wherever it is installed: the ids stay put.
-    const files = await findFiles([DOCS_DIR], process.cwd(), { root: dirname(DOCS_DIR.replace(/[\\/]+$/, '')) });
+    const files = await findFiles([DOCS_DIR], process.cwd(), {
+      root: dirname(DOCS_DIR.replace(/[\\/]+$/, '')),
+    });
     const pipeline = ingest.pipeline();
     const result = await syncFolder({
       service: pipeline.service,
