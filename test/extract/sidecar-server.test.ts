@@ -100,7 +100,7 @@ describe('kilde serve extractor (Kreuzberg-compatible POST /extract)', () => {
       status_code: 400,
       traceback: null,
     });
-    expect(empty.status).toBeGreaterThanOrEqual(400);
+    expect(empty.status).toBe(400);
     expect(await empty.json()).toMatchObject({ error_type: 'ValidationError' });
   });
 });
