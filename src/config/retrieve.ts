@@ -53,6 +53,11 @@ export const retrievalPiece = {
     max: 50,
   }),
   QUERY_GENERATION_MAX_QUERIES: int(3, 'Most queries the generator may return.', { min: 1, max: 10 }),
+  QUERY_GENERATION_TIMEOUT: int(
+    10,
+    'Seconds the LLM may take to write the queries of a chat search; past it the search runs the last user message instead (a hung LLM never holds a search longer). At most `AGENT_TIMEOUT`.',
+    { min: 1 },
+  ),
   SMALL_COLLECTION_CHUNKS: int(
     100,
     'Collections searched together with at most this many chunks count as small (an attached file, ~40 pages at 400-token chunks): a query that finds nothing there gets their opening chunks, in reading order, score 0. 0 turns it off.',

@@ -110,7 +110,10 @@ export async function composeServices(
       // lists `rewrite_concisely` only with an LLM configured (every call would fail without one).
       const agent = createAgentPart(config, { ...net, mcpName: MCP_NAME, rewriteTool: choices.llm });
       // Without a configured LLM the offline default would never be ready: its probe is left out.
-      parts.push(choices.llm ? agent : { ...agent, probes: [] });
+      // With one, a slow or down LLM is reported as degraded beside search, which works without it
+      // (query generation falls back to the last user message): it never makes the server unready.
+      const probes = (agent.probes ?? []).map((p) => (retrieve ? { ...p, degradedOnly: true } : p));
+      parts.push(choices.llm ? { ...agent, probes } : { ...agent, probes: [] });
     }
     if (retrieve && wants('tools') && config.MCP_SEARCH_COLLECTIONS.length > 0) {
       const { createKnowledgePart } = await import('../retrieve/knowledge-part.js');

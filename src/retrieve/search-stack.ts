@@ -71,13 +71,15 @@ export async function createSearchStack(config: SearchSettings, deps: SearchStac
       'lexical-only search (EMBEDDING_PROVIDER=none): set EMBEDDING_PROVIDER, EMBEDDING_MODEL, EMBEDDING_DIM and EMBEDDING_API_BASE_URL to enable dense search',
     );
 
+  // Query generation sits in front of every chat search: its own short time-out, then the fallback.
   const llm = config.ENABLE_QUERY_GENERATION
     ? createChatClient({
         baseUrl: config.AGENT_API_BASE_URL,
         apiKey: config.AGENT_API_KEY,
         model: config.AGENT_MODEL,
-        timeoutMs: config.AGENT_TIMEOUT * 1000,
+        timeoutMs: Math.min(config.QUERY_GENERATION_TIMEOUT, config.AGENT_TIMEOUT) * 1000,
         ...net,
+        ...(deps.clock ? { clock: deps.clock } : {}),
       })
     : undefined;
 
