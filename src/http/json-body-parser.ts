@@ -56,7 +56,7 @@ export function jsonBodyParser(parse: StringParser) {
       done(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
       return;
     }
-    const shape = request.routeOptions.config?.jsonShape ?? JSON_SHAPES.default;
+    const shape: JsonShapeLimits = request.routeOptions.config?.jsonShape ?? JSON_SHAPES.default;
     const scanner = new JsonShapeScanner(shape);
     const chunks: Buffer[] = [];
     let received = 0;
