@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { fileIdFor } from '../index/identifiers.js';
+import { checkFileName } from '../ingest/request.js';
 import type { IngestOutcome, IngestService } from '../ingest/service.js';
 
 export async function contentHash(path: string): Promise<string> {
@@ -30,6 +31,8 @@ export async function ingestLocalFile(
   file: LocalFile,
   o: LocalIngestOptions,
 ): Promise<IngestOutcome & { fileId: string }> {
+  // A file named with a control character (a NUL cannot be, but \x01 or ESC can) fails alone.
+  checkFileName(file.relative, 'the file path');
   const fileId = fileIdFor(o.collection, file.relative);
   const outcome = await service.ingest(
     {

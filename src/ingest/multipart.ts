@@ -3,7 +3,7 @@ import type {} from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { KildeError } from '../http/errors.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
-import { invalid } from './request.js';
+import { checkFileName, invalid } from './request.js';
 import { sourcePath } from './temp-dir.js';
 
 export interface ReceivedFile {
@@ -59,6 +59,8 @@ export async function receiveMultipart(
         continue;
       }
       if (file) throw invalid(400, 'Invalid request: exactly one file part is allowed');
+      // The part's own name, which no form field vouches for: refused before anything is stored.
+      checkFileName(part.filename ?? '', "the file part's filename");
       opts.early?.(fields);
       const path = sourcePath(dir, part.filename ?? '');
       const bytes = await streamToFile(part.file, path, opts.maxBytes);

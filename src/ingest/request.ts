@@ -6,6 +6,7 @@ import {
   collectionNameSchema,
   documentPath,
   fileIdFor,
+  identifierProblem,
   identifierRefinement,
 } from '../index/identifiers.js';
 
@@ -185,6 +186,16 @@ export function checkCollection(target: Pick<IngestTarget, 'collectionName' | 'f
 
 export function invalid(status: number, message: string): KildeError {
   return new KildeError('INVALID_REQUEST', status, message);
+}
+
+/**
+ * A file's name or path from outside that no schema field checked (a multipart part's own
+ * filename, a header, a folder's file): held to the identifier rule, so a NUL, `\x01` or a terminal
+ * escape (ESC) is a 400 naming where it came from, never a name logged, stored or shown.
+ */
+export function checkFileName(name: string, where: string): void {
+  const problem = identifierProblem(name);
+  if (problem !== undefined) throw invalid(400, `Invalid request: ${where} ${problem}`);
 }
 
 function describeIssues(error: z.ZodError): string {
