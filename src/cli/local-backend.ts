@@ -132,19 +132,36 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     const { stat } = await import('node:fs/promises');
     const max = Number((config as Record<string, unknown>).MAX_UPLOAD_BYTES);
     const { index, service } = (await ingestion()).pipeline();
-    const { legacyFileIdFor, resolveIdentity } = await import('../ingest/file-identity.js');
-    // Named by path: the id of the document the path names, an older version's included.
-    const ids = await Promise.all(
-      list.map(async (a) =>
-        a.legacy === undefined
-          ? { fileId: a.fileId, source: a.source }
-          : resolveIdentity(index, {
-              collection: a.collection,
-              path: a.source,
-              legacy: [{ fileId: legacyFileIdFor(a.collection, a.legacy), sources: [a.legacy, a.filename] }],
-            }),
-      ),
-    );
+    const { legacyFileIdFor, resolveIdentities } = await import('../ingest/file-identity.js');
+    // Named by path: the id of the document the path names, an older version's or a console's
+    // upload of it included; one read per collection for the whole pass.
+    const ids: { fileId: string; source: string }[] = list.map((a) => ({
+      fileId: a.fileId,
+      source: a.source,
+    }));
+    for (const collection of new Set(list.map((a) => a.collection))) {
+      const named = list.flatMap((a, i) =>
+        a.legacy !== undefined && a.collection === collection ? [i] : [],
+      );
+      if (named.length === 0) continue;
+      const found = await resolveIdentities(
+        index,
+        collection,
+        named.map((i) => {
+          const a = list[i]!;
+          const legacy = a.legacy ?? '';
+          return {
+            collection,
+            path: a.source,
+            legacy: [{ fileId: legacyFileIdFor(collection, legacy), sources: [legacy, a.filename] }],
+            tails: true,
+          };
+        }),
+      );
+      named.forEach((i, k) => {
+        ids[i] = found[k]!;
+      });
+    }
     const sizes = list.map((a) => stat(a.path).then((s) => s.size));
     // A file that vanished since the walk fails alone, in its load.
     for (const size of sizes) size.catch(() => undefined);

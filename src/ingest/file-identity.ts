@@ -30,6 +30,11 @@ export interface IdentityRequest {
    * 409 (the caller names the file_id or the full path).
    */
   byName?: boolean;
+  /**
+   * The path is a full path (the CLI's): a document named by one of its tails (uploaded in a
+   * console as `readme.md`) that still carries that name becomes this file's.
+   */
+  tails?: boolean;
 }
 
 export interface Identity {
@@ -50,57 +55,136 @@ export function legacyFileIdFor(collection: string, relativePath: string): strin
   return createHash('sha256').update(`${collection}\u0000${normalised}`).digest('hex').slice(0, 32);
 }
 
-async function sourceOf(index: VectorIndex, collection: string, fileId: string): Promise<string | undefined> {
-  const page = await index.scroll({ fileId, collectionNames: [collection], splitId: 0 }, { limit: 1 });
-  const point = page.points[0];
-  if (!point) return undefined;
-  const source = point.meta.source;
-  return typeof source === 'string' ? source : '';
-}
+/** Candidate ids looked up per query (one `file_id IN (…)` read). */
+const LOOKUP_IDS = 256;
 
-export async function resolveIdentity(index: VectorIndex, r: IdentityRequest): Promise<Identity> {
-  const path = documentPath(r.path);
-  const derived = fileIdFor(r.collection, path);
-  if ((await sourceOf(index, r.collection, derived)) !== undefined) return { fileId: derived, source: path };
-  for (const old of r.legacy ?? []) {
-    if (old.fileId === derived) continue;
-    const source = await sourceOf(index, r.collection, old.fileId);
-    if (source !== undefined && (source === path || old.sources.includes(source))) {
-      return { fileId: old.fileId, source: path };
-    }
-  }
-  if (r.byName && path !== '') {
-    const matches = new Map<string, string>();
+/** `meta.source` of each of `ids` that has a document in the collection ('' when it records none). */
+async function sourcesOf(
+  index: VectorIndex,
+  collection: string,
+  ids: readonly string[],
+): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  const unique = [...new Set(ids)];
+  for (let i = 0; i < unique.length; i += LOOKUP_IDS) {
+    const fileIds = unique.slice(i, i + LOOKUP_IDS);
     let cursor: string | undefined;
-    let seen = 0;
     do {
       const page = await index.scroll(
-        { collectionNames: [r.collection], splitId: 0 },
+        { fileIds, collectionNames: [collection], splitId: 0 },
         { limit: 500, ...(cursor ? { cursor } : {}) },
       );
       for (const p of page.points) {
-        const source = typeof p.meta.source === 'string' ? documentPath(p.meta.source) : '';
-        // The console of Kilde 0.x used the dropped name itself as the file_id.
-        if (source === path || source.endsWith(`/${path}`) || p.meta.file_id === r.path) {
-          matches.set(p.meta.file_id, source || path);
-        }
+        found.set(p.meta.file_id, typeof p.meta.source === 'string' ? p.meta.source : '');
       }
-      seen += page.points.length;
       cursor = page.next;
-    } while (cursor !== undefined && seen < NAME_SCAN);
-    if (matches.size === 1) {
-      const [[fileId, source]] = [...matches.entries()] as [[string, string]];
-      return { fileId, source };
-    }
-    if (matches.size > 1) {
-      const sources = [...matches.values()].sort().slice(0, 5);
-      throw invalid(
-        409,
-        `${matches.size} documents in ${r.collection} end in ${path} (${sources.join(', ')}): give the path from a folder that tells them apart, or the file_id`,
-      );
+    } while (cursor !== undefined);
+  }
+  return found;
+}
+
+/** The proper tails of a path at its slashes, longest first (`a/b/c.md` → `b/c.md`, `c.md`). */
+function tails(path: string): string[] {
+  const parts = path.split('/');
+  return parts.slice(1).map((_, i) => parts.slice(i + 1).join('/'));
+}
+
+/** The ids a request could take, in the order they are preferred, with the sources that allow each. */
+function candidates(
+  r: IdentityRequest,
+  path: string,
+): { fileId: string; accepts: (source: string) => boolean }[] {
+  const out: { fileId: string; accepts: (source: string) => boolean }[] = [];
+  for (const old of r.legacy ?? []) {
+    out.push({ fileId: old.fileId, accepts: (s) => s === path || old.sources.includes(s) });
+  }
+  if (r.tails) {
+    // A document named by a tail of this path (a file uploaded in a console, or by a CLI run from
+    // a folder further down) that still carries that name: this file's, from now on.
+    for (const tail of tails(path)) {
+      const accepts = (s: string) => documentPath(s) === tail;
+      out.push({ fileId: fileIdFor(r.collection, tail), accepts });
+      // The console of Kilde 0.x used the dropped name itself as the file_id.
+      out.push({ fileId: tail, accepts });
     }
   }
-  return { fileId: derived, source: path };
+  return out;
+}
+
+/**
+ * The identities of many requests of one collection at once (a CLI pass): one read for every
+ * candidate id. A document is given to one request only, the first that claims it.
+ */
+export async function resolveIdentities(
+  index: VectorIndex,
+  collection: string,
+  requests: readonly IdentityRequest[],
+): Promise<Identity[]> {
+  const paths = requests.map((r) => documentPath(r.path));
+  const derived = paths.map((p) => fileIdFor(collection, p));
+  const options = requests.map((r, i) => candidates(r, paths[i]!));
+  const sources = await sourcesOf(index, collection, [...derived, ...options.flat().map((c) => c.fileId)]);
+  const claimed = new Set<string>();
+  const out: Identity[] = [];
+  for (let i = 0; i < requests.length; i++) {
+    const r = requests[i]!;
+    const path = paths[i]!;
+    let chosen: Identity | undefined;
+    if (sources.has(derived[i]!)) chosen = { fileId: derived[i]!, source: path };
+    for (const c of options[i]!) {
+      if (chosen) break;
+      const source = sources.get(c.fileId);
+      if (source !== undefined && c.fileId !== derived[i] && !claimed.has(c.fileId) && c.accepts(source)) {
+        chosen = { fileId: c.fileId, source: path };
+      }
+    }
+    if (!chosen && r.byName && path !== '') chosen = await byName(index, collection, path, r.path);
+    chosen ??= { fileId: derived[i]!, source: path };
+    claimed.add(chosen.fileId);
+    out.push(chosen);
+  }
+  return out;
+}
+
+export async function resolveIdentity(index: VectorIndex, r: IdentityRequest): Promise<Identity> {
+  const [one] = await resolveIdentities(index, r.collection, [r]);
+  return one!;
+}
+
+/** The collection's one document whose path is `path` or ends with `/path` (a browser's name). */
+async function byName(
+  index: VectorIndex,
+  collection: string,
+  path: string,
+  raw: string,
+): Promise<Identity | undefined> {
+  const matches = new Map<string, string>();
+  let cursor: string | undefined;
+  let seen = 0;
+  do {
+    const page = await index.scroll(
+      { collectionNames: [collection], splitId: 0 },
+      { limit: 500, ...(cursor ? { cursor } : {}) },
+    );
+    for (const p of page.points) {
+      const source = typeof p.meta.source === 'string' ? documentPath(p.meta.source) : '';
+      // The console of Kilde 0.x used the dropped name itself as the file_id.
+      if (source === path || source.endsWith(`/${path}`) || p.meta.file_id === raw) {
+        matches.set(p.meta.file_id, source || path);
+      }
+    }
+    seen += page.points.length;
+    cursor = page.next;
+  } while (cursor !== undefined && seen < NAME_SCAN);
+  if (matches.size > 1) {
+    const sources = [...matches.values()].sort().slice(0, 5);
+    throw invalid(
+      409,
+      `${matches.size} documents in ${collection} end in ${path} (${sources.join(', ')}): give the path from a folder that tells them apart, or the file_id`,
+    );
+  }
+  const [first] = [...matches.entries()];
+  return first ? { fileId: first[0], source: first[1] } : undefined;
 }
 
 /**
@@ -121,12 +205,14 @@ export async function identifyUpload(
         },
       ]
     : [];
+  const cli = fields.legacy_path !== undefined;
   const found = await resolveIdentity(index, {
     collection: target.collectionName,
     path: target.source,
     legacy,
-    // A full path from the CLI names its document exactly; a browser's name may be a suffix.
-    byName: fields.legacy_path === undefined,
+    // A full path from the CLI may end in a browser's name; a browser's name may end a full path.
+    tails: cli,
+    byName: !cli,
   });
   return { ...target, ...found };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileIdFor } from '../../src/index/identifiers.js';
+import { legacyFileIdFor, resolveIdentities } from '../../src/ingest/file-identity.js';
 import type { Job } from '../../src/ingest/jobs/job.js';
 import { AUTH } from '../helpers/app.js';
 import { type Harness, multipartBody, startIngest } from './helpers/harness.js';
@@ -156,5 +157,44 @@ describe('one identity for a file', () => {
     const job = await consoleUpload('console-old', 'guide.md', 'The new guide.');
     expect(job.file_id).toBe('guide.md');
     expect(await documents('console-old')).toHaveLength(1);
+  });
+
+  it('a CLI ingest of a file first uploaded in the console is a new version of it', async () => {
+    const job = await consoleUpload('tails', 'manual.md', 'The manual, uploaded by hand.');
+    expect(job.state).toBe('done');
+    // The CLI names it by its full path; the console's document carries a tail of it.
+    await put(
+      { path: 'proj/docs/manual.md', legacy_path: 'docs/manual.md', collection_name: 'tails' },
+      'manual.md',
+      'The manual, ingested by the CLI.',
+    );
+    expect((await documents('tails')).map((d) => d.file_id)).toEqual([job.file_id]);
+    expect(await versions(job.file_id, 'tails')).toHaveLength(2);
+    // Claimed: another file ending in the same name is a document of its own.
+    await put(
+      { path: 'other/docs/manual.md', legacy_path: 'docs/manual.md', collection_name: 'tails' },
+      'manual.md',
+      'Another manual.',
+    );
+    expect(await documents('tails')).toHaveLength(2);
+  });
+
+  it('gives a former id to one file of a pass only', async () => {
+    const legacy = legacyFileIdFor('pass', 'notes/readme.md');
+    await put({ file_id: legacy, collection_name: 'pass' }, 'readme.md', 'Old notes.');
+    const request = (path: string) => ({
+      collection: 'pass',
+      path,
+      legacy: [{ fileId: legacy, sources: ['notes/readme.md', 'readme.md'] }],
+      tails: true,
+    });
+    const ids = await resolveIdentities(h.index, 'pass', [
+      request('a/notes/readme.md'),
+      request('b/notes/readme.md'),
+    ]);
+    expect(ids).toEqual([
+      { fileId: legacy, source: 'a/notes/readme.md' },
+      { fileId: fileIdFor('pass', 'b/notes/readme.md'), source: 'b/notes/readme.md' },
+    ]);
   });
 });
