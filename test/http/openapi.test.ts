@@ -177,7 +177,10 @@ describe('routes that parse their own bodies', () => {
     expect(json?.required).toEqual(expect.arrayContaining(['file_id', 'collection_name', 'user_id']));
     const form = op?.requestBody?.content['multipart/form-data']?.schema;
     expect(form?.properties?.file?.format).toBe('binary');
-    expect(form?.required).toEqual(expect.arrayContaining(['file', 'file_id', 'collection_name', 'user_id']));
+    expect(form?.required).toEqual(expect.arrayContaining(['file', 'collection_name', 'user_id']));
+    // No file_id: derived from the collection and `path` (docs/api.md, "One identity for a file").
+    expect(Object.keys(form?.properties ?? {})).toEqual(expect.arrayContaining(['file_id', 'path']));
+    expect(form?.required).not.toContain('file_id');
     const answer = op?.responses[status]?.content?.['application/json']?.schema;
     expect(Object.keys(answer?.properties ?? {})).toEqual(
       expect.arrayContaining(method === 'put' ? ['chunks_count', 'extraction'] : ['job_id', 'state']),
