@@ -39,8 +39,18 @@ export async function receiveMultipart(
   const parts = request.parts({
     limits: { fileSize: opts.maxBytes, fields: 32, fieldSize: 64 * 1024, parts: 40 },
   });
+  // A client that ends its side of the socket before the body's end (a half-close) gets Node's 400,
+  // but the parser's streams are left waiting for bytes that never come: the request hung and its
+  // upload folder stayed until restart. Its close ends the wait here, with the error that says so.
+  const cut = cutShort(request);
+  let streaming: { destroy(err?: Error): void } | undefined;
+  cut.promise.catch((err: Error) => streaming?.destroy(err));
+  const iterator = parts[Symbol.asyncIterator]();
   try {
-    for await (const part of parts) {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), cut.promise]);
+      if (next.done) break;
+      const part = next.value;
       if (part.type === 'field') {
         if (part.fieldname in fields)
           throw invalid(400, `Invalid request: field ${part.fieldname} given twice`);
@@ -52,6 +62,7 @@ export async function receiveMultipart(
       if (part.fieldname !== 'file') {
         // A file part Kilde does not know is skipped like an unknown field.
         ignored.push(part.fieldname);
+        streaming = part.file;
         part.file.resume();
         // `finished` also settles when the part fails (a body cut short): waiting for 'end' alone
         // hung such a request forever.
@@ -63,6 +74,7 @@ export async function receiveMultipart(
       checkFileName(part.filename ?? '', "the file part's filename");
       opts.early?.(fields);
       const path = sourcePath(dir, part.filename ?? '');
+      streaming = part.file;
       const bytes = await streamToFile(part.file, path, opts.maxBytes);
       // busboy stops at `fileSize` and marks the stream truncated instead of failing it.
       if (part.file.truncated) throw tooLarge(opts.maxBytes);
@@ -81,7 +93,32 @@ export async function receiveMultipart(
     // A local file-system failure (disk full) is ours, not the client's.
     if (e.syscall !== undefined) throw err;
     throw invalid(400, `Malformed multipart body: ${String(e.message ?? err)}`);
+  } finally {
+    cut.dispose();
+    // Left early (an error): the parser's iterator is let go without waiting on it.
+    iterator.return?.().catch(() => undefined);
   }
   if (!file) throw invalid(400, 'Invalid request: the multipart body has no "file" part');
   return { fields, file, ignoredParts: ignored };
+}
+
+/**
+ * Rejects when the request's socket closes before its body was complete: `dispose` when the body has
+ * been read (or the request failed otherwise).
+ */
+function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: () => void } {
+  const raw = request.raw;
+  let reject: (err: Error) => void = () => undefined;
+  const promise = new Promise<never>((_, r) => {
+    reject = r;
+  });
+  // Nobody need be waiting when it happens (the file part is being written, or the form was read).
+  promise.catch(() => undefined);
+  const onClose = () => {
+    if (!raw.complete)
+      reject(invalid(400, 'Malformed multipart body: the client ended the body before its end'));
+  };
+  if (raw.destroyed) onClose();
+  else raw.once('close', onClose);
+  return { promise, dispose: () => raw.off('close', onClose) };
 }
