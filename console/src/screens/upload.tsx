@@ -213,8 +213,8 @@ function Limits({ ingest }: { ingest: NonNullable<Info['ingest']> }) {
       {ingest.max_text_chars !== undefined && (
         <>
           {' '}
-          and {ingest.max_text_chars.toLocaleString('en')} characters of extracted text (a plain-text file of
-          that many bytes or more fails)
+          and {ingest.max_text_chars.toLocaleString('en')} characters of extracted text (a file under the byte
+          limit whose text has more still fails)
         </>
       )}
       .
