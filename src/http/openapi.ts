@@ -196,6 +196,8 @@ function completed<T>({ doc, documented }: { doc: T; documented: Map<string, Rou
       op.operationId = id;
       op.summary ??= SUMMARIES[`${method.toUpperCase()} ${path}`] ?? `${method.toUpperCase()} ${path}`;
       op.responses = { ...op.responses, ...errorAnswers(op, docs?.errorBody ?? 'kernel') };
+      // Said outright: a route without the key (health, this document) needs no credentials.
+      op.security ??= [];
     }
   }
   document.components ??= {};
@@ -298,7 +300,8 @@ function describeStatus(status: string): string {
 function errorAnswers(op: Operation, shape: ErrorBodyShape): Record<string, Answer> {
   const statuses: string[] = [];
   // Dify's route answers a missing or unknown key 403 (1001, 1002) and a knowledge base it may not read 404 (2001).
-  if (op.security) statuses.push(...(shape === 'dify' ? ['403', '404'] : ['401', '403']));
+  if (Array.isArray(op.security) && op.security.length > 0)
+    statuses.push(...(shape === 'dify' ? ['403', '404'] : ['401', '403']));
   if (op.requestBody) statuses.push('400', '413', '415', '422');
   else if ((op.parameters ?? []).length > 0) statuses.push('422');
   statuses.push('5XX');

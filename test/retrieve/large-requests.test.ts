@@ -47,8 +47,9 @@ describe('large chat turns are clamped, not refused', () => {
     const queries = Array.from({ length: 12 }, () => 'income tax');
     const { status, json } = await r.search({ queries, collection_names: collections, k: 500 });
     expect(status).toBe(200);
-    // The first 10 queries are searched; k is capped at 100.
-    expect(json.documents).toHaveLength(10);
+    // The first 10 queries are searched (fused into one list: MERGE_QUERY_RESULTS); k is capped at 100.
+    expect(json.documents).toHaveLength(1);
+    expect(r.logs.lines.filter((l) => l.msg === 'search done').at(-1)).toMatchObject({ queries: 10 });
     expect(firstIds(json)[0]).toBe('tax');
   });
 
@@ -56,7 +57,7 @@ describe('large chat turns are clamped, not refused', () => {
     for (const body of [
       { queries: ['x'], collection_names: [] },
       { queries: ['x'], collection_names: ['kb'], k: 'five' },
-      { queries: ['x'], collection_names: ['kb'], k: 0 },
+      { queries: ['x'], collection_names: ['kb'], k: -1 },
       { messages: [{ content: 'no role' }], collection_names: ['kb'] },
       { queries: [42], collection_names: ['kb'] },
     ]) {
