@@ -4,6 +4,7 @@ import { headingsAfter } from '../chunk/markdown-sections.js';
 import type { BatchChunker } from '../chunk/pooled-chunker.js';
 import { type ChunkInput, cutPoint, documentSegments } from '../chunk/segments.js';
 import type { ExtractedDocument, StreamedText } from '../extract/extractor.js';
+import { joinLineHyphens } from '../extract/line-hyphens.js';
 import { dropTableOfContents } from '../extract/page-furniture.js';
 
 /*
@@ -55,7 +56,7 @@ export async function* streamedGroups(
   let offset = 0;
   let outer: Heading[] = [];
   const segment = (raw: string): Piece[] => {
-    const text = dropTableOfContents({ ...stream.doc, text: raw }).text;
+    const text = joinLineHyphens(dropTableOfContents({ ...stream.doc, text: raw }).text).text;
     const piece: Piece = { doc: 0, offset, input: { text, ...(outer.length > 0 ? { outer } : {}) } };
     outer = headingsAfter(text, 0, text.length, outer);
     offset += text.length;

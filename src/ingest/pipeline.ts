@@ -6,6 +6,7 @@ import type { LexicalStage } from '../embed/bm25/lexical-stage.js';
 import type { DenseEmbedder } from '../embed/dense.js';
 import { KildeError } from '../errors.js';
 import type { ExtractedDocument, Extractor, SourceFile, StreamedText } from '../extract/extractor.js';
+import { joinDocumentLineHyphens } from '../extract/line-hyphens.js';
 import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
@@ -216,8 +217,9 @@ function extractedOf(parts: PipelineParts, docs: ExtractedDocument[]): Extracted
   const profile = docs.find((d) => d.vision_profile)?.vision_profile ?? null;
   const routing = docs.find((d) => d.routing)?.routing;
   return {
-    // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted.
-    docs: docs.map(dropTableOfContents),
+    // Page furniture (table-of-contents lines) goes before chunking, whichever engine extracted,
+    // and words hyphenated over a line break are joined again.
+    docs: docs.map((d) => joinDocumentLineHyphens(dropTableOfContents(d))),
     extraction: { engine, profile, ...(routing ? { route: routing.route, signal: routing.signal } : {}) },
   };
 }

@@ -17,8 +17,15 @@ import type { RetrieveMetrics } from './metrics.js';
 import type { QueryLexicalSide } from './query-lexical.js';
 import type { Reranker } from './rerank.js';
 import { rerankScores, withLexicalScores } from './scores.js';
+import { subsectionsFirst } from './section-order.js';
 
 const NO_LEXICAL = { terms: [], sparse: { indices: [], values: [] } };
+
+/**
+ * How close (a share of its BM25 score) a subsection must score to its section's introduction to
+ * be ranked above it, in the lexical modes (section-order.ts); measured in docs/quality.md.
+ */
+const SUBSECTION_RATIO = 0.8;
 
 /** Which search runs, decided once per request from the configuration and the collection. */
 export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';
@@ -105,11 +112,16 @@ export async function searchOne(
         }
         case 'lexical':
           return withLexicalScores(
-            branch(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN), 'lexical'),
+            subsectionsFirst(
+              branch(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN), 'lexical'),
+              SUBSECTION_RATIO,
+            ),
           );
         case 'client-bm25': {
           const { corpus } = await d.corpus.get(collectionNames, extra);
-          return withLexicalScores(branch(corpus.search(sparse.indices, fetchN), 'lexical'));
+          return withLexicalScores(
+            subsectionsFirst(branch(corpus.search(sparse.indices, fetchN), 'lexical'), SUBSECTION_RATIO),
+          );
         }
         case 'dense+client-bm25': {
           const [denseHits, { corpus }] = await Promise.all([
