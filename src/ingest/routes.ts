@@ -15,6 +15,7 @@ import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
 import { receiveMultipart } from './multipart.js';
 import type { ObjectStore } from './object-store.js';
+import { registerProcessRoute } from './process-route.js';
 import {
   checkCollection,
   FORM_FIELDS,
@@ -223,6 +224,9 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       return { status: true, engine, profile: used, documents };
     });
   });
+
+  // Open WebUI's external document loader: the same extraction, in Open WebUI's shape.
+  await registerProcessRoute(app, ctx, deps);
 
   app.delete<{ Params: { file_id: string } }>(
     '/api/v1/documents/:file_id',
