@@ -36,6 +36,12 @@ export const authPiece = {
   API_KEYS: optionalString(
     'Per-tenant keys as inline JSON, the same shape as `API_KEYS_FILE` (both may be set; every key must be distinct).',
   ),
+  USER_ACCESS_FILE: optionalString(
+    'Per-user access for a chat platform that forwards who is asking (Open WebUI\'s `X-OpenWebUI-User-*` headers and header templates): a JSON or YAML file `{"trusted_keys": ["openwebui"], "groups": {"<group name or id>": ["collection", ...]}, "users": {"<user id or email>": [...]}}`. A request from a trusted key (a per-tenant key\'s `name`, or `API_KEY` for the main key) that names a user searches only the collections of that user\'s groups and entries, within those its key allows (`POST /search`, `/mcp` `search_knowledge` and `list_collections`, the listings); headers from any other key are ignored. Read at start-up (a bad file stops it); see docs/integrations.md.',
+  ),
+  USER_ACCESS: optionalString(
+    'Per-user access as inline JSON or YAML, the same shape as `USER_ACCESS_FILE` (not both).',
+  ),
 };
 
 export const logPiece = {

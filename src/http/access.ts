@@ -6,6 +6,7 @@ import { KildeError } from '../errors.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 import { bearerMatches, markBearerHook } from './auth.js';
 import { noteOnRequestLine } from './request-line.js';
+import { type ForwardedUser, type UserAccessPolicy, withUser } from './user-access.js';
 
 /**
  * Per-tenant API keys (docs/api.md, "Per-tenant keys"). Besides the one `API_KEY` (full access, as
@@ -15,8 +16,13 @@ import { noteOnRequestLine } from './request-line.js';
  * `assertCollectionsAllowed`; every other protected route (`ctx.auth`) stays the main key's only.
  */
 
-/** Who a request authenticated as. */
-export type Access = { kind: 'main' } | { kind: 'tenant'; name: string; collections: readonly string[] };
+/**
+ * Who a request authenticated as; `user`: the user a trusted chat platform says is asking
+ * (src/http/user-access.ts), who may read only their own collections among the key's.
+ */
+export type Access = ({ kind: 'main' } | { kind: 'tenant'; name: string; collections: readonly string[] }) & {
+  user?: ForwardedUser;
+};
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -130,7 +136,7 @@ const INVALID = { detail: 'Invalid API key' };
  * Both answer 401 `{"detail":"Invalid API key"}` with `WWW-Authenticate: Bearer` to a wrong key; a
  * tenant key on a main-key route gets 403 FORBIDDEN.
  */
-export function accessHooks(mainKey: string, tenants: readonly TenantKey[]) {
+export function accessHooks(mainKey: string, tenants: readonly TenantKey[], users?: UserAccessPolicy) {
   const check = (scoped: boolean) =>
     async function checkBearer(request: FastifyRequest, reply: FastifyReply) {
       const access = identify(request.headers.authorization, mainKey, tenants);
@@ -138,7 +144,8 @@ export function accessHooks(mainKey: string, tenants: readonly TenantKey[]) {
         noteOnRequestLine(request, { reason: 'invalid API key' });
         return reply.status(401).header('www-authenticate', 'Bearer').send(INVALID);
       }
-      request.kildeAccess = access;
+      // Routes that read collections narrow a trusted platform's request to the user it names.
+      request.kildeAccess = scoped ? withUser(request, access, users) : access;
       if (access.kind === 'tenant') {
         noteOnRequestLine(request, { key: access.name });
         if (!scoped) {
@@ -158,12 +165,16 @@ export function allowedCollections(request: FastifyRequest): readonly string[] |
   const access = request.kildeAccess;
   // A route without a bearer check has no access set: nothing was authenticated, nothing is implied.
   if (!access) return undefined;
-  return access.kind === 'main' ? undefined : access.collections;
+  const byKey = access.kind === 'main' ? undefined : access.collections;
+  if (!access.user) return byKey;
+  return byKey ? access.user.collections.filter((c) => byKey.includes(c)) : access.user.collections;
 }
 
 /** Whether `access` (undefined: unauthenticated, e.g. an open /mcp) may read `name`. */
 export function mayRead(access: Access | undefined, name: string): boolean {
-  return access === undefined || access.kind === 'main' || access.collections.includes(name);
+  if (access === undefined) return true;
+  if (access.user && !access.user.collections.includes(name)) return false;
+  return access.kind === 'main' || access.collections.includes(name);
 }
 
 /**
@@ -176,6 +187,6 @@ export function assertCollectionsAllowed(request: FastifyRequest, names: readonl
   if (refused.length === 0) return;
   throw new KildeError(
     'FORBIDDEN',
-    `This API key may not read ${refused.map((n) => JSON.stringify(n)).join(', ')}`,
+    `${access?.user ? 'This user' : 'This API key'} may not read ${refused.map((n) => JSON.stringify(n)).join(', ')}`,
   );
 }

@@ -25,6 +25,7 @@ import { createMetricsRegistry, registerHttpMetrics, registerMetricsRoute } from
 import { registerOpenApi } from './openapi.js';
 import { closeParts } from './part-lifecycle.js';
 import { logRequestLine } from './request-line.js';
+import { loadUserAccess, type UserAccessPolicy } from './user-access.js';
 
 export type KildeApp = FastifyInstance<
   RawServerDefault,
@@ -63,6 +64,8 @@ export interface PartContext {
   scopedAuth: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
   /** The per-tenant keys (empty without API_KEYS_FILE / API_KEYS). */
   tenantKeys: readonly TenantKey[];
+  /** Per-user access through a trusted platform's headers (USER_ACCESS_FILE / USER_ACCESS), if set. */
+  userAccess?: UserAccessPolicy | undefined;
   metrics: Registry;
   config: KernelConfig;
   log: Logger;
@@ -131,7 +134,8 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
 
   const metrics = deps.metrics ?? createMetricsRegistry();
   const tenantKeys = loadTenantKeys(config);
-  const hooks = accessHooks(config.API_KEY, tenantKeys);
+  const userAccess = loadUserAccess(config, tenantKeys);
+  const hooks = accessHooks(config.API_KEY, tenantKeys, userAccess);
   const auth = hooks.main;
   if (config.METRICS_ENABLED) {
     registerHttpMetrics(app, metrics);
@@ -142,7 +146,15 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
     deps.parts.flatMap((p) => p.probes ?? []),
   );
 
-  const ctx: PartContext = { auth, scopedAuth: hooks.scoped, tenantKeys, metrics, config, log: deps.logger };
+  const ctx: PartContext = {
+    auth,
+    scopedAuth: hooks.scoped,
+    tenantKeys,
+    userAccess,
+    metrics,
+    config,
+    log: deps.logger,
+  };
   registerInfoRoute(app, ctx, deps.parts);
   for (const part of deps.parts) {
     await app.register(async (scope) => part.register(scope, ctx), { name: part.name } as never);

@@ -94,7 +94,7 @@ export class McpMachinery {
       allowedOrigins: s.MCP_ALLOWED_ORIGINS ?? originsFromHosts(s.MCP_ALLOWED_HOSTS),
     });
     // The guard comes first, like the outermost middleware of the reference deployment.
-    const guard = s.MCP_BEARER_AUTH ? [bearerGuard(ctx.config.API_KEY, ctx.tenantKeys)] : [];
+    const guard = s.MCP_BEARER_AUTH ? [bearerGuard(ctx.config.API_KEY, ctx.tenantKeys, ctx.userAccess)] : [];
     app.route({
       method: ['GET', 'POST', 'DELETE'],
       url: MCP_PATH,
