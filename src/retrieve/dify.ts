@@ -223,11 +223,15 @@ function compare(a: string, b: string): number {
   return a.localeCompare(b);
 }
 
+const DATE_OPERATORS = new Set(['before', 'after', '>', '<', '≥', '≤', '=', '≠', 'is', 'is not']);
+
 /** Whether one chunk's metadata satisfies one condition (Dify's operators; text matching ignores case). */
 function holds(meta: ChunkMeta, field: string, c: Condition): boolean {
   const actual = valuesOf(meta[field]);
   const given = valuesOf(c.value);
-  const target = field === 'created_at' && given.length > 0 ? [instant(c, field)] : given;
+  // A date compared as a date (Unix seconds too); `pushdown` has checked it is one before any search.
+  const dated = field === 'created_at' && DATE_OPERATORS.has(c.comparison_operator) && given.length > 0;
+  const target = dated ? [instant(c, field)] : given;
   const lower = (s: string) => s.toLowerCase();
   const any = (f: (a: string, b: string) => boolean) =>
     actual.some((a) => target.some((b) => f(lower(a), lower(b))));
