@@ -13,8 +13,9 @@ function isInside(inner: SearchHit, outer: SearchHit): boolean {
 }
 
 /**
- * A lexical ranking with each section's introduction moved below the first of its own subsections
- * that the ranking holds, when that subsection scores at least `ratio` of it. An introduction
+ * A lexical ranking with each section's introduction moved right below the first of its own
+ * subsections that the ranking holds, when that subsection scores at least `ratio` of it (a hit
+ * moves once; an anchor is always below the hit it carries, so every hit is placed). An introduction
  * (a chapter's opening text, under the chapter heading alone) names what its subsections then say in
  * full, and with the chapter title in every chunk's contextual header it matches a question about
  * one subsection almost as well as that subsection does, and often better: BM25 rewards its short
@@ -23,17 +24,22 @@ function isInside(inner: SearchHit, outer: SearchHit): boolean {
  * The scores stay in ranking order: a hit that moves takes the score of the rank it moves to.
  */
 export function subsectionsFirst<T extends SearchHit>(hits: readonly T[], ratio: number): T[] {
-  const out = [...hits];
-  // Each move takes a hit past one whose breadcrumb is longer; the bound only guards the loop.
-  let moves = hits.length * hits.length;
-  for (let i = 0; i < out.length; i++) {
-    while (moves-- > 0) {
-      const outer = out[i]!;
-      const j = out.findIndex((h, n) => n > i && h.score >= ratio * outer.score && isInside(h, outer));
-      if (j < 0) break;
-      out.splice(i, 1);
-      out.splice(j, 0, outer);
-    }
-  }
+  // Each hit's anchor: the first hit below it inside its section that scores close enough.
+  const after = new Map<T, T[]>();
+  const deferred = new Set<T>();
+  hits.forEach((outer, i) => {
+    const anchor = hits.find((h, n) => n > i && h.score >= ratio * outer.score && isInside(h, outer));
+    if (!anchor) return;
+    deferred.add(outer);
+    after.set(anchor, [...(after.get(anchor) ?? []), outer]);
+  });
+  if (deferred.size === 0) return [...hits];
+  // A deferred hit comes right after its anchor (and brings the hits deferred behind it along).
+  const out: T[] = [];
+  const emit = (h: T) => {
+    out.push(h);
+    for (const d of after.get(h) ?? []) emit(d);
+  };
+  for (const h of hits) if (!deferred.has(h)) emit(h);
   return out.map((h, n) => (h === hits[n] ? h : { ...h, score: hits[n]!.score }));
 }
