@@ -44,6 +44,8 @@ async function documentOf(service: Service): Promise<{ app: KildeApp; doc: Doc }
     MCP_SEARCH_COLLECTIONS: 'docs',
     WEATHER_API_BASE_URL: 'http://127.0.0.1:9',
     WEATHER_API_KEY: 'weather-key',
+    // Mounts LibreChat's routes too (only with their secret).
+    LIBRECHAT_JWT_SECRET: 'librechat-secret-0123456789abcdef0123456789',
     ...(service.name === 'worker' ? { REDIS_URL: 'redis://127.0.0.1:9' } : {}),
   });
   const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
