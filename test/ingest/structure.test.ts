@@ -98,6 +98,23 @@ describe('page furniture', () => {
     expect(body?.meta).toMatchObject({ page: 1, page_number: 2 });
   });
 
+  it('joins words hyphenated over a line break in text files and keeps real hyphens', async () => {
+    const text = [
+      'Besættelsen',
+      '',
+      'Tysklands besæt-',
+      'telse af Danmark varede fem år, og Nord-',
+      'Korea deltog ikke i 1800-',
+      'tallets krige. En e-mail kom frem; en ny e-',
+      'mail kom ikke frem.',
+    ].join('\n');
+    const points = await ingest('hyphens', 'besaettelse.txt', Buffer.from(text));
+    const all = points.map((p) => p.content).join('\n');
+    expect(all).toContain('Tysklands besættelse af Danmark');
+    expect(all).toContain('Nord-Korea deltog ikke i 1800-tallets krige.');
+    expect(all).toContain('en ny e-mail kom ikke frem.');
+  });
+
   it('keeps only the article of a web page: no "Jump to content", language list or navigation', async () => {
     const points = await ingest('duck', 'wiki_duck.html', await readFile(join(FIXTURES, 'wiki_duck.html')));
     const all = points.map((p) => p.content).join('\n');
