@@ -120,6 +120,13 @@ describe("the retrieve service's document as an OpenAPI tool server", () => {
       expect(search?.operationId).toBe('search');
       expect(search?.summary).toBeTruthy();
       expect(search?.security).toEqual([{ bearer: [] }]);
+      // What Open WebUI turns into the tool's parameters: the JSON body's properties.
+      const body = (
+        search as { requestBody?: { content: Record<string, { schema: { properties?: object } }> } }
+      )?.requestBody?.content['application/json']?.schema;
+      expect(Object.keys(body?.properties ?? {})).toEqual(
+        expect.arrayContaining(['queries', 'collection_names', 'k']),
+      );
       expect(search?.responses['200']?.content?.['application/json']).toBeDefined();
       expect(search?.responses['422']?.description).toMatch(/INVALID_REQUEST/);
       expect(doc.paths['/retrieval']?.post?.operationId).toBe('difyRetrieval');
