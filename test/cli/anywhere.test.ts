@@ -35,7 +35,9 @@ describe('the CLI from any folder', () => {
     expect(JSON.parse(search.stdout).documents[0][0]).toContain('Samsø');
   });
 
-  it('gives a file the same id and source whichever folder the command ran in', async () => {
+  it('gives a file the same id and source whichever folder the command ran in', {
+    timeout: 120_000,
+  }, async () => {
     const fromA = await runCli(['ingest', 'notes/ferry.md', '-c', 'ids'], env, a());
     const fromNotes = await runCli(['ingest', 'ferry.md', '-c', 'ids'], env, join(a(), 'notes'));
     const fromB = await runCli(['ingest', join(a(), 'notes', 'ferry.md'), '-c', 'ids'], env, b());
@@ -48,7 +50,9 @@ describe('the CLI from any folder', () => {
     expect(JSON.parse(list.stdout)).toMatchObject([{ source: path }]);
   });
 
-  it('keeps same-named files of two folders apart, and --root names them from a folder', async () => {
+  it('keeps same-named files of two folders apart, and --root names them from a folder', {
+    timeout: 120_000,
+  }, async () => {
     for (const d of ['a', 'b']) {
       await mkdir(join(tmp.dir, 'two', d, 'notes'), { recursive: true });
       await writeFile(join(tmp.dir, 'two', d, 'notes', 'readme.md'), `# ${d}\n\nNotes of folder ${d}.\n`);
