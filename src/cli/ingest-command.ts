@@ -141,7 +141,9 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         ) => {
           const base = {
             file: file.relative,
-            file_id: (r.status === 'fulfilled' ? r.value.fileId : undefined) ?? fileIdFor(o.collection, file.relative),
+            file_id:
+              (r.status === 'fulfilled' ? r.value.fileId : undefined) ??
+              fileIdFor(o.collection, file.relative),
             ms: Math.round(performance.now() - started),
           };
           if (r.status === 'fulfilled') progress.record({ ...base, ok: true, chunks: r.value.chunks });
