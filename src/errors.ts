@@ -198,7 +198,7 @@ export const ERRORS = {
     retryable: false,
     publicMessage: 'This process contradicts the settings recorded in the index',
     meaning:
-      "A setting that belongs to the index (`KEEP_VERSIONS`, the embedding model and size) is recorded in it by the first process that set it; this process's own explicit value differs, so it refuses to start rather than act on the index against it. Unset the variable to take the index's value, or set `INDEX_SETTINGS_UPDATE=true` to record the new one (docs/operations.md, \"Settings recorded in the index\").",
+      'A setting that belongs to the index (`KEEP_VERSIONS`, the embedding model and size) is recorded in it by the first process that set it; this process\'s own explicit value differs, so it refuses to start rather than act on the index against it. Unset the variable to take the index\'s value, or set `INDEX_SETTINGS_UPDATE=true` to record the new one (docs/operations.md, "Settings recorded in the index").',
   },
   INTERNAL: {
     status: 500,
