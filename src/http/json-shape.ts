@@ -64,20 +64,34 @@ export class JsonShapeScanner {
     if (this.exceeded) return this.exceeded;
     const n = chunk.length;
     let i = 0;
+    /** The next backslash at or after `i` (-1: none left in this chunk), found once per backslash. */
+    let backslash = -2;
     while (i < n) {
       if (this.inString) {
-        // The bulk of a body is string bytes: skip them in a tight loop.
-        let escaped = this.escaped;
-        for (; i < n; i++) {
-          const b = chunk[i]!;
-          if (escaped) escaped = false;
-          else if (b === BACKSLASH) escaped = true;
-          else if (b === QUOTE) break;
+        // The bulk of a body is string bytes: jump from quote to quote with indexOf (memchr), minding
+        // backslashes, instead of looking at every byte.
+        if (this.escaped) {
+          this.escaped = false;
+          i++;
+          continue;
         }
-        this.escaped = escaped;
-        if (i === n) break;
+        if (backslash !== -1 && backslash < i) backslash = chunk.indexOf(BACKSLASH, i);
+        const quote = chunk.indexOf(QUOTE, i);
+        if (backslash !== -1 && (quote === -1 || backslash < quote)) {
+          if (backslash - i < 64) {
+            // Escapes close together (a string of `\"`s): byte by byte for a stretch is cheaper
+            // than an indexOf per escape.
+            i = this.scanEscapes(chunk, i, Math.min(n, i + 4096));
+            backslash = -2;
+            continue;
+          }
+          this.escaped = true;
+          i = backslash + 1;
+          continue;
+        }
+        if (quote === -1) break;
         this.inString = false;
-        i++;
+        i = quote + 1;
         continue;
       }
       const b = chunk[i++]!;
@@ -125,6 +139,22 @@ export class JsonShapeScanner {
       }
     }
     return undefined;
+  }
+
+  /** Reads string bytes one by one from `i` to at most `end`; returns where it stopped. */
+  private scanEscapes(chunk: Uint8Array, i: number, end: number): number {
+    let escaped = false;
+    for (; i < end; i++) {
+      const b = chunk[i]!;
+      if (escaped) escaped = false;
+      else if (b === BACKSLASH) escaped = true;
+      else if (b === QUOTE) {
+        this.inString = false;
+        return i + 1;
+      }
+    }
+    this.escaped = escaped;
+    return i;
   }
 
   /** Counts a value that starts here, if one may start here; false once a limit is exceeded. */

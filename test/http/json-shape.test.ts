@@ -51,6 +51,9 @@ describe('JsonShapeScanner', () => {
       a: ['x\\"y', { b: [true, false, null, -1.5e-3] }],
       'é\\': { c: 'ü"}' },
       d: [[[]]],
+      // Backslashes far apart (jumped to) and close together (read byte by byte).
+      e: `${'a'.repeat(100)}\\"${'b'.repeat(100)}"}`,
+      f: '\\\\"\\'.repeat(30),
     });
     const whole = tightest(text);
     const bytes = Buffer.byteLength(text);
