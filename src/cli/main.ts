@@ -28,7 +28,8 @@ export function buildProgram(io: CliIo): Command {
     // Usage errors are thrown (subcommands inherit both settings) and reported by `main` as one
     // line with exit 2, like a configuration error; help and --version still exit 0.
     .exitOverride()
-    .configureOutput({ outputError: () => undefined })
+    // (`writeErr` carries only the help shown after a command named without its subcommand.)
+    .configureOutput({ outputError: () => undefined, writeErr: () => undefined })
     // `kilde eval` takes options its subcommands also take (--json, --url): each command keeps its own.
     .enablePositionalOptions();
 
@@ -72,7 +73,8 @@ export async function main(argv: string[], env: Env = process.env) {
     if (err instanceof CommanderError) {
       // Help or the version was printed (to stderr after a command named without its subcommand).
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') process.exit(0);
-      if (err.code === 'commander.help') process.exit(2);
+      // `kilde help` asked for it (0); `kilde documents` without a subcommand is a usage error.
+      if (err.code === 'commander.help' && err.exitCode === 0) process.exit(0);
       process.stderr.write(`kilde: ${usageLine(err, argv)}\n`);
       process.exit(2);
     }
@@ -86,5 +88,9 @@ function usageLine(err: CommanderError, argv: readonly string[]): string {
   const command = argv.slice(2).find((a) => !a.startsWith('-'));
   const known = command !== undefined && /^[a-z]+$/.test(command) ? ` ${command}` : '';
   const help = err.code === 'commander.unknownCommand' ? 'kilde --help' : `kilde${known} --help`;
-  return `${err.message.replace(/^error: /, '')} (usage: ${help})`;
+  const what =
+    err.code === 'commander.help'
+      ? `${known.trim() || 'kilde'} needs a command`
+      : err.message.replace(/^error: /, '');
+  return `${what} (usage: ${help})`;
 }

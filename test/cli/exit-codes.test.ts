@@ -31,6 +31,11 @@ describe('kilde exit codes and one-line errors', () => {
     expect(oneLine(unknown.stderr)).toEqual([
       "kilde: unknown option '--bogus' (usage: kilde documents --help)",
     ]);
+    const bare = await runCli(['documents'], env, tmp.dir);
+    expect(bare.code).toBe(2);
+    expect(oneLine(bare.stderr)).toEqual([
+      'kilde: documents needs a command (usage: kilde documents --help)',
+    ]);
   });
 
   it('deleting a file id the index does not hold exits 1, and a broken embedder is one line', async () => {
