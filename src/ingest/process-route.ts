@@ -6,7 +6,7 @@ import { KildeError } from '../http/errors.js';
 import type { BuiltPipeline } from './build.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
 import type { IngestMetrics } from './metrics.js';
-import { invalid } from './request.js';
+import { checkFileName, invalid } from './request.js';
 import { timed } from './stages.js';
 import { sourcePath, withTempDir } from './temp-dir.js';
 
@@ -97,6 +97,8 @@ function fileName(request: FastifyRequest): string {
   } catch {
     // Kept as sent.
   }
+  // Decoded, it may hold what a header cannot (%00, %1B): refused like any file name (400).
+  checkFileName(name, 'X-Filename');
   // A name, never a path (Open WebUI sends a basename; another client might not).
   return name.split(/[\\/]/).pop()?.trim() || 'upload';
 }

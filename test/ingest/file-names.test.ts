@@ -62,6 +62,22 @@ describe("a multipart file part's own filename", () => {
   });
 });
 
+describe('the X-Filename header of PUT /process', () => {
+  it.each(['report%00.md', 'a%01b.md', 'x%1B%5B31mred.md'])(
+    '%s (URL-encoded) is refused with 400',
+    async (name) => {
+      const res = await h.app.inject({
+        method: 'PUT',
+        url: '/process',
+        headers: { ...AUTH, 'x-filename': name, 'content-type': 'text/markdown' },
+        payload: '# Hi\n\nText.\n',
+      });
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.body).toContain('X-Filename must not contain control characters');
+    },
+  );
+});
+
 describe('folder sync', () => {
   it('fails a file whose name holds a control character, alone; the others go in', async () => {
     const dir = await newDir();
