@@ -263,12 +263,41 @@ async function chatTurn(api: Owui, question: string, toolIds: string[]) {
 const ENG = 'Atlas';
 const SALES = 'Borealis';
 
+/** The tool's result as a model would cite it: each passage with its source file. */
+function cite(result: string): string {
+  const flat = (t: string) =>
+    t
+      .replace(/^#[^\n]*\n+/, '')
+      .replace(/\s+/g, ' ')
+      .trim();
+  try {
+    const parsed = JSON.parse(result) as {
+      results?: { text: string; citation?: { file?: string } }[];
+      documents?: string[][];
+      metadatas?: { name?: string; source?: string }[][];
+    };
+    if (parsed.results)
+      return parsed.results.map((r) => `- ${flat(r.text)} [${r.citation?.file}]`).join('\n');
+    if (parsed.documents) {
+      return (parsed.documents[0] ?? [])
+        .map(
+          (d, i) =>
+            `- ${flat(d)} [${parsed.metadatas?.[0]?.[i]?.name ?? parsed.metadatas?.[0]?.[i]?.source}]`,
+        )
+        .join('\n');
+    }
+  } catch {
+    // not JSON: quoted as it is
+  }
+  return result.slice(0, 1500);
+}
+
 function decide(req: ChatRequest): Decision {
   const last = req.messages.at(-1);
   const tools = (req.tools ?? []).map((t) => t.function.name);
   if (last?.role === 'tool') {
     // The answer quotes what the tool returned: Kilde's hits reach the user.
-    return { text: `From the knowledge base: ${textOf(last.content).slice(0, 1500)}` };
+    return { text: `From the knowledge base:\n\n${cite(textOf(last.content))}` };
   }
   const question = textOf(last?.content);
   const mcp = tools.find((n) => n.endsWith('search_knowledge'));
@@ -474,7 +503,7 @@ async function main() {
     }
 
     // (a) MCP: each user's turn searches through Kilde as that user.
-    const screens: { chatId: string; token: string; file: string }[] = [];
+    const screens: { chatId: string; email: string; file: string }[] = [];
     for (const [name, u] of Object.entries(users)) {
       try {
         const { chatId, answer } = await chatTurn(u.api, 'What is the deploy freeze policy?', [
@@ -492,7 +521,7 @@ async function main() {
           text.includes(u.marker) && cross === 0 && cited.length > 0,
           `answer has ${u.marker}: ${text.includes(u.marker)}, sources cited: ${cited.join(', ') || 'none'}, cross-user hits (${u.other}): ${cross}${answer.error ? `, error ${JSON.stringify(answer.error)}` : ''}`,
         );
-        screens.push({ chatId, token: u.api.token, file: `open-webui-mcp-${name}.png` });
+        screens.push({ chatId, email: `${name}@example.com`, file: `open-webui-mcp-${name}.png` });
       } catch (err) {
         check(`mcp search_knowledge as ${name}`, false, (err as Error).message);
       }
@@ -513,7 +542,7 @@ async function main() {
         called && text.includes(ENG) && !text.includes(SALES),
         `tool "search" offered to the model: ${called}, answer has ${ENG}: ${text.includes(ENG)}, cross-user hits: ${(text.match(/Borealis/g) ?? []).length}`,
       );
-      screens.push({ chatId, token: alice.api.token, file: 'open-webui-openapi-alice.png' });
+      screens.push({ chatId, email: 'alice@example.com', file: 'open-webui-openapi-alice.png' });
       // Asking for the other group's collection through the same tool: Kilde refuses it (403).
       const { answer: refused } = await chatTurn(alice.api, 'deploy freeze [collections: sales-docs]', [
         'server:kilde-openapi',
@@ -585,16 +614,29 @@ async function main() {
       const browser = await launchChromium();
       try {
         for (const s of screens.slice(0, 2)) {
-          const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+          const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+          // Signed in through the form, as the user would.
           await page.goto(`${owuiUrl}/auth`);
-          await page.evaluate((t) => localStorage.setItem('token', t), s.token);
+          await page.locator('input[type="email"]').fill(s.email);
+          await page.locator('input[type="password"]').fill(PASSWORD);
+          await page.getByRole('button', { name: /sign in/i }).click();
+          await page.waitForURL((u) => !u.pathname.startsWith('/auth'), { timeout: 60_000 });
           await page.goto(`${owuiUrl}/c/${s.chatId}`);
           await page.waitForLoadState('networkidle').catch(() => undefined);
-          await page.waitForTimeout(3000);
-          // Open the sources under the answer, when the client shows them folded.
-          const toggle = page.getByText(/source/i).last();
-          if (await toggle.isVisible().catch(() => false)) await toggle.click().catch(() => undefined);
-          await page.waitForTimeout(1000);
+          await page
+            .getByText('From the knowledge base')
+            .first()
+            .waitFor({ timeout: 60_000 })
+            .catch(() => undefined);
+          // Unfold the tool call under the answer: Kilde's result, each hit with its citation.
+          const toolCall = page.getByText(/search_knowledge|search/).first();
+          if (await toolCall.isVisible().catch(() => false)) await toolCall.click().catch(() => undefined);
+          await page.waitForTimeout(1500);
+          await page
+            .getByText('What is the deploy freeze policy?')
+            .last()
+            .scrollIntoViewIfNeeded()
+            .catch(() => undefined);
           await page.screenshot({ path: join(MEDIA, s.file) });
           console.log(`screenshot ${join('media/integrations', s.file)}`);
           await page.close();
