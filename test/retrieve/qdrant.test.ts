@@ -359,8 +359,9 @@ describe('Kilde extensions on Qdrant: filter and explain on the wire', () => {
       expect(e.path).toBe('hybrid');
       // Qdrant's RRF: 1 / (0-based position + 2) per prefetch, divided by its maximum 2 / 2.
       let rrf = 0;
-      for (const b of [e.dense, e.lexical]) if (b) rrf += 1 / (b.rank + 1);
-      expect(e.fused).toBeCloseTo(Math.min(1, rrf), 12);
+      // Summed in f32, as Qdrant does (1/2 + 1/3 comes back as 0.8333334).
+      for (const b of [e.dense, e.lexical]) if (b) rrf = Math.fround(rrf + Math.fround(1 / (b.rank + 1)));
+      expect(Math.fround(e.fused)).toBe(Math.min(1, rrf));
       expect(e.score).toBe(e.fused);
     }
     expect(result.json.metadatas[0][0].file_id).toBe('pump');

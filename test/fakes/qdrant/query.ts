@@ -43,7 +43,9 @@ export function runQuery(c: Collection, q: QueryBody): Scored[] {
     for (const pf of prefetches) {
       runQuery(c, pf).forEach((h, rank) => {
         const prev = fused.get(key(h.point.id));
-        fused.set(key(h.point.id), { point: h.point, score: (prev?.score ?? 0) + 1 / (rank + k) });
+        // In f32, as the server sums (1/2 + 1/3 is 0.8333334 there, not 0.8333333).
+        const score = Math.fround((prev?.score ?? 0) + Math.fround(1 / (rank + k)));
+        fused.set(key(h.point.id), { point: h.point, score });
       });
     }
     return top(

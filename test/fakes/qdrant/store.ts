@@ -253,7 +253,9 @@ export class QdrantMemory {
       points: hits.map((h) => ({
         id: h.point.id,
         version: h.point.version,
-        score: h.score,
+        // The server scores in f32 and writes the shortest decimal that reads back as that f32
+        // (a live run: RRF 1/2 + 1/3 comes back as 0.8333334).
+        score: f32(h.score),
         ...(body.with_payload ? { payload: h.point.payload } : {}),
       })),
     };
@@ -278,4 +280,14 @@ function project(payload: Record<string, unknown>, selector: unknown): Record<st
     to[parts.at(-1)!] = from;
   }
   return out;
+}
+
+/** `x` as Qdrant writes an f32 score: the shortest decimal that rounds to the same single. */
+function f32(x: number): number {
+  const single = Math.fround(x);
+  for (let digits = 1; digits < 17; digits++) {
+    const shortest = Number(single.toPrecision(digits));
+    if (Math.fround(shortest) === single) return shortest;
+  }
+  return single;
 }
