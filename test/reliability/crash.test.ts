@@ -253,7 +253,9 @@ describe.each(ENGINES)('%s: SIGKILL during re-ingests', { timeout: settings.time
         expect([...versions]).toEqual([records.find((r) => r.meta.file_id === f)!.meta.ingest_version]);
       }
       expect(await index.count({ chunksOnly: true })).toBe(chunks);
-      expect(await index.count({})).toBe(chunks + files.length);
+      // + one committed-version record per file, + the index's recorded settings (one entry).
+      expect(await index.count({})).toBe(chunks + files.length + 1);
+      expect(await index.count({ reserved: 'settings' })).toBe(1);
     } finally {
       await index.close();
     }
