@@ -111,7 +111,8 @@ export const ERRORS = {
   },
   VECTORDB_FAILED: {
     status: 502,
-    statuses: [502],
+    // 503: a search the index could not answer (a node down, a shard without a live replica).
+    statuses: [502, 503],
     retryable: true,
     publicMessage: 'Vector index unavailable',
     meaning: 'Reading from the index failed (unreachable, or it refused the request).',

@@ -5,6 +5,7 @@ import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { collectionNameSchema } from '../index/identifiers.js';
+import { asSearchError } from '../retrieve/search-error.js';
 import type { QrelsMap } from './beir.js';
 import { type EvalSearch, evaluate } from './evaluate.js';
 import { type EvalRun, evalRunSchema } from './run.js';
@@ -96,9 +97,7 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
         collectionNames: body.collection_names,
         k: body.k,
       }).catch((err: unknown) => {
-        throw err instanceof KildeError
-          ? err
-          : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+        throw asSearchError(err);
       });
       if (result.queries === 0) {
         throw new KildeError('INVALID_REQUEST', 422, 'no query has a relevant judgement in qrels');

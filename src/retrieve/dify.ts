@@ -4,13 +4,14 @@ import { type Access, identify, mayRead } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { markBearerHook } from '../http/auth.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
-import { KildeError, toErrorPayload } from '../http/errors.js';
+import { toErrorPayload } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { type ChunkMeta, toFilterInstant } from '../index/contract.js';
 import { collectionNameProblem, identifierProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import type { ExtraFilter } from './explain.js';
 import { SEARCH_DEFAULT_K, SEARCH_LIMITS } from './routes.js';
+import { asSearchError } from './search-error.js';
 import type { SearchService } from './search-service.js';
 
 /**
@@ -371,7 +372,7 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
       const queries = conditionsToQueries(body.metadata_condition);
       // An index that fails is a failed search (502), never a knowledge base that "does not exist".
       const exists = await deps.index.count({ collectionNames: [name] }).catch((err: unknown) => {
-        throw new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+        throw asSearchError(err);
       });
       if (exists === 0) throw fail(DIFY_ERRORS.noKnowledge);
       const k = body.retrieval_setting.top_k;
@@ -390,9 +391,7 @@ export function registerDifyRoute(app: KildeApp, ctx: PartContext, deps: DifyDep
               opening: false,
             })
             .catch((err: unknown) => {
-              throw err instanceof KildeError
-                ? err
-                : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+              throw asSearchError(err);
             });
           return (answer.documents[0] ?? [])
             .map((content, i) => ({

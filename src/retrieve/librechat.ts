@@ -9,6 +9,7 @@ import type { ChunkMeta, StoredPoint } from '../index/contract.js';
 import { identifierRefinement } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import { SEARCH_LIMITS } from './routes.js';
+import { asSearchError } from './search-error.js';
 import type { SearchService } from './search-service.js';
 
 /**
@@ -201,9 +202,7 @@ export function registerLibreChatReadRoutes(app: KildeApp, ctx: PartContext, dep
         explain: true,
       })
       .catch((err: unknown) => {
-        throw err instanceof KildeError
-          ? err
-          : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
+        throw asSearchError(err);
       });
     const contents = outcome.documents[0] ?? [];
     return contents.map((content, i) => {

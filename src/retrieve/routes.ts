@@ -2,12 +2,12 @@ import { z } from 'zod';
 import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
-import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { toFilterInstant } from '../index/contract.js';
 import { collectionNameSchema, identifierRefinement } from '../index/identifiers.js';
 import type { ExtraFilter } from './explain.js';
 
+import { asSearchError } from './search-error.js';
 import type { SearchService } from './search-service.js';
 
 /**
@@ -197,11 +197,6 @@ const searchResponse = z.object({
 
 /** Response header naming the pipeline that answered a search: `linear` or `agentic`. */
 export const PIPELINE_HEADER = 'x-kilde-pipeline';
-
-/** A failure that is not Kilde's own becomes SEARCH_FAILED; the kernel hides 5xx messages. */
-function asSearchError(err: unknown): unknown {
-  return err instanceof KildeError ? err : new KildeError('SEARCH_FAILED', 'Search failed', { cause: err });
-}
 
 export function registerSearchRoutes(app: KildeApp, ctx: PartContext, service: SearchService) {
   // `//search` (a trailing-slash base URL joined by the chat platform) reaches this route too:

@@ -319,6 +319,11 @@ describe('start-up settings check and readiness', () => {
     expect(ready.json()).toMatchObject({ status: 'error' });
     expect(ready.json().detail).toMatch(/^index: .*ECONNREFUSED/);
     expect((await r.app.inject({ url: '/health' })).statusCode).toBe(200);
+    // A search the index cannot answer says which dependency failed (a live cluster with a node
+    // down answered 502 SEARCH_FAILED before).
+    const search = await r.search({ queries: ['pump'], collection_names: ['kb'], k: 3 });
+    expect(search.status).toBe(503);
+    expect(search.json).toEqual({ detail: 'Vector index unavailable', code: 'VECTORDB_FAILED' });
   });
 
   it('sent Qdrant nothing off its published schema', () => {
