@@ -255,7 +255,13 @@ if (!args['skip-ingest']) {
     const s = (performance.now() - t) / 1000;
     if (run.status !== 0) console.log(`${engine}: failed (${run.status}): ${run.stderr.slice(-500)}`);
     else console.log(`${engine.padEnd(8)} ${s.toFixed(1)} s   ${(files / s).toFixed(1)} entries/s`);
-    if (engine === 'qdrant') await fetch(`${qdrant}/collections/${env.VECTORDB_INDEX}`, { method: 'DELETE' });
+    // A fresh connection: Qdrant closes idle keep-alive sockets, and a reused one can fail.
+    if (engine === 'qdrant') {
+      await fetch(`${qdrant}/collections/${env.VECTORDB_INDEX}`, {
+        method: 'DELETE',
+        headers: { connection: 'close' },
+      }).catch(() => undefined);
+    }
     rmSync(data, { recursive: true, force: true });
   }
   rmSync(src, { recursive: true, force: true });
