@@ -17,16 +17,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseConfig } from '../../src/config/parse.js';
 import { Bm25Encoder } from '../../src/embed/bm25/encoder.js';
-import { allSchema } from '../../src/embedded/all-config.js';
-import { composeAll } from '../../src/embedded/compose.js';
-import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
-import { tempDir } from '../cli/helpers.js';
+import type { KildeApp } from '../../src/http/app.js';
 import { hashEmbedding } from '../fakes/hash-embedding.js';
 import { startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
-import { logSink } from '../helpers/app.js';
+import { type ServeAll, startServeAll } from '../helpers/serve-all.js';
 import { multipartBody } from '../ingest/helpers/harness.js';
 import { type QdrantNodes, startQdrantNodes } from '../live/qdrant-nodes.js';
 
@@ -72,40 +67,26 @@ function haystack(req: Record<string, unknown>): unknown {
   return JSON.parse(run.stdout.toString('utf8'));
 }
 
-async function kilde(
-  url: string,
-  index: string,
-  embedUrl: string,
-): Promise<{ app: KildeApp; close(): Promise<void> }> {
-  const tmp = await tempDir('kilde-interop-');
-  const config = parseConfig(allSchema, {
-    API_KEY: KEY,
-    KILDE_DATA_DIR: tmp.dir,
-    VECTORDB_URI: url,
-    VECTORDB_INDEX: index,
-    EMBEDDING_PROVIDER: 'http-compat',
-    EMBEDDING_API_BASE_URL: embedUrl,
-    EMBEDDING_MODEL: 'hash',
-    EMBEDDING_DIM: String(DIM),
-    ENABLE_SPARSE_EMBEDDINGS: 'true',
-    ENABLE_HYBRID_SEARCH: 'true',
-    ENABLE_QUERY_GENERATION: 'false',
-    CHUNK_SPLIT_BY: 'word',
-    CHUNK_SIZE: '40',
-    CHUNK_OVERLAP: '0',
-    SMALL_COLLECTION_CHUNKS: '0',
-  });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
-  const all = await composeAll(config, log);
-  const app = await buildApp(config, { logger: log, parts: all.parts });
-  await startParts(all.parts);
-  return {
-    app,
-    async close() {
-      await app.close();
-      await tmp.remove();
+function kilde(url: string, index: string, embedUrl: string): Promise<ServeAll> {
+  return startServeAll(
+    {
+      API_KEY: KEY,
+      VECTORDB_URI: url,
+      VECTORDB_INDEX: index,
+      EMBEDDING_PROVIDER: 'http-compat',
+      EMBEDDING_API_BASE_URL: embedUrl,
+      EMBEDDING_MODEL: 'hash',
+      EMBEDDING_DIM: String(DIM),
+      ENABLE_SPARSE_EMBEDDINGS: 'true',
+      ENABLE_HYBRID_SEARCH: 'true',
+      ENABLE_QUERY_GENERATION: 'false',
+      CHUNK_SPLIT_BY: 'word',
+      CHUNK_SIZE: '40',
+      CHUNK_OVERLAP: '0',
+      SMALL_COLLECTION_CHUNKS: '0',
     },
-  };
+    'kilde-interop-',
+  );
 }
 
 async function kildeSearch(app: KildeApp, query: string, collection: string, hybrid: boolean) {

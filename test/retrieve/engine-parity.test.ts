@@ -2,17 +2,12 @@ import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/parse.js';
-import { allSchema } from '../../src/embedded/all-config.js';
-import { composeAll } from '../../src/embedded/compose.js';
-import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
-import { tempDir } from '../cli/helpers.js';
+import type { KildeApp } from '../../src/http/app.js';
 import { chatBody, type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { type FakeRerankServer, startFakeRerankServer } from '../fakes/rerank.js';
-import { logSink } from '../helpers/app.js';
+import { startServeAll } from '../helpers/serve-all.js';
 import { multipartBody } from '../ingest/helpers/harness.js';
 import { CODE_QUERY, fileIds, LABELLED } from './helpers/labelled.js';
 
@@ -40,33 +35,31 @@ let llm: FakeChatServer;
 const engines: Record<'lancedb' | 'qdrant', Running> = {} as never;
 
 async function start(vectordb: string | undefined): Promise<Running> {
-  const tmp = await tempDir('kilde-parity-');
-  const config = parseConfig(allSchema, {
-    API_KEY: KEY,
-    KILDE_DATA_DIR: tmp.dir,
-    EMBEDDING_PROVIDER: 'http-compat',
-    EMBEDDING_API_BASE_URL: embed.baseUrl,
-    EMBEDDING_MODEL: 'hash',
-    EMBEDDING_DIM: String(DIM),
-    ENABLE_SPARSE_EMBEDDINGS: 'true',
-    ENABLE_HYBRID_SEARCH: 'true',
-    RERANK_API_BASE_URL: rerank.url,
-    ENABLE_RERANKING: 'true',
-    ENABLE_QUERY_GENERATION: 'false',
-    ENABLE_AGENTIC_RAG: 'true',
-    AGENT_API_BASE_URL: llm.baseUrl,
-    KEEP_VERSIONS: '2',
-    ENABLE_INSPECTION_API: 'true',
-    CHUNK_SPLIT_BY: 'word',
-    CHUNK_SIZE: '200',
-    CHUNK_OVERLAP: '0',
-    MCP_SEARCH_COLLECTIONS: 'kb',
-    ...(vectordb ? { VECTORDB_URI: vectordb } : {}),
-  });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
-  const all = await composeAll(config, log);
-  const app = await buildApp(config, { logger: log, parts: all.parts });
-  await startParts(all.parts);
+  const kilde = await startServeAll(
+    {
+      API_KEY: KEY,
+      EMBEDDING_PROVIDER: 'http-compat',
+      EMBEDDING_API_BASE_URL: embed.baseUrl,
+      EMBEDDING_MODEL: 'hash',
+      EMBEDDING_DIM: String(DIM),
+      ENABLE_SPARSE_EMBEDDINGS: 'true',
+      ENABLE_HYBRID_SEARCH: 'true',
+      RERANK_API_BASE_URL: rerank.url,
+      ENABLE_RERANKING: 'true',
+      ENABLE_QUERY_GENERATION: 'false',
+      ENABLE_AGENTIC_RAG: 'true',
+      AGENT_API_BASE_URL: llm.baseUrl,
+      KEEP_VERSIONS: '2',
+      ENABLE_INSPECTION_API: 'true',
+      CHUNK_SPLIT_BY: 'word',
+      CHUNK_SIZE: '200',
+      CHUNK_OVERLAP: '0',
+      MCP_SEARCH_COLLECTIONS: 'kb',
+      ...(vectordb ? { VECTORDB_URI: vectordb } : {}),
+    },
+    'kilde-parity-',
+  );
+  const app = kilde.app;
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`);
   const mcp = new Client({ name: 'parity', version: '1.0.0' });
@@ -76,8 +69,7 @@ async function start(vectordb: string | undefined): Promise<Running> {
     mcp,
     async close() {
       await mcp.close();
-      await app.close();
-      await tmp.remove();
+      await kilde.close();
     },
   };
 }
