@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
@@ -14,6 +14,7 @@ import { noteOnRequestLine } from '../http/request-line.js';
 import { identifierProblem, identifierRefinement } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import type { BuiltPipeline } from './build.js';
+import { clientGone } from './client-gone.js';
 import type { IngestMetrics } from './metrics.js';
 import { type ReceivedForm, receiveMultipart } from './multipart.js';
 import { type IngestTarget, invalid } from './request.js';
@@ -78,15 +79,6 @@ function unknownType(err: unknown): err is KildeError {
     err.code === 'EXTRACTION_FAILED' &&
     err.message.startsWith('Unsupported file type')
   );
-}
-
-/** Aborted when the client leaves before the answer: its ingest stops before its version is visible. */
-function clientGone(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  return controller.signal;
 }
 
 /**

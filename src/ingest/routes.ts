@@ -10,6 +10,7 @@ import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } fr
 import { documentErrorBody } from '../http/openapi.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
+import { clientGone } from './client-gone.js';
 import { identifyUpload } from './file-identity.js';
 import { registerKnowledgeRoutes } from './knowledge-routes.js';
 import type { IngestMetrics } from './metrics.js';
@@ -297,19 +298,6 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       return allowed && new Set(allowed);
     },
   });
-}
-
-/**
- * Aborted when the client's connection closes before the answer is complete: an ingest whose caller
- * is gone stops before its version becomes visible, so the previous version stays.
- */
-function clientGone(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  const res = reply.raw;
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort();
-  });
-  return controller.signal;
 }
 
 /**
