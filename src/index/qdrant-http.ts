@@ -72,7 +72,10 @@ export function qdrantBaseUrl(uri: string): string {
 
 export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
   const base = qdrantBaseUrl(opts.baseUrl);
-  const headers: Record<string, string> = { accept: 'application/json' };
+  // `identity`: asked for gzip (fetch asks by default), Qdrant streams the compressed answer in two
+  // writes, and the second waits for the client's delayed ACK: 40-50 ms added to most searches on a
+  // busy server (measured on 1.18.3 over loopback; docs/qdrant.md). Answers are small; plain is faster.
+  const headers: Record<string, string> = { accept: 'application/json', 'accept-encoding': 'identity' };
   if (opts.apiKey) headers['api-key'] = opts.apiKey;
 
   async function send(c: QdrantCall): Promise<{ status: number; json: unknown; text: string }> {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
 import {
   countSchema,
@@ -115,10 +116,15 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
   const violations: string[] = [];
   let delay = 0;
 
+  // Like Qdrant's HTTP server, the answer is gzipped when the client accepts it.
   const reply = (res: ServerResponse, status: number, body: unknown) => {
     res.statusCode = status;
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify(body));
+    const text = JSON.stringify(body);
+    if (!/\bgzip\b/.test(String(res.req.headers['accept-encoding'] ?? ''))) return res.end(text);
+    res.setHeader('content-encoding', 'gzip');
+    res.setHeader('vary', 'accept-encoding');
+    res.end(gzipSync(text));
   };
   const error = (res: ServerResponse, status: number, message: string) =>
     reply(res, status, { status: { error: message }, time: 0 });
@@ -247,8 +253,10 @@ async function startQdrantProxy(
   const violations: string[] = [];
   const created = new Set<string>();
   let delay = 0;
+  // Plain answers from the server (as Kilde asks for them): see `createQdrantHttp`.
   const upstreamHeaders = (): Record<string, string> => ({
     'content-type': 'application/json',
+    'accept-encoding': 'identity',
     ...(upstreamKey ? { 'api-key': upstreamKey } : {}),
   });
   const raw = async (method: string, path: string, body?: unknown) => {

@@ -1,5 +1,8 @@
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { qdrantBaseUrl } from '../../src/index/qdrant-http.js';
+import { z } from 'zod';
+import { createQdrantHttp, qdrantBaseUrl } from '../../src/index/qdrant-http.js';
+import { startQdrantFake } from '../fakes/qdrant-server.js';
 
 describe('qdrantBaseUrl', () => {
   it('defaults to port 6333 like the official Qdrant clients', () => {
@@ -15,5 +18,28 @@ describe('qdrantBaseUrl', () => {
     );
     expect(qdrantBaseUrl('http://localhost:80')).toBe('http://localhost:80');
     expect(qdrantBaseUrl('http://[::1]:7000/')).toBe('http://[::1]:7000');
+  });
+});
+
+describe('createQdrantHttp on the wire', () => {
+  it('asks for plain answers: a gzipped one costs a delayed-ACK stall per search', async () => {
+    const fake = await startQdrantFake();
+    try {
+      // The fake compresses like Qdrant when a client accepts gzip (fetch does by default)...
+      const asked = await fetch(`${fake.url}/collections/docs/exists`);
+      expect(asked.headers.get('content-encoding')).toBe('gzip');
+      expect(await asked.json()).toMatchObject({ result: { exists: false } });
+      // ...and Kilde's transport never accepts it.
+      const http = createQdrantHttp({ baseUrl: fake.url, timeoutMs: 5000, fetch, log: pino({ level: 'silent' }) });
+      const exists = await http.call(
+        { method: 'GET', path: '/collections/docs/exists' },
+        z.object({ exists: z.boolean() }),
+      );
+      expect(exists).toEqual({ exists: false });
+      const sent = fake.requests.at(-1);
+      expect(sent?.headers['accept-encoding']).toBe('identity');
+    } finally {
+      await fake.close();
+    }
   });
 });
