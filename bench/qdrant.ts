@@ -206,9 +206,10 @@ for (const size of SIZES) {
     const replay = sent.splice(0);
     const floor = (i: number) => {
       const r = replay[i % replay.length]!;
+      // Plain answers, as Kilde asks for them: a gzipped one stalls on the delayed ACK (docs/qdrant.md).
       return fetch(r.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', 'accept-encoding': 'identity' },
         body: r.body,
       }).then((x) => x.arrayBuffer());
     };
