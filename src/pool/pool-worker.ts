@@ -7,7 +7,7 @@ import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
 import { joinPdf, readDocument, readPdfPart } from '../extract/inprocess-engine.js';
-import { detectLanguages, loadLanguageDetector } from '../extract/languages.js';
+import { detectLanguages } from '../extract/languages.js';
 import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker, WorkerSetup } from './tasks.js';
 
 /*
@@ -36,9 +36,9 @@ process.on('message', (msg: ToWorker) => {
     return;
   }
   if (msg.type === 'preload') {
-    // The language detector's table: every document's languages are detected with it; and PDFium,
-    // which reads the most common uploads.
-    loadLanguageDetector();
+    // PDFium, which reads the most common uploads. Not the language detector's table: a plainly
+    // English document is decided by its stop words (languages.ts), so a worker loads it on the
+    // first document that needs it.
     // A failure here is the first PDF's to report (it falls back to pdf.js), not the worker's end.
     if (setup?.pdfReader !== 'pdfjs') {
       void import('../extract/inprocess/pdfium.js').then((m) => m.loadPdfium()).catch(() => undefined);

@@ -9,7 +9,6 @@ import type { PdfPart, PdfReader } from '../extract/inprocess/pdf-parts.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
-import type { ErrorCode } from '../http/errors.js';
 
 /** What every worker of a pool is set up with (its first message). */
 export interface WorkerSetup {

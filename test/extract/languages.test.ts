@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { plainlyEnglish } from '../../src/embed/bm25/analysis.js';
 import { detectLanguages, toIso6391, toIso6393 } from '../../src/extract/languages.js';
 import { DANISH_CORPUS } from '../fixtures/index.js';
 
@@ -33,6 +34,29 @@ describe('detectLanguages', () => {
       .repeat(Math.ceil(danish.length / ENGLISH.length))
       .slice(0, danish.length);
     expect(detectLanguages(`${danish}\n\n${english}`).sort()).toEqual(['da', 'en']);
+  });
+
+  it('reads languages that share English or Danish stop words as themselves, not as English or Danish', () => {
+    // Portuguese shares "a" and "do" with English's stop words, Swedish and Norwegian many of Danish's:
+    // only a plainly English text skips the detector (plainlyEnglish).
+    const other: Record<string, string> = {
+      pt: 'A República Federativa do Brasil, formada pela união indissolúvel dos Estados e Municípios e do Distrito Federal, constitui-se em Estado Democrático de Direito e tem como fundamentos a soberania, a cidadania, a dignidade da pessoa humana.',
+      sv: 'Sverige är en konstitutionell monarki med ett parlamentariskt styrelseskick. All offentlig makt i Sverige utgår från folket. Den svenska folkstyrelsen bygger på fri åsiktsbildning och på allmän och lika rösträtt. Det är en stad som har många människor och de bor i stora hus.',
+      no: 'Kongeriket Norge er et fritt, selvstendig, udelelig og uavhendelig rike. Dets regjeringsform er innskrenket og arvelig monarki. Verdigrunnlaget forblir vår kristne og humanistiske arv. Det er en by som har mange mennesker og de bor i store hus ved havet.',
+      de: 'Die Bundesrepublik Deutschland ist ein demokratischer und sozialer Bundesstaat. Alle Staatsgewalt geht vom Volke aus. Sie wird vom Volke in Wahlen und Abstimmungen und durch besondere Organe der Gesetzgebung, der vollziehenden Gewalt und der Rechtsprechung ausgeübt. In der Stadt gibt es so viele Menschen an einem Tag.',
+      nl: 'Het Koninkrijk der Nederlanden is een constitutionele monarchie met een parlementair stelsel. De koning is het staatshoofd, maar de regering is verantwoordelijk. Het parlement bestaat uit twee kamers. In Amsterdam is het altijd druk en de mensen fietsen veel.',
+    };
+    for (const [code, text] of Object.entries(other))
+      expect([code, detectLanguages(text)]).toEqual([code, [code]]);
+  });
+
+  it('leaves to the detector a text whose words do not plainly show English (a list of names)', () => {
+    expect(plainlyEnglish(ENGLISH)).toBe(true);
+    expect(
+      plainlyEnglish(
+        'Aarhus Odense Aalborg Esbjerg Randers Kolding Horsens Vejle Roskilde Herning '.repeat(3),
+      ),
+    ).toBe(false);
   });
 
   it('reports nothing for text with no letters to read', () => {
