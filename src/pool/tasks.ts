@@ -9,6 +9,7 @@ import type { PdfPart, PdfReader } from '../extract/inprocess/pdf-parts.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
+import type { ErrorCode } from '../http/errors.js';
 
 /** What every worker of a pool is set up with (its first message). */
 export interface WorkerSetup {
@@ -49,7 +50,7 @@ export type TaskInput =
  */
 export type ToWorker =
   | { type: 'setup'; setup: WorkerSetup }
-  /** A worker started ahead of any task (`prewarm`): load what most documents need (eld, PDFium) now. */
+  /** A worker started ahead of any task (`prewarm`): load what most documents need (PDFium) now. */
   | { type: 'preload' }
   | { type: 'tasks'; tasks: Array<{ id: number; input: TaskInput }> };
 
