@@ -20,6 +20,8 @@ import type { ExtractedDocument, PageSpan } from './extractor.js';
  * The words of the document are read outside the line breaks being judged, case folded.
  */
 const BREAK = /([\p{L}\p{M}\p{N}]+)-[ \t]*\r?\n[ \t]*([\p{L}\p{M}]+)/gu;
+/** What every match of BREAK holds. */
+const HYPHEN_AT_BREAK = /-[ \t]*\r?\n/;
 
 /** Coordinating conjunctions that follow a suspended hyphen, in the languages Kilde meets most. */
 const CONJUNCTIONS = new Set([
@@ -51,6 +53,9 @@ const HYPHENATED_WORD = /[\p{L}\p{M}\p{N}]+(?:-[\p{L}\p{M}\p{N}]+)+/gu;
 
 /** The replacements for each word hyphenated over a line break in `text` (see the rule above). */
 function lineHyphenEdits(text: string): Edit[] {
+  // Most texts have no hyphen before a line break: one quick scan for it spares reading every word
+  // (BREAK tries each word of the text; ≈0.1 ms of the main thread's CPU per small file).
+  if (!HYPHEN_AT_BREAK.test(text)) return [];
   const breaks = [...text.matchAll(BREAK)];
   if (breaks.length === 0) return [];
   // The document's words outside the breaks, and the pairs it writes with a hyphen within a line.
