@@ -3,7 +3,8 @@ import { ERRORS, type ErrorSpec } from '../src/errors.js';
 /** docs/errors.md, generated from the one error table in src/errors.ts. */
 export function renderErrorDocs(): string {
   const rows = (Object.entries(ERRORS) as [string, ErrorSpec][]).map(([code, e]) => {
-    const statuses = e.statuses.map((s) => (s === e.status ? `**${s}**` : String(s))).join(', ');
+    const variants = Object.entries(e.variants ?? {}).map(([name, s]) => `${s} (\`${name}\`)`);
+    const statuses = [`**${e.status}**`, ...variants].join(', ');
     return `| \`${code}\` | ${statuses} | ${e.retryable ? 'yes' : 'no'} | ${e.publicMessage} | ${e.meaning} |`;
   });
   return [
@@ -16,7 +17,8 @@ export function renderErrorDocs(): string {
     '`{"status": false, "error": "...", "code": "..."}` (the contract\'s shape). With `DEBUG=true` a',
     '`debug` field carries the internal reason.',
     '',
-    'The status in bold is the usual one; the others are used where the table says. *Retryable* means',
+    'The status in bold is the usual one; each other status is a named case of the code (its *variant*, in',
+    'brackets, as `src/errors.ts` names it), used where the meaning says. *Retryable* means',
     'the same request may succeed later (an upstream overloaded or still starting); an adapter may say',
     'otherwise for one failure (an index that refuses the settings is not retryable). A 5xx shows the',
     '*client message* unless its own message was written for clients (it names no internal endpoint);',

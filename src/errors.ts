@@ -4,8 +4,10 @@
  * (`npm run docs:errors`; a test fails when it is stale). The ingestion codes are the contract's
  * (its errors table); the others are Kilde's own.
  *
- * - `status`: the status a failure with this code answers unless the thrower names another one
- *   from `statuses` (e.g. `INVALID_REQUEST` as 413 for a body too large).
+ * - `status`: the status a failure with this code answers.
+ * - `variants`: the code's other statuses, each named for the case that answers it (e.g.
+ *   `INVALID_REQUEST`'s `tooLarge` is 413). A thrower names the case (`{ variant: 'tooLarge' }`),
+ *   never a number: the status is always the table's.
  * - `retryable`: the same request may succeed later (an upstream overloaded or still starting).
  *   Adapters may mark one failure retryable or not (`KildeError.retryable`), e.g. an index that
  *   answers 503 versus one that refuses the settings.
@@ -15,7 +17,7 @@
  */
 export interface ErrorSpec {
   readonly status: number;
-  readonly statuses: readonly number[];
+  readonly variants?: Readonly<Record<string, number>>;
   readonly retryable: boolean;
   readonly publicMessage: string;
   readonly meaning: string;
@@ -24,7 +26,15 @@ export interface ErrorSpec {
 export const ERRORS = {
   INVALID_REQUEST: {
     status: 400,
-    statuses: [400, 403, 404, 409, 413, 415, 422, 499],
+    variants: {
+      forbidden: 403,
+      notFound: 404,
+      conflict: 409,
+      tooLarge: 413,
+      unsupportedMediaType: 415,
+      invalidFields: 422,
+      clientClosed: 499,
+    },
     retryable: false,
     publicMessage: 'Invalid request',
     meaning:
@@ -32,14 +42,12 @@ export const ERRORS = {
   },
   UNAUTHORIZED: {
     status: 401,
-    statuses: [401],
     retryable: false,
     publicMessage: 'Invalid API key',
     meaning: 'The bearer token is missing or wrong.',
   },
   FORBIDDEN: {
     status: 403,
-    statuses: [403],
     retryable: false,
     publicMessage: 'Forbidden',
     meaning:
@@ -47,42 +55,38 @@ export const ERRORS = {
   },
   NOT_FOUND: {
     status: 404,
-    statuses: [404],
     retryable: false,
     publicMessage: 'Not found',
     meaning: 'No such route, document or upstream resource (e.g. a city the weather API does not know).',
   },
   NOT_READY: {
     status: 503,
-    statuses: [503],
     retryable: true,
     publicMessage: 'The service is still starting',
     meaning: 'The service has not finished starting (its index or model is not reachable yet); retry later.',
   },
   LLM_FAILED: {
     status: 502,
-    statuses: [502],
     retryable: true,
     publicMessage: 'LLM endpoint failed',
     meaning: 'The chat-completions endpoint was unreachable or answered an error or an unusable body.',
   },
   LLM_TIMEOUT: {
     status: 504,
-    statuses: [504],
     retryable: true,
     publicMessage: 'LLM endpoint timed out',
     meaning: 'The chat-completions endpoint did not answer within AGENT_TIMEOUT.',
   },
   UPSTREAM_FAILED: {
     status: 502,
-    statuses: [502, 504],
+    variants: { timeout: 504 },
     retryable: true,
     publicMessage: 'Upstream service failed',
     meaning: "A tool's upstream API failed (502) or timed out (504).",
   },
   EXTRACTION_FAILED: {
     status: 422,
-    statuses: [415, 422, 500, 502, 504],
+    variants: { unsupportedType: 415, crashed: 500, upstreamFailed: 502, upstreamTimeout: 504 },
     retryable: false,
     publicMessage: 'Extraction failed',
     meaning:
@@ -90,21 +94,19 @@ export const ERRORS = {
   },
   EMBEDDING_FAILED: {
     status: 502,
-    statuses: [502, 504],
+    variants: { timeout: 504 },
     retryable: true,
     publicMessage: 'Embedding failed',
     meaning: 'The dense embedding endpoint or model failed, after its retries.',
   },
   SPARSE_EMBEDDING_FAILED: {
     status: 500,
-    statuses: [500],
     retryable: false,
     publicMessage: 'Sparse embedding failed',
     meaning: 'Computing the BM25 sparse vectors failed.',
   },
   VECTORDB_WRITE_FAILED: {
     status: 502,
-    statuses: [502],
     retryable: true,
     publicMessage: 'Writing to the vector index failed',
     meaning: 'Writing the new version to the index failed; the previous version stays.',
@@ -112,21 +114,20 @@ export const ERRORS = {
   VECTORDB_FAILED: {
     status: 502,
     // 503: a search the index could not answer (a node down, a shard without a live replica).
-    statuses: [502, 503],
+    variants: { unavailable: 503 },
     retryable: true,
     publicMessage: 'Vector index unavailable',
     meaning: 'Reading from the index failed (unreachable, or it refused the request).',
   },
   DELETE_FAILED: {
     status: 502,
-    statuses: [502],
     retryable: true,
     publicMessage: 'Deletion failed',
     meaning: "Deleting a document's points from the index failed.",
   },
   OBJECT_FETCH_FAILED: {
     status: 502,
-    statuses: [400, 404, 502, 504],
+    variants: { badReference: 400, notFound: 404, timeout: 504 },
     retryable: true,
     publicMessage: 'Fetching the object failed',
     meaning:
@@ -134,21 +135,19 @@ export const ERRORS = {
   },
   PIPELINE_FAILED: {
     status: 500,
-    statuses: [500],
     retryable: false,
     publicMessage: 'Ingestion failed',
     meaning: 'Any other ingestion pipeline failure (e.g. chunking).',
   },
   SEARCH_FAILED: {
     status: 502,
-    statuses: [500, 502],
+    variants: { internal: 500 },
     retryable: true,
     publicMessage: 'Search failed',
     meaning: 'A search failed for a reason other than embedding the query.',
   },
   VERSION_NOT_FOUND: {
     status: 404,
-    statuses: [404],
     retryable: false,
     publicMessage: 'Version not found',
     meaning:
@@ -156,7 +155,6 @@ export const ERRORS = {
   },
   LOCK_FAILED: {
     status: 503,
-    statuses: [503],
     retryable: true,
     publicMessage: 'Coordination service unavailable',
     meaning:
@@ -164,7 +162,6 @@ export const ERRORS = {
   },
   JOB_NOT_FOUND: {
     status: 404,
-    statuses: [404],
     retryable: false,
     publicMessage: 'No such job',
     meaning:
@@ -172,14 +169,12 @@ export const ERRORS = {
   },
   JOB_NOT_CANCELLABLE: {
     status: 409,
-    statuses: [409],
     retryable: false,
     publicMessage: 'The job can no longer be cancelled',
     meaning: 'Only a queued job can be cancelled; this one is running or has ended.',
   },
   JOBS_UNAVAILABLE: {
     status: 503,
-    statuses: [503],
     retryable: true,
     publicMessage: 'The job queue is unavailable',
     meaning:
@@ -187,7 +182,6 @@ export const ERRORS = {
   },
   CONSOLE_NOT_BUILT: {
     status: 503,
-    statuses: [503],
     retryable: false,
     publicMessage: 'The web console is not built',
     meaning:
@@ -195,7 +189,6 @@ export const ERRORS = {
   },
   INDEX_SETTINGS_CONFLICT: {
     status: 409,
-    statuses: [409],
     retryable: false,
     publicMessage: 'This process contradicts the settings recorded in the index',
     meaning:
@@ -203,7 +196,6 @@ export const ERRORS = {
   },
   INTERNAL: {
     status: 500,
-    statuses: [500],
     retryable: false,
     publicMessage: 'Internal server error',
     meaning: 'An unexpected failure (a bug): the log has the details.',
@@ -212,12 +204,32 @@ export const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-export interface KildeErrorOptions {
+/** The named cases of `C` that answer another status than its default (none for most codes). */
+export type ErrorVariant<C extends ErrorCode = ErrorCode> = C extends unknown
+  ? (typeof ERRORS)[C] extends { variants: infer V }
+    ? keyof V & string
+    : never
+  : never;
+
+/** Every status `code` answers: its default first, then its variants'. */
+export function statusesOf(code: ErrorCode): number[] {
+  const spec: ErrorSpec = ERRORS[code];
+  return [spec.status, ...Object.values(spec.variants ?? {})];
+}
+
+/** The variant of `code` that answers `status`, or undefined (its default, or a status it never answers). */
+export function variantFor<C extends ErrorCode>(code: C, status: number): ErrorVariant<C> | undefined {
+  const spec: ErrorSpec = ERRORS[code];
+  const hit = Object.entries(spec.variants ?? {}).find(([, s]) => s === status);
+  return hit?.[0] as ErrorVariant<C> | undefined;
+}
+
+export interface KildeErrorOptions<C extends ErrorCode = ErrorCode> {
   cause?: unknown;
   /** Internal detail, shown only with DEBUG=true. */
   detail?: string;
-  /** Another of the code's `statuses` than its default. */
-  status?: number;
+  /** The case of the code's table entry this failure is, when not its default: its status is the table's. */
+  variant?: ErrorVariant<C> | undefined;
   /** Overrides the code's `retryable` for this one failure. */
   retryable?: boolean;
   /**
@@ -228,13 +240,14 @@ export interface KildeErrorOptions {
 }
 
 /**
- * The one error class of Kilde. `new KildeError(code, message, options)` takes its status from
- * {@link ERRORS}; the older `new KildeError(code, status, message, options)` form is accepted while
- * call sites move over. A status outside the code's `statuses` is a programming error.
+ * The one error class of Kilde: `new KildeError(code, message, options)`. Its status, whether it is
+ * retryable and what a client sees of a 5xx come from {@link ERRORS}; a code that answers several
+ * statuses names each case there, and the thrower names the case (`options.variant`).
  */
-export class KildeError extends Error {
+export class KildeError<C extends ErrorCode = ErrorCode> extends Error {
   override readonly name = 'KildeError';
-  readonly code: ErrorCode;
+  readonly code: C;
+  readonly variant: ErrorVariant<C> | undefined;
   readonly statusCode: number;
   readonly retryable: boolean;
   /** Internal detail, shown only with DEBUG=true. */
@@ -242,26 +255,21 @@ export class KildeError extends Error {
   /** Whether clients see `message` (always for 4xx; for 5xx only when the thrower says so). */
   readonly exposed: boolean;
 
-  constructor(code: ErrorCode, message: string, options?: KildeErrorOptions);
-  constructor(code: ErrorCode, status: number, message: string, options?: KildeErrorOptions);
-  constructor(
-    code: ErrorCode,
-    statusOrMessage: number | string,
-    messageOrOptions?: string | KildeErrorOptions,
-    legacyOptions?: KildeErrorOptions,
-  ) {
-    const legacy = typeof statusOrMessage === 'number';
-    const message = legacy ? String(messageOrOptions) : statusOrMessage;
-    const options = (legacy ? legacyOptions : (messageOrOptions as KildeErrorOptions | undefined)) ?? {};
+  constructor(code: C, message: string, options: KildeErrorOptions<C> = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     const spec: ErrorSpec = ERRORS[code];
-    const status = legacy ? statusOrMessage : (options.status ?? spec.status);
-    if (!spec.statuses.includes(status)) {
-      throw new TypeError(
-        `KildeError ${code} cannot answer HTTP ${status} (allowed: ${spec.statuses.join(', ')})`,
-      );
+    let status = spec.status;
+    if (options.variant !== undefined) {
+      const named = spec.variants?.[options.variant];
+      if (named === undefined) {
+        throw new TypeError(
+          `KildeError ${code} has no variant ${options.variant} (its variants: ${Object.keys(spec.variants ?? {}).join(', ') || 'none'})`,
+        );
+      }
+      status = named;
     }
     this.code = code;
+    this.variant = options.variant;
     this.statusCode = status;
     this.retryable = options.retryable ?? spec.retryable;
     this.detail = options.detail;
@@ -272,6 +280,18 @@ export class KildeError extends Error {
   get publicMessage(): string {
     return this.exposed ? this.message : ERRORS[this.code].publicMessage;
   }
+}
+
+/** A KildeError as plain data, as it crosses a process boundary (the worker pool's IPC). */
+export interface SerialisedError {
+  code: ErrorCode;
+  status: number;
+  message: string;
+}
+
+/** The same KildeError in this process: the variant of its code that answers its status. */
+export function revive(e: SerialisedError): KildeError {
+  return new KildeError(e.code, e.message, { variant: variantFor(e.code, e.status) });
 }
 
 /**

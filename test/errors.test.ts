@@ -1,7 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderErrorDocs } from '../scripts/errors-doc.js';
-import { describeCause, ERRORS, type ErrorCode, isRetryable, KildeError } from '../src/errors.js';
+import {
+  describeCause,
+  ERRORS,
+  type ErrorCode,
+  type ErrorSpec,
+  type ErrorVariant,
+  isRetryable,
+  KildeError,
+  revive,
+  statusesOf,
+  variantFor,
+} from '../src/errors.js';
 
 describe('the error table', () => {
   it('docs/errors.md is up to date (run `npm run docs:errors`)', () => {
@@ -9,20 +20,36 @@ describe('the error table', () => {
     expect(committed).toBe(renderErrorDocs());
   });
 
-  it('binds each code to a default status among its statuses', () => {
-    for (const [code, spec] of Object.entries(ERRORS)) {
-      expect(spec.statuses, code).toContain(spec.status);
-      const e = new KildeError(code as ErrorCode, 'x');
+  it('binds each code to its status, and each of its variants to theirs', () => {
+    for (const [code, spec] of Object.entries(ERRORS) as [ErrorCode, ErrorSpec][]) {
+      const e = new KildeError(code, 'x');
       expect(e.statusCode).toBe(spec.status);
       expect(e.retryable).toBe(spec.retryable);
+      for (const [variant, status] of Object.entries(spec.variants ?? {})) {
+        expect(new KildeError(code, 'x', { variant: variant as ErrorVariant }).statusCode).toBe(status);
+        expect(variantFor(code, status)).toBe(variant);
+      }
+      expect(new Set(statusesOf(code)).size, `${code}: one variant per status`).toBe(statusesOf(code).length);
     }
   });
 
-  it('refuses a status the code does not answer', () => {
-    expect(() => new KildeError('UNAUTHORIZED', 'x', { status: 500 })).toThrow(
-      /UNAUTHORIZED cannot answer HTTP 500/,
+  it('takes the status from the named variant, never a number, and refuses a variant the code lacks', () => {
+    expect(new KildeError('INVALID_REQUEST', 'too big', { variant: 'tooLarge' }).statusCode).toBe(413);
+    // @ts-expect-error UNAUTHORIZED has no variants
+    expect(() => new KildeError('UNAUTHORIZED', 'x', { variant: 'tooLarge' })).toThrow(
+      /UNAUTHORIZED has no variant tooLarge/,
     );
-    expect(new KildeError('INVALID_REQUEST', 'too big', { status: 413 }).statusCode).toBe(413);
+  });
+
+  it('revives an error that crossed a process boundary with its status', () => {
+    const e = revive({ code: 'EXTRACTION_FAILED', status: 504, message: 'sidecar did not answer' });
+    expect([e.code, e.variant, e.statusCode, e.message]).toEqual([
+      'EXTRACTION_FAILED',
+      'upstreamTimeout',
+      504,
+      'sidecar did not answer',
+    ]);
+    expect(revive({ code: 'INTERNAL', status: 500, message: 'x' }).statusCode).toBe(500);
   });
 
   it('hides a 5xx message unless it was written for clients; 4xx are always shown', () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { RpcCode, ToolError } from '../tools/json-rpc.js';
 import { defineTool } from '../tools/tool-definition.js';
 import { ECHO_MAX_CHARS, type EchoService } from './echo-service.js';

@@ -183,8 +183,8 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
           if (bytes > max) {
             throw new KildeError(
               'INVALID_REQUEST',
-              413,
               `File is ${bytes} bytes, over MAX_UPLOAD_BYTES (${max} bytes); raise MAX_UPLOAD_BYTES to ingest it`,
+              { variant: 'tooLarge' },
             );
           }
           return { path: a.path, filename: a.filename, bytes };

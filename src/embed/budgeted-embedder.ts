@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { TokenCounter } from '../chunk/chunker.js';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import type { DenseEmbedder } from './dense.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
 import { countAll, halve, poolVectors, splitToBudget, textBudget, type Window } from './token-budget.js';
@@ -47,7 +47,7 @@ export function createBudgetedEmbedder(backend: EmbeddingBackend, o: BudgetedEmb
   };
 
   function fail(message: string, detail?: string): KildeError {
-    return new KildeError('EMBEDDING_FAILED', 502, message, detail === undefined ? undefined : { detail });
+    return new KildeError('EMBEDDING_FAILED', message, detail === undefined ? undefined : { detail });
   }
 
   function checkVectors(vectors: number[][], expected: number): void {

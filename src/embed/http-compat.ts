@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
 import { type HttpAnswer, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
@@ -63,7 +63,6 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
       const retried = answer.attempts > 1 ? ` after ${answer.attempts} attempts` : '';
       throw new KildeError(
         'EMBEDDING_FAILED',
-        502,
         `embedding endpoint answered HTTP ${answer.status}${retried}: POST ${url}`,
         { detail: excerpt(answer.text) },
       );
@@ -72,21 +71,15 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
     try {
       json = JSON.parse(answer.text);
     } catch (err) {
-      throw new KildeError(
-        'EMBEDDING_FAILED',
-        502,
-        `embedding endpoint answered malformed JSON: POST ${url}`,
-        {
-          cause: err,
-          detail: excerpt(answer.text),
-        },
-      );
+      throw new KildeError('EMBEDDING_FAILED', `embedding endpoint answered malformed JSON: POST ${url}`, {
+        cause: err,
+        detail: excerpt(answer.text),
+      });
     }
     const parsed = embeddingsAnswer.safeParse(json);
     if (!parsed.success) {
       throw new KildeError(
         'EMBEDDING_FAILED',
-        502,
         `embedding endpoint answer is not an OpenAI embeddings list (data[].index, data[].embedding): POST ${url}`,
         { detail: excerpt(answer.text) },
       );
@@ -95,7 +88,6 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
     if (sorted.length !== inputs || sorted.some((d, i) => d.index !== i)) {
       throw new KildeError(
         'EMBEDDING_FAILED',
-        502,
         `embedding endpoint answered ${sorted.length} embeddings (indexes ${sorted.map((d) => d.index).join(',')}) for ${inputs} inputs`,
       );
     }
@@ -105,7 +97,6 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
       if (vector === undefined) {
         throw new KildeError(
           'EMBEDDING_FAILED',
-          502,
           `embedding endpoint answered an embedding that is not base64 float32 values (data[${d.index}].embedding): POST ${url}`,
           { detail: excerpt(d.embedding) },
         );

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { FeatureExtractionPipeline } from '@huggingface/transformers';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
 
 export interface InprocessOptions {
@@ -77,7 +77,6 @@ export function createInprocessBackend(o: InprocessOptions): EmbeddingBackend {
             : `"${where.id}"`;
       throw new KildeError(
         'EMBEDDING_FAILED',
-        502,
         `in-process embedding model could not be loaded ${hint}: ${err instanceof Error ? err.message : String(err)}`,
         { cause: err },
       );
@@ -109,7 +108,7 @@ export function createInprocessBackend(o: InprocessOptions): EmbeddingBackend {
         const output = await model(texts, { pooling: 'mean', normalize: true });
         return vectorsSchema.parse(output.tolist());
       } catch (err) {
-        throw new KildeError('EMBEDDING_FAILED', 502, 'in-process embedding failed', { cause: err });
+        throw new KildeError('EMBEDDING_FAILED', 'in-process embedding failed', { cause: err });
       }
     });
     queue = next.catch(() => undefined);

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
 import { type HttpAnswer, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
@@ -48,14 +48,9 @@ export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
     const err = errorResponse.safeParse(safeJson(answer.text));
     const reason = err.success ? `${err.data.error_type}: ${err.data.error}` : excerpt(answer.text);
     const retried = answer.attempts > 1 ? ` after ${answer.attempts} attempts` : '';
-    return new KildeError(
-      'EMBEDDING_FAILED',
-      502,
-      `TEI answered HTTP ${answer.status}${retried}: POST ${url}`,
-      {
-        detail: reason,
-      },
-    );
+    return new KildeError('EMBEDDING_FAILED', `TEI answered HTTP ${answer.status}${retried}: POST ${url}`, {
+      detail: reason,
+    });
   }
 
   function refusesSize(answer: HttpAnswer): boolean {
@@ -82,14 +77,13 @@ export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
   function read(answer: HttpAnswer, inputs: number): number[][] {
     const parsed = embedResponse.safeParse(safeJson(answer.text));
     if (!parsed.success) {
-      throw new KildeError('EMBEDDING_FAILED', 502, `TEI answer is not an array of embeddings: POST ${url}`, {
+      throw new KildeError('EMBEDDING_FAILED', `TEI answer is not an array of embeddings: POST ${url}`, {
         detail: excerpt(answer.text),
       });
     }
     if (parsed.data.length !== inputs) {
       throw new KildeError(
         'EMBEDDING_FAILED',
-        502,
         `TEI answered ${parsed.data.length} embeddings for ${inputs} inputs`,
       );
     }

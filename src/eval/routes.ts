@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import { assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
-import { KildeError } from '../http/errors.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 import { asSearchError } from '../retrieve/search-error.js';
@@ -85,7 +85,6 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
       if (missing.length > 0) {
         throw new KildeError(
           'NOT_FOUND',
-          404,
           `collection ${missing.map((m) => JSON.stringify(m)).join(', ')} holds no documents`,
         );
       }
@@ -100,7 +99,9 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
         throw asSearchError(err);
       });
       if (result.queries === 0) {
-        throw new KildeError('INVALID_REQUEST', 422, 'no query has a relevant judgement in qrels');
+        throw new KildeError('INVALID_REQUEST', 'no query has a relevant judgement in qrels', {
+          variant: 'invalidFields',
+        });
       }
       const run: EvalRun = {
         id: newRunId(started),
@@ -119,7 +120,7 @@ export function registerEvalRoutes(app: KildeApp, ctx: PartContext, deps: EvalRo
   app.get<{ Params: { id: string } }>('/api/v1/eval/runs/:id', { onRequest: ctx.auth }, async (request) => {
     const id = request.params.id;
     const run = RUN_ID.test(id) ? await deps.store.get(id) : undefined;
-    if (!run) throw new KildeError('NOT_FOUND', 404, `no evaluation run ${JSON.stringify(id)}`);
+    if (!run) throw new KildeError('NOT_FOUND', `no evaluation run ${JSON.stringify(id)}`);
     return run;
   });
 }

@@ -3,7 +3,7 @@ import { joinUrl } from '../llm/join-url.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
-import { postFile, probeUrl, upstreamStatus } from './http-upload.js';
+import { postFile, probeUrl, upstreamVariant } from './http-upload.js';
 import { joinPages, type ReadContent, tidyMarkdown } from './inprocess/content.js';
 
 export interface DoclingOptions {
@@ -51,11 +51,11 @@ export function createDoclingExtractor(opts: DoclingOptions): Extractor {
       if (!res.ok)
         throw extractionFailed(
           `Docling Serve: ${detailOf(res.json, res.status)}`,
-          upstreamStatus(res.status),
+          upstreamVariant(res.status),
         );
       const parsed = answer.safeParse(res.json);
       if (!parsed.success)
-        throw extractionFailed('Docling Serve sent an unexpected answer', 502, parsed.error);
+        throw extractionFailed('Docling Serve sent an unexpected answer', 'upstreamFailed', parsed.error);
       const { document, status, errors } = parsed.data;
       const md = document.md_content ?? '';
       if (status === 'failure' || status === 'skipped' || md.trim() === '') {

@@ -1,4 +1,4 @@
-import { KildeError } from '../errors.js';
+import { type ErrorVariant, KildeError } from '../errors.js';
 import type { ExtractedDocument } from './extractor.js';
 import type { ReadContent } from './inprocess/content.js';
 import { detectLanguages, toIso6391 } from './languages.js';
@@ -35,8 +35,13 @@ function dropEmpty(m: Record<string, unknown>): Record<string, unknown> {
   );
 }
 
-export function extractionFailed(message: string, status = 422, cause?: unknown): KildeError {
-  return new KildeError('EXTRACTION_FAILED', status, message, cause === undefined ? undefined : { cause });
+/** EXTRACTION_FAILED: the file's own (422) unless `variant` names another case of the table. */
+export function extractionFailed(
+  message: string,
+  variant?: ErrorVariant<'EXTRACTION_FAILED'>,
+  cause?: unknown,
+): KildeError {
+  return new KildeError('EXTRACTION_FAILED', message, { variant, ...(cause === undefined ? {} : { cause }) });
 }
 
 /** A short, safe reason from a thrown value (no stack, one line, bounded). */

@@ -57,7 +57,7 @@ export async function readDocxLayout(
     return await scanDocx(path, limits, opts);
   } catch (err) {
     if (err instanceof KildeError) throw err;
-    throw extractionFailed(`Could not read DOCX file: ${reasonOf(err)}`, 422, err);
+    throw extractionFailed(`Could not read DOCX file: ${reasonOf(err)}`, undefined, err);
   }
 }
 

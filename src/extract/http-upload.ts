@@ -1,6 +1,6 @@
 import { openAsBlob } from 'node:fs';
 import type { Clock } from '../clock.js';
-import { describeCause } from '../errors.js';
+import { describeCause, type ErrorVariant } from '../errors.js';
 import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../net/http.js';
 import { extractionFailed } from './document.js';
 import type { SourceFile } from './extractor.js';
@@ -54,22 +54,22 @@ export async function postFile(req: UploadRequest): Promise<UploadResponse> {
     if (err.kind === 'timeout') {
       throw extractionFailed(
         `${req.upstream} did not answer within ${Math.round(req.timeoutMs / 1000)} s`,
-        504,
+        'upstreamTimeout',
         err,
       );
     }
     throw extractionFailed(
       `${req.upstream} unreachable: ${err.networkCode ?? describeCause(err.cause)}`,
-      502,
+      'upstreamFailed',
       err,
     );
   }
   return { status: answer.status, ok: answer.ok, json: jsonOf(answer), text: answer.text };
 }
 
-/** Upstream 4xx (the document was refused) stays 422; upstream 5xx is a bad gateway. */
-export function upstreamStatus(status: number): number {
-  return status >= 400 && status < 500 ? 422 : 502;
+/** Upstream 4xx (the document was refused) stays the default 422; upstream 5xx is a bad gateway. */
+export function upstreamVariant(status: number): ErrorVariant<'EXTRACTION_FAILED'> | undefined {
+  return status >= 400 && status < 500 ? undefined : 'upstreamFailed';
 }
 
 /** GETs a health URL; resolves on 2xx, throws a short reason otherwise (used by readiness probes). */

@@ -80,7 +80,11 @@ export async function readDocument(file: SourceFile, opts: InprocessOptions): Pr
         : await READERS[type.kind](file.path, limits, opts);
   } catch (err) {
     if (err instanceof KildeError) throw err;
-    throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`, 422, err);
+    throw extractionFailed(
+      `Could not extract ${type.kind.toUpperCase()} file: ${reasonOf(err)}`,
+      undefined,
+      err,
+    );
   }
   checkTextSize(content.text.length, limits);
   return { content, mime: type.mime };
@@ -124,7 +128,7 @@ export async function readPdfPart(
     return await read(file.path, limits, split, reader);
   } catch (err) {
     if (err instanceof KildeError) throw err;
-    throw extractionFailed(`Could not extract PDF file: ${reasonOf(err)}`, 422, err);
+    throw extractionFailed(`Could not extract PDF file: ${reasonOf(err)}`, undefined, err);
   }
 }
 

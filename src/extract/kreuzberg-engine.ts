@@ -4,7 +4,7 @@ import { toIsoDate } from './dates.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { ExtractedDocument, Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
-import { postFile, probeUrl, upstreamStatus } from './http-upload.js';
+import { postFile, probeUrl, upstreamVariant } from './http-upload.js';
 import { joinPages, type ReadContent } from './inprocess/content.js';
 import { splitAuthors } from './ooxml-core.js';
 
@@ -52,11 +52,15 @@ export function createKreuzbergExtractor(opts: KreuzbergOptions): Extractor {
       if (!res.ok) {
         const err = failure.safeParse(res.json);
         const message = err.success ? err.data.message : `Extraction sidecar answered ${res.status}`;
-        throw extractionFailed(message, upstreamStatus(res.status));
+        throw extractionFailed(message, upstreamVariant(res.status));
       }
       const parsed = success.safeParse(res.json);
       if (!parsed.success)
-        throw extractionFailed('Extraction sidecar sent an unexpected answer', 502, parsed.error);
+        throw extractionFailed(
+          'Extraction sidecar sent an unexpected answer',
+          'upstreamFailed',
+          parsed.error,
+        );
       return parsed.data.map((r) => toExtracted(r, mime));
     },
     probe: (signal) => probeUrl(joinUrl(opts.baseUrl, 'health'), signal, f, auth),

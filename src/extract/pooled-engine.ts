@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
-import { KildeError } from '../errors.js';
+import { KildeError, revive } from '../errors.js';
 import type { TaskOutputs } from '../pool/tasks.js';
 import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
 import { extractionFailed, toDocument } from './document.js';
@@ -139,7 +139,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         results.forEach((r, k) => {
           out[ids[k]!] = r.ok
             ? { status: 'fulfilled', value: documentOf(r.value) }
-            : { status: 'rejected', reason: new KildeError(r.error.code, r.error.status, r.error.message) };
+            : { status: 'rejected', reason: revive(r.error) };
         });
       };
       /** A large file: a task of its own, or two parts side by side when it is a large PDF. */
@@ -187,7 +187,11 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         text = await openPlainText(file.path, signal);
       } catch (err) {
         if (err instanceof KildeError || signal?.aborted) throw err;
-        throw extractionFailed(`Could not extract ${type.kind.toUpperCase()} file: ${String(err)}`, 422, err);
+        throw extractionFailed(
+          `Could not extract ${type.kind.toUpperCase()} file: ${String(err)}`,
+          undefined,
+          err,
+        );
       }
       if (opts.limits) checkTextSize(text.chars, opts.limits);
       const content = { text: '', metadata: text.title ? { title: text.title } : {} };

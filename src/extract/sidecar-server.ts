@@ -7,8 +7,8 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type Logger, pino } from 'pino';
 import type { ExtractorServiceConfig } from '../config/extraction.js';
+import { KildeError } from '../errors.js';
 import type { KildeApp, ServicePart } from '../http/app.js';
-import { KildeError } from '../http/errors.js';
 import { ownPool } from './create-extractor.js';
 import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
 import { toIso6393 } from './languages.js';
@@ -50,8 +50,7 @@ export function createExtractorPart(
         const dir = await mkdtemp(join(tmpdir(), 'kilde-extractor-'));
         try {
           const files = await receive(request, dir);
-          if (files.length === 0)
-            throw new KildeError('INVALID_REQUEST', 400, 'No files provided for extraction');
+          if (files.length === 0) throw new KildeError('INVALID_REQUEST', 'No files provided for extraction');
           const results = [];
           for (const file of files) {
             for (const doc of await extractor.extract(file)) results.push(toKreuzberg(doc));
@@ -74,7 +73,7 @@ async function receive(request: FastifyRequest, dir: string): Promise<SourceFile
     // A body that is not the multipart it claims (wrong boundary, cut short) is the caller's; a
     // local file-system failure and the limits keep their own answers.
     if (err instanceof KildeError || e.syscall !== undefined || String(e.code).startsWith('FST_')) throw err;
-    throw new KildeError('INVALID_REQUEST', 400, `Malformed multipart body: ${String(e.message ?? err)}`);
+    throw new KildeError('INVALID_REQUEST', `Malformed multipart body: ${String(e.message ?? err)}`);
   }
 }
 
@@ -88,7 +87,8 @@ async function receiveParts(request: FastifyRequest, dir: string): Promise<Sourc
       }
       const path = join(dir, String(files.length));
       await pipeline(part.file, createWriteStream(path));
-      if (part.file.truncated) throw new KildeError('INVALID_REQUEST', 413, 'File exceeds the upload limit');
+      if (part.file.truncated)
+        throw new KildeError('INVALID_REQUEST', 'File exceeds the upload limit', { variant: 'tooLarge' });
       const declared =
         part.mimetype && part.mimetype !== 'application/octet-stream' ? part.mimetype : undefined;
       files.push({
@@ -102,7 +102,6 @@ async function receiveParts(request: FastifyRequest, dir: string): Promise<Sourc
       } catch (err) {
         throw new KildeError(
           'INVALID_REQUEST',
-          400,
           `Invalid extraction configuration: ${(err as Error).message}`,
         );
       }

@@ -4,7 +4,7 @@ import { detailOf } from './docling-engine.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
-import { postFile, probeUrl, upstreamStatus } from './http-upload.js';
+import { postFile, probeUrl, upstreamVariant } from './http-upload.js';
 import { joinPages, type ReadContent, tidyMarkdown } from './inprocess/content.js';
 import { htmlToTidyMarkdown } from './inprocess/html-markdown.js';
 import { DEFAULT_LIMITS } from './limits.js';
@@ -59,12 +59,12 @@ export function createUnstructuredExtractor(opts: UnstructuredOptions): Extracto
       if (!res.ok) {
         throw extractionFailed(
           `Unstructured API: ${detailOf(res.json, res.status)}`,
-          upstreamStatus(res.status),
+          upstreamVariant(res.status),
         );
       }
       const parsed = answer.safeParse(res.json);
       if (!parsed.success)
-        throw extractionFailed('Unstructured API sent an unexpected answer', 502, parsed.error);
+        throw extractionFailed('Unstructured API sent an unexpected answer', 'upstreamFailed', parsed.error);
       return [toDocument(render(parsed.data), mime, languagesOf(parsed.data))];
     },
     probe: (signal) => probeUrl(joinUrl(opts.baseUrl, 'healthcheck'), signal, f, headers),

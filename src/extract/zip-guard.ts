@@ -22,7 +22,7 @@ export async function checkArchive(path: string, limits: ExtractionLimits): Prom
   try {
     zip = await yauzl.openPromise(path, { lazyEntries: true, autoClose: false, strictFileNames: false });
   } catch (err) {
-    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
+    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, undefined, err);
   }
   try {
     if (zip.entryCount > limits.maxArchiveEntries) {
@@ -75,7 +75,7 @@ async function* directoryOf(zip: yauzl.ZipFile): AsyncGenerator<yauzl.Entry> {
     yield* zip.eachEntry();
   } catch (err) {
     if (err instanceof Error && err.name === 'KildeError') throw err;
-    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
+    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, undefined, err);
   }
 }
 
@@ -92,13 +92,13 @@ async function verifyEntry(zip: yauzl.ZipFile, entry: yauzl.Entry, limits: Extra
   try {
     stream = await zip.openReadStreamPromise(entry);
   } catch (err) {
-    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
+    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, undefined, err);
   }
   try {
     for await (const chunk of stream) scanner?.write(chunk as Uint8Array);
   } catch (err) {
     if (err instanceof Error && err.name === 'KildeError') throw err;
-    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, 422, err);
+    throw extractionFailed(`Could not read the zip package: ${(err as Error).message}`, undefined, err);
   }
 }
 

@@ -3,8 +3,6 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { describeCause, type ErrorCode, KildeError } from '../errors.js';
 import { noteOnRequestLine } from './request-line.js';
 
-export { type ErrorCode, KildeError } from '../errors.js';
-
 export interface ErrorPayload {
   statusCode: number;
   code: ErrorCode;

@@ -33,7 +33,9 @@ export class BodyShapeError extends KildeError {
     readonly limit: JsonShapeLimit,
     readonly max: number,
   ) {
-    super('INVALID_REQUEST', `Request body too complex: more than ${max} ${WHAT[limit]}`, { status: 413 });
+    super('INVALID_REQUEST', `Request body too complex: more than ${max} ${WHAT[limit]}`, {
+      variant: 'tooLarge',
+    });
   }
 }
 

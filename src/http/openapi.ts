@@ -1,7 +1,7 @@
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { type ZodType, z } from 'zod';
-import { ERRORS, type ErrorCode } from '../errors.js';
+import { ERRORS, type ErrorCode, statusesOf } from '../errors.js';
 import { kildeVersion } from '../version.js';
 import type { KildeApp } from './app.js';
 import { isBearerHook } from './auth.js';
@@ -288,7 +288,7 @@ const DIFY_STATUSES: Record<string, string> = {
 function describeStatus(status: string): string {
   const matches = (s: number) => (status.endsWith('XX') ? String(s)[0] === status[0] : String(s) === status);
   const lines = codeList
-    .filter((code) => ERRORS[code].statuses.some(matches))
+    .filter((code) => statusesOf(code).some(matches))
     .map((code) => `- \`${code}\`: ${ERRORS[code].meaning}`);
   return lines.length > 0 ? `Error codes (docs/errors.md):\n${lines.join('\n')}` : 'Error';
 }

@@ -1,10 +1,12 @@
 import { createWriteStream } from 'node:fs';
 import { Transform, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 
 export function tooLarge(maxBytes: number): KildeError {
-  return new KildeError('INVALID_REQUEST', 413, `File exceeds MAX_UPLOAD_BYTES (${maxBytes} bytes)`);
+  return new KildeError('INVALID_REQUEST', `File exceeds MAX_UPLOAD_BYTES (${maxBytes} bytes)`, {
+    variant: 'tooLarge',
+  });
 }
 
 /** Counts bytes passing through and fails with 413 as soon as they exceed `maxBytes`. */

@@ -179,8 +179,8 @@ async function byName(
   if (matches.size > 1) {
     const sources = [...matches.values()].sort().slice(0, 5);
     throw invalid(
-      409,
       `${matches.size} documents in ${collection} end in ${path} (${sources.join(', ')}): give the path from a folder that tells them apart, or the file_id`,
+      'conflict',
     );
   }
   const [first] = [...matches.entries()];

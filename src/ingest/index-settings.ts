@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import {
   type RecordedSettings,
   readRecordedSettings,
@@ -26,7 +26,6 @@ export interface Reconciled {
 function conflict(what: string, fix = "Unset it to use the index's value"): KildeError {
   return new KildeError(
     'INDEX_SETTINGS_CONFLICT',
-    409,
     `${what}. ${fix}, or set INDEX_SETTINGS_UPDATE=true to record this one`,
   );
 }

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { KildeError } from '../http/errors.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 import type { IngestService } from './service.js';
 
@@ -62,7 +62,7 @@ export function registerKnowledgeRoutes(app: KildeApp, ctx: PartContext, deps: K
     // Another tenant's collection is answered like one that does not exist (for every name the
     // key may not read, whether it exists or not).
     if (allowed && !allowed.has(name)) {
-      throw new KildeError('NOT_FOUND', 404, `No collection ${name}`);
+      throw new KildeError('NOT_FOUND', `No collection ${name}`);
     }
   };
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import type { StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import { invalid } from './request.js';
@@ -220,7 +220,7 @@ export async function reading<T>(fn: () => Promise<T>): Promise<T> {
     return await fn();
   } catch (err) {
     if (err instanceof KildeError) throw err;
-    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    throw new KildeError('VECTORDB_FAILED', 'Reading from the vector index failed', { cause: err });
   }
 }
 
@@ -234,8 +234,8 @@ export async function documentsPage(
   try {
     return await listDocuments(index, collectionName, limit, cursor);
   } catch (err) {
-    if (cursor !== undefined) throw invalid(400, 'cursor is not a cursor this endpoint returned');
-    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    if (cursor !== undefined) throw invalid('cursor is not a cursor this endpoint returned');
+    throw new KildeError('VECTORDB_FAILED', 'Reading from the vector index failed', { cause: err });
   }
 }
 
@@ -259,7 +259,6 @@ export async function fileVersions(
   if (collection === undefined || versions.length === 0) {
     throw new KildeError(
       'NOT_FOUND',
-      404,
       `No versions of file_id ${fileId}${collection === undefined ? '' : ` in ${collection}`}`,
     );
   }
@@ -280,7 +279,7 @@ export async function chunkPage(
   cursor: string | undefined,
 ): Promise<ChunkPage> {
   const total = await index.count({ fileId, chunksOnly: true }).catch((err: unknown) => {
-    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    throw new KildeError('VECTORDB_FAILED', 'Reading from the vector index failed', { cause: err });
   });
   try {
     const page = await index.scroll(
@@ -290,7 +289,7 @@ export async function chunkPage(
     return { total, points: page.points, ...(page.next === undefined ? {} : { next: page.next }) };
   } catch (err) {
     // The index just answered the count, so a failing page with a cursor is the cursor's fault.
-    if (cursor !== undefined) throw invalid(400, 'offset is not a cursor this endpoint returned');
-    throw new KildeError('VECTORDB_FAILED', 502, 'Reading from the vector index failed', { cause: err });
+    if (cursor !== undefined) throw invalid('offset is not a cursor this endpoint returned');
+    throw new KildeError('VECTORDB_FAILED', 'Reading from the vector index failed', { cause: err });
   }
 }

@@ -1,8 +1,9 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
-import { KildeError, makeErrorHandler } from '../http/errors.js';
+import { makeErrorHandler } from '../http/errors.js';
 import {
   isLibreChatCollection,
   type LibreChatSettings,
@@ -54,11 +55,11 @@ const detail = z.object({ detail: z.string(), code: z.string() });
 /** The form's file_id and the collection its owner's files go to. */
 function formTarget(request: FastifyRequest, form: ReceivedForm, prefix: string): IngestTarget {
   const fileId = form.fields.file_id?.trim();
-  if (!fileId) throw invalid(422, 'Invalid request: file_id is required');
+  if (!fileId) throw invalid('Invalid request: file_id is required', 'invalidFields');
   const problem = identifierProblem(fileId);
-  if (problem) throw invalid(400, `Invalid request: file_id ${problem}`);
+  if (problem) throw invalid(`Invalid request: file_id ${problem}`);
   const filename = form.file.filename.trim();
-  if (filename === '') throw invalid(400, 'Invalid request: the file part has no file name');
+  if (filename === '') throw invalid('Invalid request: the file part has no file name');
   const owner = ownerOf(request, form.fields.entity_id?.trim());
   return {
     fileId,
@@ -117,7 +118,8 @@ export function registerLibreChatWriteRoutes(
   app.setErrorHandler(makeErrorHandler(ctx.config.DEBUG));
 
   const receive = (request: FastifyRequest, dir: string) => {
-    if (!request.isMultipart()) throw invalid(415, 'This route takes a multipart body with a "file" part');
+    if (!request.isMultipart())
+      throw invalid('This route takes a multipart body with a "file" part', 'unsupportedMediaType');
     return receiveMultipart(request, dir, { maxBytes: deps.maxBytes });
   };
   const logIgnored = (request: FastifyRequest, form: ReceivedForm) => {
@@ -175,7 +177,7 @@ export function registerLibreChatWriteRoutes(
       const documents = await timed(
         deps.metrics,
         'convert',
-        { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
+        { code: 'EXTRACTION_FAILED', variant: 'crashed', message: 'Extraction failed' },
         () =>
           pipeline.extractor.extract({
             path: form.file.path,

@@ -1,7 +1,7 @@
 import { finished } from 'node:stream/promises';
 import type {} from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
 import { checkFileName, invalid } from './request.js';
 import { sourcePath } from './temp-dir.js';
@@ -52,10 +52,9 @@ export async function receiveMultipart(
       if (next.done) break;
       const part = next.value;
       if (part.type === 'field') {
-        if (part.fieldname in fields)
-          throw invalid(400, `Invalid request: field ${part.fieldname} given twice`);
+        if (part.fieldname in fields) throw invalid(`Invalid request: field ${part.fieldname} given twice`);
         if (typeof part.value !== 'string')
-          throw invalid(400, `Invalid request: field ${part.fieldname} must be text`);
+          throw invalid(`Invalid request: field ${part.fieldname} must be text`);
         fields[part.fieldname] = part.value;
         continue;
       }
@@ -69,7 +68,7 @@ export async function receiveMultipart(
         await finished(part.file);
         continue;
       }
-      if (file) throw invalid(400, 'Invalid request: exactly one file part is allowed');
+      if (file) throw invalid('Invalid request: exactly one file part is allowed');
       // The part's own name, which no form field vouches for: refused before anything is stored.
       checkFileName(part.filename ?? '', "the file part's filename");
       opts.early?.(fields);
@@ -92,13 +91,13 @@ export async function receiveMultipart(
     if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(opts.maxBytes);
     // A local file-system failure (disk full) is ours, not the client's.
     if (e.syscall !== undefined) throw err;
-    throw invalid(400, `Malformed multipart body: ${String(e.message ?? err)}`);
+    throw invalid(`Malformed multipart body: ${String(e.message ?? err)}`);
   } finally {
     cut.dispose();
     // Left early (an error): the parser's iterator is let go without waiting on it.
     iterator.return?.().catch(() => undefined);
   }
-  if (!file) throw invalid(400, 'Invalid request: the multipart body has no "file" part');
+  if (!file) throw invalid('Invalid request: the multipart body has no "file" part');
   return { fields, file, ignoredParts: ignored };
 }
 
@@ -115,8 +114,7 @@ function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: 
   // Nobody need be waiting when it happens (the file part is being written, or the form was read).
   promise.catch(() => undefined);
   const onClose = () => {
-    if (!raw.complete)
-      reject(invalid(400, 'Malformed multipart body: the client ended the body before its end'));
+    if (!raw.complete) reject(invalid('Malformed multipart body: the client ended the body before its end'));
   };
   if (raw.destroyed) onClose();
   else raw.once('close', onClose);

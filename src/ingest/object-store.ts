@@ -2,7 +2,7 @@ import { posix } from 'node:path';
 import type { S3Client } from '@aws-sdk/client-s3';
 import type { Logger } from 'pino';
 import type { ObjectStoreSettings } from '../config/ingest.js';
-import { KildeError } from '../http/errors.js';
+import { KildeError } from '../errors.js';
 import { identifierProblem } from '../index/identifiers.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
 import { invalid } from './request.js';
@@ -48,27 +48,28 @@ export function checkObjectRef(bucket: string, key: string, allowed: ReadonlySet
     ['key', key],
   ] as const) {
     const problem = identifierProblem(value);
-    if (problem !== undefined) throw invalid(400, `Invalid request: ${field} ${problem}`);
+    if (problem !== undefined) throw invalid(`Invalid request: ${field} ${problem}`);
   }
   if (!BUCKET.test(bucket) || bucket === '.' || bucket === '..') {
-    throw invalid(400, `Invalid request: ${JSON.stringify(bucket)} is not a valid bucket name`);
+    throw invalid(`Invalid request: ${JSON.stringify(bucket)} is not a valid bucket name`);
   }
   const resolved = resolvedObject(bucket, key);
   if (allowed.size > 0 && !allowed.has(resolved.bucket)) {
-    throw invalid(403, `Bucket ${resolved.bucket} is not allowed`);
+    throw invalid(`Bucket ${resolved.bucket} is not allowed`, 'forbidden');
   }
   if (resolved.bucket !== bucket || resolved.key !== key) {
     throw invalid(
-      400,
       'Invalid request: key must not contain "." or ".." segments, a leading slash or empty segments',
     );
   }
 }
 
 /** Object-storage answers that are about the caller's reference, not about storage being down. */
-function callerStatus(status: number | undefined, name: string): number | undefined {
-  if (status === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket') return 404;
-  if (status === 400 || name === 'InvalidBucketName' || name === 'KeyTooLongError') return 400;
+/** The caller's error (a missing object, a name storage rejects), or undefined when it is ours (502). */
+function callerError(status: number | undefined, name: string): 'notFound' | 'badReference' | undefined {
+  if (status === 404 || name === 'NoSuchKey' || name === 'NotFound' || name === 'NoSuchBucket')
+    return 'notFound';
+  if (status === 400 || name === 'InvalidBucketName' || name === 'KeyTooLongError') return 'badReference';
   return undefined;
 }
 
@@ -97,11 +98,11 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
     const name = err instanceof Error ? err.name : 'Error';
     // A missing object or a name storage rejects is the caller's error (4xx); a refused key (403:
     // our credentials) or storage being down is ours (502).
-    const caller = callerStatus(status, name);
+    const caller = callerError(status, name);
     const what =
-      caller === 404
+      caller === 'notFound'
         ? 'object not found'
-        : caller === 400
+        : caller === 'badReference'
           ? `object storage refused the reference (${name})`
           : status === 403 || name === 'AccessDenied'
             ? 'access to the object was denied'
@@ -115,10 +116,9 @@ export function createObjectStore(settings: ObjectStoreSettings, deps: { log: Lo
     else deps.log.info({ bucket, key, status, name }, 'object reference refused by object storage');
     return new KildeError(
       'OBJECT_FETCH_FAILED',
-      caller ?? 502,
       `Could not fetch s3://${bucket}/${key}: ${what}`,
       // The caller named the bucket and key; the reason names no endpoint.
-      { cause: err, expose: true },
+      { variant: caller, cause: err, expose: true },
     );
   }
 

@@ -115,7 +115,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
     }
   }
   const pipeline = (): BuiltPipeline => {
-    if (!built) throw new KildeError('NOT_READY', 503, 'The ingestion pipeline is still starting');
+    if (!built) throw new KildeError('NOT_READY', 'The ingestion pipeline is still starting');
     return built;
   };
   const stageObserver = {
@@ -237,7 +237,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       });
       registerJobRoutes(app, ctx, {
         queue: () => {
-          if (!queue) throw new KildeError('NOT_READY', 503, 'The job queue is still starting');
+          if (!queue) throw new KildeError('NOT_READY', 'The job queue is still starting');
           return queue;
         },
         objectStore,

@@ -126,7 +126,7 @@ export async function runPipelineBatch(
       const results = await timed(
         undefined,
         'chunk',
-        { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
+        { code: 'PIPELINE_FAILED', message: 'Chunking failed' },
         () =>
           Promise.all(
             halves.map((h) =>
@@ -166,7 +166,7 @@ export async function runPipelineBatch(
         });
       }
     }
-    if (list.length === 0) fail(i, new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted'));
+    if (list.length === 0) fail(i, new KildeError('EXTRACTION_FAILED', 'no text could be extracted'));
     else if (list.length > batchChunks) large.push(i);
     else points.set(i, list);
   }
@@ -209,7 +209,7 @@ export async function runPipelineBatch(
         await timed(
           undefined,
           'write',
-          { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+          { code: 'VECTORDB_WRITE_FAILED', message: 'Writing to the vector index failed' },
           async () => {
             try {
               await commitVersion(parts.index, scope, list, commitOptions(parts, own, f.lease));

@@ -32,7 +32,7 @@ export async function encode(
     const vectors = await timed(
       observer,
       'dense',
-      { code: 'EMBEDDING_FAILED', status: 502, message: 'Embedding failed' },
+      { code: 'EMBEDDING_FAILED', message: 'Embedding failed' },
       async () => {
         const v = await dense.embedDocuments(texts, signal);
         if (v.length !== texts.length)
@@ -55,7 +55,7 @@ export async function encode(
   const lexical = await timed(
     observer,
     'sparse',
-    { code: 'SPARSE_EMBEDDING_FAILED', status: 500, message: 'Sparse embedding failed' },
+    { code: 'SPARSE_EMBEDDING_FAILED', message: 'Sparse embedding failed' },
     () => parts.lexical.analyse(items),
   );
   points.forEach((p, i) => {

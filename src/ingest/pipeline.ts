@@ -105,7 +105,11 @@ export interface Extracted {
   stream?: StreamedText;
 }
 
-const CONVERT_FAILURE = { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' } as const;
+const CONVERT_FAILURE = {
+  code: 'EXTRACTION_FAILED',
+  variant: 'crashed',
+  message: 'Extraction failed',
+} as const;
 
 /** The convert stage of one file. */
 export async function extractFile(
@@ -272,7 +276,7 @@ export async function writeExtracted(
         const chunked = await timed(
           summed,
           'chunk',
-          { code: 'PIPELINE_FAILED', status: 500, message: 'Chunking failed' },
+          { code: 'PIPELINE_FAILED', message: 'Chunking failed' },
           () =>
             chunkAll(
               parts.chunker,
@@ -301,7 +305,7 @@ export async function writeExtracted(
           await timed(
             summed,
             'write',
-            { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+            { code: 'VECTORDB_WRITE_FAILED', message: 'Writing to the vector index failed' },
             () => stageBatch(parts.index, scope, batch, staged, commit),
           );
           staged += batch.length;
@@ -309,7 +313,7 @@ export async function writeExtracted(
         }
       }
       if (staged + pending.length === 0) {
-        throw new KildeError('EXTRACTION_FAILED', 422, 'no text could be extracted');
+        throw new KildeError('EXTRACTION_FAILED', 'no text could be extracted');
       }
       // The last batch: the total is known now.
       tally.total = staged + pending.length;
@@ -326,7 +330,7 @@ export async function writeExtracted(
     await timed(
       summed,
       'write',
-      { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Writing to the vector index failed' },
+      { code: 'VECTORDB_WRITE_FAILED', message: 'Writing to the vector index failed' },
       async () => {
         try {
           await commitVersion(parts.index, scope, pending, commit, staged);

@@ -1,8 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import type { ExtractedDocument } from '../extract/extractor.js';
 import type { KildeApp, PartContext } from '../http/app.js';
-import { KildeError } from '../http/errors.js';
 import type { BuiltPipeline } from './build.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
 import type { IngestMetrics } from './metrics.js';
@@ -66,18 +66,17 @@ export async function registerProcessRoute(app: KildeApp, ctx: PartContext, deps
           const path = sourcePath(dir, filename);
           const body = request.body as NodeJS.ReadableStream | undefined;
           const bytes = await streamToFile(body ?? request.raw, path, deps.maxBytes);
-          if (bytes === 0)
-            throw invalid(400, 'Invalid request: the body is empty; send the file as the body');
+          if (bytes === 0) throw invalid('Invalid request: the body is empty; send the file as the body');
           const documents = await timed(
             deps.metrics,
             'convert',
-            { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
+            { code: 'EXTRACTION_FAILED', variant: 'crashed', message: 'Extraction failed' },
             () => pipeline.extractor.extract({ path, filename, bytes, ...(mimeType ? { mimeType } : {}) }),
           );
           const answer = documents.flatMap((d) => toOpenWebUi(d, filename, pipeline.extractor.name));
           if (answer.length === 0) {
             // Open WebUI would store an empty file and embed nothing: say why instead.
-            throw new KildeError('EXTRACTION_FAILED', 422, `${NO_TEXT} in ${JSON.stringify(filename)}`);
+            throw new KildeError('EXTRACTION_FAILED', `${NO_TEXT} in ${JSON.stringify(filename)}`);
           }
           return answer;
         });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { KildeError } from '../http/errors.js';
+import { type ErrorVariant, KildeError } from '../errors.js';
 import { multipartForm } from '../http/openapi.js';
 import {
   collectionNameProblem,
@@ -44,7 +44,7 @@ export function parseFlag(name: string, value: string): boolean {
   const v = value.trim().toLowerCase();
   if (TRUE.has(v)) return true;
   if (FALSE.has(v)) return false;
-  throw invalid(400, `${name} must be one of true/1/yes or false/0/no`);
+  throw invalid(`${name} must be one of true/1/yes or false/0/no`);
 }
 
 /**
@@ -82,9 +82,9 @@ export interface ObjectIngest extends IngestTarget {
 }
 
 export function parseJsonIngest(body: unknown): ObjectIngest {
-  if (body === undefined || body === null) throw invalid(400, 'Request body is empty');
+  if (body === undefined || body === null) throw invalid('Request body is empty');
   const result = jsonBody.safeParse(body);
-  if (!result.success) throw invalid(400, `Invalid request: ${describeIssues(result.error)}`);
+  if (!result.success) throw invalid(`Invalid request: ${describeIssues(result.error)}`);
   const parsed = result.data;
   const bucket = pick('bucket', parsed.s3_bucket, parsed.bucket);
   const key = pick('key', parsed.s3_key, parsed.key);
@@ -107,10 +107,10 @@ export function parseJsonIngest(body: unknown): ObjectIngest {
 
 function pick(name: string, a: string | undefined, b: string | undefined): string {
   if (a !== undefined && b !== undefined && a !== b) {
-    throw invalid(400, `Invalid request: s3_${name} and ${name} disagree`);
+    throw invalid(`Invalid request: s3_${name} and ${name} disagree`);
   }
   const v = a ?? b;
-  if (v === undefined) throw invalid(400, `Invalid request: s3_${name} (or ${name}) is required`);
+  if (v === undefined) throw invalid(`Invalid request: s3_${name} (or ${name}) is required`);
   return v;
 }
 
@@ -142,13 +142,12 @@ export function parseFormIngest(
   uploadedName: string | undefined,
 ): IngestTarget {
   const result = formFields.safeParse(fields);
-  if (!result.success) throw invalid(400, `Invalid request: ${describeIssues(result.error)}`);
+  if (!result.success) throw invalid(`Invalid request: ${describeIssues(result.error)}`);
   const f = result.data;
   const filename = f.filename ?? (uploadedName?.trim() || undefined);
-  if (filename === undefined) throw invalid(400, 'Invalid request: filename is required');
+  if (filename === undefined) throw invalid('Invalid request: filename is required');
   const path = documentPath(f.path ?? filename);
-  if (f.file_id === undefined && path === '')
-    throw invalid(400, 'Invalid request: file_id or path is required');
+  if (f.file_id === undefined && path === '') throw invalid('Invalid request: file_id or path is required');
   return {
     fileId: f.file_id ?? fileIdFor(f.collection_name, path),
     filename,
@@ -175,17 +174,18 @@ export function namedByPath(fields: Record<string, string>): boolean {
 export function checkCollection(target: Pick<IngestTarget, 'collectionName' | 'fileId' | 'userId'>) {
   const { collectionName, fileId, userId } = target;
   const problem = collectionNameProblem(collectionName);
-  if (problem) throw invalid(400, `Invalid request: ${problem}`);
+  if (problem) throw invalid(`Invalid request: ${problem}`);
   if (collectionName.startsWith('file-') && collectionName !== `file-${fileId}`) {
-    throw invalid(403, 'collection_name must be file-{file_id} for file collections');
+    throw invalid('collection_name must be file-{file_id} for file collections', 'forbidden');
   }
   if (collectionName.startsWith('user-memory-') && collectionName !== `user-memory-${userId}`) {
-    throw invalid(403, 'collection_name must be user-memory-{user_id} for user memory collections');
+    throw invalid('collection_name must be user-memory-{user_id} for user memory collections', 'forbidden');
   }
 }
 
-export function invalid(status: number, message: string): KildeError {
-  return new KildeError('INVALID_REQUEST', status, message);
+/** INVALID_REQUEST: 400 unless `variant` names another case of the table (403 `forbidden`...). */
+export function invalid(message: string, variant?: ErrorVariant<'INVALID_REQUEST'>): KildeError {
+  return new KildeError('INVALID_REQUEST', message, { variant });
 }
 
 /**
@@ -195,7 +195,7 @@ export function invalid(status: number, message: string): KildeError {
  */
 export function checkFileName(name: string, where: string): void {
   const problem = identifierProblem(name);
-  if (problem !== undefined) throw invalid(400, `Invalid request: ${where} ${problem}`);
+  if (problem !== undefined) throw invalid(`Invalid request: ${where} ${problem}`);
 }
 
 function describeIssues(error: z.ZodError): string {

@@ -2,11 +2,12 @@ import multipart from '@fastify/multipart';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CONCRETE_ENGINES, VISION_PROFILES } from '../config/extraction.js';
+import { KildeError } from '../errors.js';
 import { isPublicProfile } from '../extract/vision/prompts.js';
 import { allowedCollections, assertCollectionsAllowed } from '../http/access.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
-import { type ErrorBodyFormat, KildeError, makeErrorHandler, toErrorPayload } from '../http/errors.js';
+import { type ErrorBodyFormat, makeErrorHandler, toErrorPayload } from '../http/errors.js';
 import { documentErrorBody } from '../http/openapi.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
@@ -119,7 +120,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
           timed(
             deps.metrics,
             'fetch',
-            { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
+            { code: 'OBJECT_FETCH_FAILED', message: 'Fetching the object failed' },
             async () => {
               const path = sourcePath(dir, req.filename);
               const bytes = await deps.objectStore.download(req.bucket, req.key, path, deps.maxBytes);
@@ -175,19 +176,18 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
 
   app.post('/api/v1/extract', { onRequest: ctx.auth, config: { docs: extractDocs } }, async (request) => {
     if (!request.isMultipart())
-      throw invalid(415, 'POST /api/v1/extract takes a multipart body with a "file" part');
+      throw invalid('POST /api/v1/extract takes a multipart body with a "file" part', 'unsupportedMediaType');
     const pipeline = deps.pipeline();
     return withTempDir(async (dir) => {
       const query = request.query as Record<string, unknown>;
       const form = await receiveMultipart(request, dir, { maxBytes: deps.maxBytes });
       const unknown = Object.keys(form.fields).filter((k) => k !== 'engine' && k !== 'profile');
-      if (unknown.length > 0) throw invalid(400, `Invalid request: unknown field(s) ${unknown.join(', ')}`);
+      if (unknown.length > 0) throw invalid(`Invalid request: unknown field(s) ${unknown.join(', ')}`);
       const engine = text(form.fields.engine ?? query.engine) ?? pipeline.extractor.name;
       const profile = text(form.fields.profile ?? query.profile);
-      if (engine === 'auto') throw invalid(400, 'engine must be a concrete engine; auto is a routing mode');
+      if (engine === 'auto') throw invalid('engine must be a concrete engine; auto is a routing mode');
       if (!(CONCRETE_ENGINES as readonly string[]).includes(engine)) {
         throw invalid(
-          400,
           `Unknown or unavailable engine "${engine}"; choose one of ${CONCRETE_ENGINES.join(', ')}`,
         );
       }
@@ -195,21 +195,18 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
       try {
         extractor = pipeline.extractorFor(engine);
       } catch (err) {
-        throw invalid(
-          400,
-          `Engine ${engine} is not usable: ${err instanceof Error ? err.message : String(err)}`,
-        );
+        throw invalid(`Engine ${engine} is not usable: ${err instanceof Error ? err.message : String(err)}`);
       }
       if (profile !== undefined && !extractor.acceptsProfile) {
-        throw invalid(400, `profile is accepted only by vision engines, not by ${engine}`);
+        throw invalid(`profile is accepted only by vision engines, not by ${engine}`);
       }
       if (profile !== undefined && !isPublicProfile(profile)) {
-        throw invalid(400, `Unknown profile "${profile}"; choose one of ${VISION_PROFILES.join(', ')}`);
+        throw invalid(`Unknown profile "${profile}"; choose one of ${VISION_PROFILES.join(', ')}`);
       }
       const documents = await timed(
         deps.metrics,
         'convert',
-        { code: 'EXTRACTION_FAILED', status: 500, message: 'Extraction failed' },
+        { code: 'EXTRACTION_FAILED', variant: 'crashed', message: 'Extraction failed' },
         () =>
           extractor.extract(
             {
@@ -250,13 +247,12 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
     { onRequest: ctx.auth, config: { docs: chunksDocs } },
     async (request) => {
       if (!deps.inspection) {
-        throw new KildeError('NOT_FOUND', 404, 'Chunk inspection is disabled (ENABLE_INSPECTION_API=false)');
+        throw new KildeError('NOT_FOUND', 'Chunk inspection is disabled (ENABLE_INSPECTION_API=false)');
       }
       const fileId = fileIdParam(request.params.file_id);
       const parsed = chunksQuery.safeParse(request.query);
       if (!parsed.success) {
         throw invalid(
-          400,
           `Invalid query: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
         );
       }
@@ -306,7 +302,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
  */
 function fileIdParam(raw: string): string {
   const id = raw.trim();
-  if (id === '') throw invalid(400, 'file_id must not be blank');
+  if (id === '') throw invalid('file_id must not be blank');
   return id;
 }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
+import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import { readerLibrary } from '../extract/file-type.js';
-import { KildeError } from '../http/errors.js';
 import {
   type ChunkPage,
   type CollectionSummary,
@@ -170,13 +170,13 @@ export class IngestService {
       const exists = await timed(
         this.parts.observer,
         'write',
-        { code: 'VECTORDB_WRITE_FAILED', status: 502, message: 'Vector index unavailable' },
+        { code: 'VECTORDB_WRITE_FAILED', message: 'Vector index unavailable' },
         () => hasIndexedVersion(this.parts.index, target.fileId, target.collectionName),
       );
       if (exists) {
         throw invalid(
-          409,
           `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
+          'conflict',
         );
       }
     }
@@ -357,7 +357,7 @@ export class IngestService {
       const { index, log } = this.parts;
       const collection = collectionName ?? (await reading(() => collectionOf(index, fileId, within)));
       if (collection === undefined) {
-        throw new KildeError('VERSION_NOT_FOUND', 404, `No versions of file_id ${fileId}`);
+        throw new KildeError('VERSION_NOT_FOUND', `No versions of file_id ${fileId}`);
       }
       if (within && !within.has(collection))
         throw versionNotFound({ fileId, collectionName: collection, version });
@@ -372,7 +372,7 @@ export class IngestService {
         return { collectionName: collection, chunksCount };
       } catch (err) {
         if (err instanceof KildeError) throw err;
-        throw new KildeError('VECTORDB_WRITE_FAILED', 502, 'Restoring the version failed', { cause: err });
+        throw new KildeError('VECTORDB_WRITE_FAILED', 'Restoring the version failed', { cause: err });
       } finally {
         this.#writing.delete(version);
       }
@@ -391,7 +391,7 @@ export class IngestService {
         this.parts.log.info({ fileId, deleted }, 'deleted file');
         return deleted;
       } catch (err) {
-        throw new KildeError('DELETE_FAILED', 502, 'Deleting from the vector index failed', { cause: err });
+        throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });
       }
     });
   }
@@ -404,7 +404,7 @@ export class IngestService {
   async deleteDocument(fileId: string, collectionName: string): Promise<number> {
     const { index } = this.parts;
     const here = await reading(() => index.count({ fileId, collectionNames: [collectionName] }));
-    if (here === 0) throw new KildeError('NOT_FOUND', 404, `No document ${fileId} in ${collectionName}`);
+    if (here === 0) throw new KildeError('NOT_FOUND', `No document ${fileId} in ${collectionName}`);
     const everywhere = await reading(() => index.count({ fileId, chunksOnly: true }));
     if (everywhere === here) return this.deleteFile(fileId);
     return this.#lock.run(fileId, async (lease) => {
@@ -418,7 +418,7 @@ export class IngestService {
         );
         return deleted;
       } catch (err) {
-        throw new KildeError('DELETE_FAILED', 502, 'Deleting from the vector index failed', { cause: err });
+        throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });
       }
     });
   }
@@ -430,7 +430,7 @@ export class IngestService {
   async deleteCollection(collectionName: string): Promise<{ documents: number; chunks: number }> {
     const { index } = this.parts;
     if ((await reading(() => index.count({ collectionNames: [collectionName] }))) === 0) {
-      throw new KildeError('NOT_FOUND', 404, `No collection ${collectionName}`);
+      throw new KildeError('NOT_FOUND', `No collection ${collectionName}`);
     }
     let documents = 0;
     let chunks = 0;

@@ -1,4 +1,4 @@
-import { ERRORS, type ErrorCode, KildeError } from '../errors.js';
+import { ERRORS, type ErrorCode, type ErrorVariant, KildeError, variantFor } from '../errors.js';
 
 /*
  * What every stage of an ingest shares: the stage names, the observer that times them, the
@@ -24,11 +24,22 @@ export interface PipelineProgress {
   chunksDone?: number;
 }
 
+/**
+ * What a stage's failure answers: its code (the table gives the status) and the message for the log;
+ * `variant` only where the code's default status is not the stage's (EXTRACTION_FAILED's `crashed`:
+ * a conversion that threw answers 500, not the 422 of an unreadable file).
+ */
+export interface StageFailure {
+  code: ErrorCode;
+  message: string;
+  variant?: ErrorVariant;
+}
+
 /** Times `fn` as one stage and turns whatever it throws into that stage's error code. */
 export async function timed<T>(
   observer: StageObserver | undefined,
   stage: Stage,
-  failure: { code: ErrorCode; status: number; message: string },
+  failure: StageFailure,
   fn: () => Promise<T> | T,
 ): Promise<T> {
   const started = performance.now();
@@ -42,10 +53,7 @@ export async function timed<T>(
 }
 
 /** What `timed` makes of an error thrown in a stage (exported for stages that settle many files). */
-export function asStageError(
-  err: unknown,
-  f: { code: ErrorCode; status: number; message: string },
-): KildeError {
+export function asStageError(err: unknown, f: StageFailure): KildeError {
   if (err instanceof KildeError) {
     // Gating errors (413 on a download) pass unchanged.
     if (err.code === 'INVALID_REQUEST') return err;
@@ -57,16 +65,20 @@ export function asStageError(
     if (err.code === 'EXTRACTION_FAILED' && err.statusCode === 422) return err;
     // Another stage's code becomes this stage's; a 5xx keeps its message for the log and DEBUG (the
     // kernel shows clients the code's public message), a 4xx is about the caller's file and stays.
-    const allowed: readonly number[] = ERRORS[f.code].statuses;
+    // Its status carries over where this stage's code answers it too (a 504 stays a 504).
+    const variant =
+      err.statusCode === ERRORS[f.code].status
+        ? undefined
+        : (variantFor(f.code, err.statusCode) ?? f.variant);
     return new KildeError(f.code, err.message, {
-      status: allowed.includes(err.statusCode) ? err.statusCode : f.status,
+      variant,
       cause: err,
       expose: err.exposed,
       retryable: err.retryable,
       ...(err.detail === undefined ? {} : { detail: err.detail }),
     });
   }
-  return new KildeError(f.code, f.status, f.message, { cause: err });
+  return new KildeError(f.code, f.message, { cause: err, variant: f.variant });
 }
 
 /** The error of an ingest whose client went away before its version was committed. */
@@ -75,7 +87,9 @@ export function cancelledIf(signal: AbortSignal | undefined): void {
 }
 
 export function cancelled(): KildeError {
-  return new KildeError('INVALID_REQUEST', 499, 'The client closed the request; nothing was committed');
+  return new KildeError('INVALID_REQUEST', 'The client closed the request; nothing was committed', {
+    variant: 'clientClosed',
+  });
 }
 
 /** `{ signal }` when there is one (for options objects under exactOptionalPropertyTypes). */

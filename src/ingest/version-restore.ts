@@ -104,7 +104,7 @@ export async function restoreVersion(
     } catch (undoErr) {
       o.log.error({ err: undoErr, ...scope }, 'could not undo a failed restore; the version sweep does');
     }
-    throw new KildeError('VECTORDB_WRITE_FAILED', 502, 'Restoring the version failed', { cause: err });
+    throw new KildeError('VECTORDB_WRITE_FAILED', 'Restoring the version failed', { cause: err });
   }
   const finish = () =>
     finishRestore(index, scope, points, entry.written_at ?? null, {
@@ -130,7 +130,6 @@ export async function restoreVersion(
 export function versionNotFound(scope: VersionScope): KildeError {
   return new KildeError(
     'VERSION_NOT_FOUND',
-    404,
     `No kept version ${scope.version} of file_id ${scope.fileId} in ${scope.collectionName}`,
   );
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
+import { KildeError } from '../errors.js';
 import { limitExceeded } from '../extract/limits.js';
-import { KildeError } from '../http/errors.js';
 
 /*
  * What a pool task's caller gets when its worker had to go (worker-pool.ts): the task past its time
@@ -46,7 +46,8 @@ export function workerFailure(
     { err: w.err, task: w.task, exitCode: w.code, signal: w.signal, stderr: w.stderr.slice(-1000) },
     'worker stopped unexpectedly: worker replaced',
   );
-  return new KildeError('EXTRACTION_FAILED', 500, 'The extraction worker stopped unexpectedly', {
+  return new KildeError('EXTRACTION_FAILED', 'The extraction worker stopped unexpectedly', {
+    variant: 'crashed',
     cause: w.err,
   });
 }

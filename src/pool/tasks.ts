@@ -2,6 +2,7 @@ import type { Chunk } from '../chunk/chunker.js';
 import type { ChunkerSettings } from '../chunk/create-chunker.js';
 import type { ChunkInput } from '../chunk/segments.js';
 import type { LexicalItem, PackedSparse } from '../embed/bm25/lexical-stage.js';
+import type { ErrorCode } from '../errors.js';
 import type { DocxLayout } from '../extract/docx-layout.js';
 import type { SourceFile } from '../extract/extractor.js';
 import type { FileKind } from '../extract/file-type.js';
@@ -9,7 +10,6 @@ import type { PdfPart, PdfReader } from '../extract/inprocess/pdf-parts.js';
 import type { ReadDocument } from '../extract/inprocess-engine.js';
 import type { ExtractionLimits } from '../extract/limits.js';
 import type { RenderedPdf } from '../extract/vision/render-pdf.js';
-import type { ErrorCode } from '../http/errors.js';
 
 /** What every worker of a pool is set up with (its first message). */
 export interface WorkerSetup {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type Clock, systemClock, type Timer } from '../clock.js';
-import { KildeError } from '../http/errors.js';
+import { revive } from '../errors.js';
 import { timedOutError, workerFailure } from './pool-errors.js';
 import { BACKLOG_MS, grown, mergeable, RECYCLE_GROWTH_MB, takeMergeable, warranted } from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
@@ -242,7 +242,7 @@ export class WorkerPool {
     worker.current = undefined;
     const result = msg.result as TaskResult<TaskInput['kind']>;
     if (result.ok) this.#settle(job, undefined, result.value);
-    else this.#settle(job, new KildeError(result.error.code, result.error.status, result.error.message));
+    else this.#settle(job, revive(result.error));
     if (worker.turn.length > 0) return;
     hold(worker.child, false);
     if (this.#queue.length > 0) this.#pump();

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { KildeError } from '../errors.js';
 import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS } from '../http/body-limits.js';
-import { KildeError, makeErrorHandler } from '../http/errors.js';
+import { makeErrorHandler } from '../http/errors.js';
 import { type LibreChatSettings, libreChatAuth, readableCollections } from '../http/librechat-auth.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import type { ChunkMeta, StoredPoint } from '../index/contract.js';

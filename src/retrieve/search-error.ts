@@ -10,7 +10,7 @@ export function asSearchError(err: unknown): unknown {
   if (err instanceof KildeError) return err;
   if (err instanceof QdrantError) {
     return new KildeError('VECTORDB_FAILED', 'Vector index unavailable', {
-      status: 503,
+      variant: 'unavailable',
       cause: err,
       detail: err.message,
       expose: true,

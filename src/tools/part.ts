@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { ToolsConfig } from '../config/tools.js';
+import { KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
-import { KildeError } from '../http/errors.js';
 import { McpMachinery } from './mcp-endpoint.js';
 import { createWeatherClient, WeatherError, type WeatherFailure } from './weather-client.js';
 import { createWeatherService, type WeatherService, weatherArgs } from './weather-service.js';
@@ -33,11 +33,11 @@ const weatherResponse = z.object({
 });
 
 /** How `GET /weather` reports an upstream failure (the tool reports the same message over JSON-RPC). */
-const REST_ERRORS: Record<WeatherFailure, { status: number; code: 'NOT_FOUND' | 'UPSTREAM_FAILED' }> = {
-  'not-found': { status: 404, code: 'NOT_FOUND' },
-  rejected: { status: 502, code: 'UPSTREAM_FAILED' },
-  unavailable: { status: 502, code: 'UPSTREAM_FAILED' },
-  timeout: { status: 504, code: 'UPSTREAM_FAILED' },
+const REST_ERRORS: Record<WeatherFailure, { code: 'NOT_FOUND' | 'UPSTREAM_FAILED'; variant?: 'timeout' }> = {
+  'not-found': { code: 'NOT_FOUND' },
+  rejected: { code: 'UPSTREAM_FAILED' },
+  unavailable: { code: 'UPSTREAM_FAILED' },
+  timeout: { code: 'UPSTREAM_FAILED', variant: 'timeout' },
 };
 
 /**
@@ -78,9 +78,9 @@ export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): Tool
             return await weather.current(request.query);
           } catch (err) {
             if (!(err instanceof WeatherError)) throw err;
-            const { status, code } = REST_ERRORS[err.kind];
+            const { code, variant } = REST_ERRORS[err.kind];
             // The contract's messages ("Weather service timed out") are written for users.
-            throw new KildeError(code, status, err.message, { cause: err, expose: true });
+            throw new KildeError(code, err.message, { variant, cause: err, expose: true });
           }
         },
       );

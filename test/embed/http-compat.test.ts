@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
 import { createDenseEmbedder } from '../../src/embed/create-dense.js';
 import type { DenseEmbedder } from '../../src/embed/dense.js';
-import { KildeError } from '../../src/http/errors.js';
+import { KildeError } from '../../src/errors.js';
 import { hashEmbedding } from '../fakes/hash-embedding.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { ManualClock } from '../helpers/clock.js';

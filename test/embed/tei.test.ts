@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDenseEmbedder } from '../../src/embed/create-dense.js';
 import type { DenseEmbedder } from '../../src/embed/dense.js';
-import { KildeError } from '../../src/http/errors.js';
+import { KildeError } from '../../src/errors.js';
 import { hashEmbedding, words } from '../fakes/hash-embedding.js';
 import { type FakeTeiServer, startFakeTei, teiError } from '../fakes/tei.js';
 import { embeddingConfig, FAST_BACKOFF, testLogger } from './setup.js';

@@ -2,7 +2,7 @@ import pino from 'pino';
 import { expect } from 'vitest';
 import { extractionSchema } from '../../src/config/extraction.js';
 import { parseConfig } from '../../src/config/parse.js';
-import { KildeError } from '../../src/http/errors.js';
+import { KildeError } from '../../src/errors.js';
 
 export { DOCUMENTS as DOCS } from '../fixtures/index.js';
 export const silent = pino({ level: 'silent' });

@@ -2,9 +2,9 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KildeError } from '../../src/errors.js';
 import type { ExtractedDocument } from '../../src/extract/extractor.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
-import { KildeError } from '../../src/http/errors.js';
 import { DANISH_CORPUS, DOCUMENTS } from '../fixtures/index.js';
 
 const DOCS = DOCUMENTS;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { kernelSchema } from '../../src/config/kernel.js';
+import { KildeError } from '../../src/errors.js';
 import type { KildeApp, ServicePart } from '../../src/http/app.js';
-import { KildeError } from '../../src/http/errors.js';
 import { AUTH, testApp, testConfig } from '../helpers/app.js';
 
 const demo: ServicePart = {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createChunker } from '../../src/chunk/create-chunker.js';
 import { loadTokenCounter } from '../../src/chunk/tokenizer.js';
 import { createLexicalStage, type LexicalStage } from '../../src/embed/bm25/lexical-stage.js';
-import { KildeError } from '../../src/http/errors.js';
+import { KildeError } from '../../src/errors.js';
 import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
 import { filterList, type VectorIndex } from '../../src/index/store.js';
 import type { PipelineParts } from '../../src/ingest/pipeline.js';

@@ -48,7 +48,7 @@ async function scenario(queue: JobQueue) {
   await queue.startWorker(async (_payload, ctx) => {
     context = ctx;
     ctx.progress({ stage: 'embed' });
-    throw new KildeError('EXTRACTION_FAILED', 422, 'The file could not be read');
+    throw new KildeError('EXTRACTION_FAILED', 'The file could not be read');
   });
   const submitted = await queue.submit(payload);
   const failed = new Promise<void>((resolve) => {

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ingestSchema, objectStoreSettings } from '../../src/config/ingest.js';
 import { ConfigError } from '../../src/config/parse.js';
-import { KildeError } from '../../src/http/errors.js';
+import { KildeError } from '../../src/errors.js';
 import { createObjectStore, type ObjectStore } from '../../src/ingest/object-store.js';
 import { testConfig } from '../helpers/app.js';
 import { type FakeS3, S3_KEYS, startS3 } from './helpers/s3.js';

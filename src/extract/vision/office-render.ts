@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../../clock.js';
-import { describeCause, KildeError } from '../../errors.js';
+import { describeCause, type ErrorVariant, KildeError } from '../../errors.js';
 import { joinUrl } from '../../llm/join-url.js';
 import { HttpFailure, httpExchange, readBytes } from '../../net/http.js';
 import type { SourceFile } from '../extractor.js';
@@ -33,8 +33,12 @@ export interface OfficeRenderer {
 }
 
 /** Errors of the renderers: EXTRACTION_FAILED with a message that names no internal address. */
-function renderFailed(message: string, status: number, options: { cause?: unknown; detail?: string } = {}) {
-  return new KildeError('EXTRACTION_FAILED', message, { ...options, status, expose: true });
+function renderFailed(
+  message: string,
+  variant?: ErrorVariant<'EXTRACTION_FAILED'>,
+  options: { cause?: unknown; detail?: string } = {},
+) {
+  return new KildeError('EXTRACTION_FAILED', message, { ...options, variant, expose: true });
 }
 
 /** The name the renderer sees: LibreOffice picks its import filter from the extension. */
@@ -60,7 +64,7 @@ export interface GotenbergOptions {
 export function createGotenbergRenderer(o: GotenbergOptions): OfficeRenderer {
   const url = joinUrl(o.baseUrl, 'forms/libreoffice/convert');
   const tooLarge = () =>
-    renderFailed(`Office renderer sent a PDF larger than ${Math.round(o.maxBytes / 1048576)} MiB`, 422);
+    renderFailed(`Office renderer sent a PDF larger than ${Math.round(o.maxBytes / 1048576)} MiB`);
   return {
     name: 'gotenberg',
     async toPdf(file, kind, dir, signal) {
@@ -85,26 +89,32 @@ export function createGotenbergRenderer(o: GotenbergOptions): OfficeRenderer {
         if (err.kind === 'timeout') {
           throw renderFailed(
             `Office renderer did not answer within ${Math.round(o.timeoutMs / 1000)} s`,
-            504,
+            'upstreamTimeout',
             {
               cause: err,
             },
           );
         }
-        throw renderFailed(`Office renderer unreachable (${err.networkCode ?? 'no connection'})`, 502, {
-          cause: err,
-          detail: describeCause(err),
-        });
+        throw renderFailed(
+          `Office renderer unreachable (${err.networkCode ?? 'no connection'})`,
+          'upstreamFailed',
+          {
+            cause: err,
+            detail: describeCause(err),
+          },
+        );
       }
       if (!answer.ok) {
         const said = new TextDecoder().decode(answer.body.subarray(0, 300)).split('\n')[0]?.trim() ?? '';
         if (answer.status === 400) {
-          throw renderFailed(`Office renderer could not convert the document${said ? `: ${said}` : ''}`, 422);
+          throw renderFailed(`Office renderer could not convert the document${said ? `: ${said}` : ''}`);
         }
-        throw renderFailed(`Office renderer answered HTTP ${answer.status}`, 502, { detail: said });
+        throw renderFailed(`Office renderer answered HTTP ${answer.status}`, 'upstreamFailed', {
+          detail: said,
+        });
       }
       if (!isPdf(answer.body))
-        throw renderFailed('Office renderer answered with something that is not a PDF', 502);
+        throw renderFailed('Office renderer answered with something that is not a PDF', 'upstreamFailed');
       const out = join(dir, 'rendered.pdf');
       await writeFile(out, answer.body);
       return out;
@@ -179,7 +189,7 @@ export function createLocalOfficeRenderer(o: LocalOfficeOptions): OfficeRenderer
           stop(
             renderFailed(
               `LibreOffice did not convert the document within ${Math.round(o.timeoutMs / 1000)} s`,
-              504,
+              'upstreamTimeout',
             ),
           ),
         o.timeoutMs,
@@ -218,7 +228,7 @@ export function createLocalOfficeRenderer(o: LocalOfficeOptions): OfficeRenderer
         }
         throw renderFailed(
           'No office renderer: set OFFICE_RENDER_URL (a Gotenberg) or install LibreOffice (soffice) to render office documents for the vision engines',
-          500,
+          'crashed',
         );
       });
       const out = join(dir, 'document.pdf');
@@ -228,10 +238,10 @@ export function createLocalOfficeRenderer(o: LocalOfficeOptions): OfficeRenderer
       );
       if (code !== 0 || size === undefined) {
         o.log.warn({ code, stderr: stderr.slice(0, 500) }, 'LibreOffice conversion failed');
-        throw renderFailed(`LibreOffice could not convert the document (exit ${code ?? 'signal'})`, 422);
+        throw renderFailed(`LibreOffice could not convert the document (exit ${code ?? 'signal'})`);
       }
       if (size > o.maxBytes) {
-        throw renderFailed(`LibreOffice made a PDF larger than ${Math.round(o.maxBytes / 1048576)} MiB`, 422);
+        throw renderFailed(`LibreOffice made a PDF larger than ${Math.round(o.maxBytes / 1048576)} MiB`);
       }
       return out;
     },

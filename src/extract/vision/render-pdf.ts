@@ -57,7 +57,7 @@ export async function renderPdf(
     return await render(path, opts);
   } catch (err) {
     if (err instanceof KildeError) throw err;
-    throw extractionFailed(`Could not render the PDF: ${reasonOf(err)}`, 422, err);
+    throw extractionFailed(`Could not render the PDF: ${reasonOf(err)}`, undefined, err);
   }
 }
 

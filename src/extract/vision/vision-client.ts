@@ -1,7 +1,7 @@
 import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
-import { describeCause, KildeError } from '../../errors.js';
+import { describeCause, type ErrorVariant, KildeError } from '../../errors.js';
 import { joinUrl } from '../../llm/join-url.js';
 import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../../net/http.js';
 
@@ -41,8 +41,12 @@ const answerSchema = z.object({
 });
 
 /** EXTRACTION_FAILED with a message written for the caller (it names no internal address). */
-function visionFailed(message: string, status: number, options: { cause?: unknown; detail?: string } = {}) {
-  return new KildeError('EXTRACTION_FAILED', message, { ...options, status, expose: true });
+function visionFailed(
+  message: string,
+  variant?: ErrorVariant<'EXTRACTION_FAILED'>,
+  options: { cause?: unknown; detail?: string } = {},
+) {
+  return new KildeError('EXTRACTION_FAILED', message, { ...options, variant, expose: true });
 }
 
 /**
@@ -61,7 +65,6 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
   const overCap = () =>
     visionFailed(
       `Vision output exceeded VISION_LLM_MAX_TOKENS (${o.maxTokens} tokens): the extraction fails rather than index a truncated text; raise VISION_LLM_MAX_TOKENS or split the document`,
-      422,
     );
 
   return {
@@ -97,16 +100,20 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
         if (err.kind === 'timeout') {
           throw visionFailed(
             `Vision endpoint did not answer within ${Math.round(o.timeoutMs / 1000)} s`,
-            504,
+            'upstreamTimeout',
             {
               cause: err,
             },
           );
         }
-        throw visionFailed(`Vision endpoint unreachable (${err.networkCode ?? 'no connection'})`, 502, {
-          cause: err,
-          detail: describeCause(err),
-        });
+        throw visionFailed(
+          `Vision endpoint unreachable (${err.networkCode ?? 'no connection'})`,
+          'upstreamFailed',
+          {
+            cause: err,
+            detail: describeCause(err),
+          },
+        );
       }
       if (!answer.ok) {
         // A 4xx about the request (too many or too large images, context length) is about this
@@ -116,7 +123,7 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
         const said = aboutDocument ? upstreamMessage(answer) : '';
         throw visionFailed(
           `Vision endpoint answered HTTP ${answer.status}${said}`,
-          aboutDocument ? 422 : 502,
+          aboutDocument ? undefined : 'upstreamFailed',
           {
             detail: answer.text.slice(0, 500),
           },
@@ -124,7 +131,7 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
       }
       const parsed = answerSchema.safeParse(jsonOf(answer));
       if (!parsed.success) {
-        throw visionFailed('Vision endpoint sent an answer that is not a chat completion', 502, {
+        throw visionFailed('Vision endpoint sent an answer that is not a chat completion', 'upstreamFailed', {
           detail: answer.text.slice(0, 500),
         });
       }
@@ -133,7 +140,7 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
       if (choice.finish_reason === 'length' || (typeof used === 'number' && used > o.maxTokens))
         throw overCap();
       if (choice.finish_reason === 'content_filter') {
-        throw visionFailed('Vision endpoint refused the document (content filter)', 422);
+        throw visionFailed('Vision endpoint refused the document (content filter)');
       }
       const text = choice.message.content?.trim() ?? '';
       if (text === '') {
@@ -141,7 +148,7 @@ export function createVisionClient(o: VisionClientOptions): VisionClient {
           choice.message.refusal
             ? `Vision model refused: ${choice.message.refusal.slice(0, 200)}`
             : 'Vision model returned no text',
-          choice.message.refusal ? 422 : 502,
+          choice.message.refusal ? undefined : 'upstreamFailed',
         );
       }
       return text;

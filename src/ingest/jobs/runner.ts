@@ -145,7 +145,7 @@ export function createJobRunner(deps: RunnerDeps): JobHandler {
     const head = await timed(
       deps.observer,
       'fetch',
-      { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
+      { code: 'OBJECT_FETCH_FAILED', message: 'Fetching the object failed' },
       () => deps.objectStore.head(source.bucket, source.key),
     );
     if (head.bytes > deps.maxBytes) throw tooLarge(deps.maxBytes);
@@ -156,7 +156,7 @@ export function createJobRunner(deps: RunnerDeps): JobHandler {
           timed(
             deps.observer,
             'fetch',
-            { code: 'OBJECT_FETCH_FAILED', status: 502, message: 'Fetching the object failed' },
+            { code: 'OBJECT_FETCH_FAILED', message: 'Fetching the object failed' },
             async () => {
               const path = sourcePath(dir, target.filename);
               const bytes = await deps.objectStore.download(source.bucket, source.key, path, deps.maxBytes);
