@@ -1,4 +1,4 @@
-import { contextualText, lexicalLanguageOf } from '../embed/bm25/analysis.js';
+import type { LexicalChunk } from '../embed/bm25/lexical-stage.js';
 import type { IndexPoint } from '../index/contract.js';
 import type { PipelineParts } from './pipeline.js';
 import { cancelledIf, type PipelineProgress, type StageObserver, timed } from './stages.js';
@@ -45,11 +45,16 @@ export async function encode(
     });
     cancelledIf(signal);
   }
-  // The lexical side of each chunk: its contextual header and text, in its document's language.
-  const items = points.map((p) => ({
-    text: contextualText(p.content, p.meta),
-    language: lexicalLanguageOf(p.meta.languages, parts.fallbackLanguage, p.content),
-  }));
+  // The lexical side of each chunk: its contextual header and text, in its document's language,
+  // both derived where the chunk is analysed (the worker pool), from one reading of its words.
+  const items = points.map(
+    (p): LexicalChunk => ({
+      content: p.content,
+      context: { title: p.meta.title, headers: p.meta.headers },
+      languages: p.meta.languages,
+      fallback: parts.fallbackLanguage,
+    }),
+  );
   // Embedded chunks count as done; in lexical-only mode they are done once analysed.
   tally.report({ stage: 'sparse', ...counts(tally.done + (dense ? points.length : 0)) });
   const lexical = await timed(

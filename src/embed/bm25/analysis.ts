@@ -13,6 +13,7 @@
 import type { SparseVector } from '../../index/contract.js';
 import { Bm25Encoder, bm25TokenId } from './encoder.js';
 import { BM25_STOPWORDS, type Bm25Language } from './stopwords.js';
+import { tokenize } from './tokenize.js';
 
 export type { Bm25Language };
 
@@ -37,8 +38,10 @@ const STOP_WORD_LANGUAGE: ReadonlyMap<string, Bm25Language> = new Map(
   BM25_LANGUAGES.flatMap((l) => [...OWN_STOP_WORDS.get(l)!].map((w) => [w, l] as const)),
 );
 
-/** Tokens read from a text to judge its language by its stop words. */
+/** Tokens read from a text to judge its language by its stop words… */
 const PROFILE_TOKENS = 400;
+/** …within its first this many characters. */
+const PROFILE_CHARS = PROFILE_TOKENS * 12;
 
 /**
  * The language a text's stop words show, when they show one clearly: at least 20 words, one
@@ -53,7 +56,7 @@ export function stopWordLanguage(text: string): Bm25Language | undefined {
 function profileTokens(text: string): string[] {
   return (
     text
-      .slice(0, PROFILE_TOKENS * 12)
+      .slice(0, PROFILE_CHARS)
       .toLowerCase()
       .match(/[\p{L}\p{N}_]+/gu) ?? []
   ).slice(0, PROFILE_TOKENS);
@@ -116,7 +119,11 @@ export function lexicalLanguageOf(
   text?: string,
 ): Bm25Language {
   const shown = text === undefined ? undefined : stopWordLanguage(text);
-  if (shown) return shown;
+  return shown ?? stemmableLanguage(languages, fallback);
+}
+
+/** The first of `languages` (ISO 639-1) that Kilde can stem, else `fallback`. */
+function stemmableLanguage(languages: readonly string[] | undefined, fallback: Bm25Language): Bm25Language {
   for (const code of languages ?? []) {
     const language = BY_CODE.get(code);
     if (language) return language;
@@ -141,6 +148,8 @@ const squash = (s: string) => s.replace(/\s+/g, ' ').trim().toLowerCase();
  * compounds of names apart.
  */
 const HYPHENATED = /(\p{L})-[ \t]*\r?\n[ \t]*(\p{Ll})/gu;
+/** What every match of HYPHENATED holds. */
+const HYPHEN_AT_BREAK = /-[ \t]*\r?\n/;
 
 /**
  * The text the lexical side indexes for a chunk (its contextual chunk header): the document title
@@ -150,6 +159,13 @@ const HYPHENATED = /(\p{L})-[ \t]*\r?\n[ \t]*(\p{Ll})/gu;
  * the stored and returned `content` stays the chunk's text.
  */
 export function contextualText(content: string, context: ChunkContext): string {
+  const header = contextHeader(content, context);
+  const body = joinHyphenated(content);
+  return header === undefined ? body : `${header}\n\n${body}`;
+}
+
+/** The header lines `contextualText` puts above a chunk, joined by line breaks; undefined when none. */
+function contextHeader(content: string, context: ChunkContext): string | undefined {
   let head: string | undefined;
   const lines: string[] = [];
   for (const line of [context.title, ...(context.headers ?? [])]) {
@@ -160,8 +176,13 @@ export function contextualText(content: string, context: ChunkContext): string {
     if (head.includes(squash(l))) continue;
     lines.push(l);
   }
-  const body = content.replace(HYPHENATED, '$1$2');
-  return lines.length === 0 ? body : `${lines.join('\n')}\n\n${body}`;
+  return lines.length === 0 ? undefined : lines.join('\n');
+}
+
+/** `content` with its words hyphenated over a line break joined (HYPHENATED). */
+function joinHyphenated(content: string): string {
+  // Most chunks have no hyphen before a line break: one quick scan spares trying every letter.
+  return HYPHEN_AT_BREAK.test(content) ? content.replace(HYPHENATED, '$1$2') : content;
 }
 
 /**
@@ -238,15 +259,54 @@ export class LexicalAnalyzer {
 
   /** The lexical side of one chunk's (contextual) text in its document's language. */
   document(text: string, language: Bm25Language): DocumentLexical {
-    const encoder = this.encoder(language);
-    const terms = encoder.terms(text);
-    const indexed = KEEP_STOP_WORDS[language] ? encoder.terms(text, true) : terms;
-    return { terms: indexed, sparse: encoder.encodeTerms(terms) };
+    return this.#analysed(tokenize(text), language);
   }
 
   /** `document(text, language).terms` without the BM25 vector (lexical-only ingestion writes none). */
   documentTerms(text: string, language: Bm25Language): string[] {
-    return this.encoder(language).terms(text, KEEP_STOP_WORDS[language]);
+    return this.encoder(language).termsOfTokens(tokenize(text), KEEP_STOP_WORDS[language]);
+  }
+
+  /**
+   * The lexical side of a stored chunk, deciding what the ingestion pipeline decided from it before
+   * (`document(contextualText(content, context), lexicalLanguageOf(languages, fallback, content))`,
+   * the same terms and vector) with its text read once: the words of the chunk's body serve both its
+   * stop-word language (`stopWordLanguage`) and the analysis. Word runs are the same whether a
+   * text is lower-cased before or after its other characters become spaces (no character outside
+   * `[\p{L}\p{N}_]` lower-cases into one; a test checks every code point); only Greek sigma's
+   * final form can differ, which no stop word holds.
+   */
+  chunk(
+    content: string,
+    context: ChunkContext,
+    languages: readonly string[] | undefined,
+    fallback: Bm25Language,
+    sparse: boolean,
+  ): { terms: string[]; sparse?: SparseVector } {
+    const header = contextHeader(content, context);
+    const body = joinHyphenated(content);
+    const bodyTokens = tokenize(body);
+    // The body's words are the content's when no hyphen was joined and the content is no longer
+    // than what `stopWordLanguage` reads; otherwise the content is read apart, as before.
+    const shown =
+      body === content && content.length <= PROFILE_CHARS
+        ? languageOfTokens(
+            bodyTokens.length > PROFILE_TOKENS ? bodyTokens.slice(0, PROFILE_TOKENS) : bodyTokens,
+          )
+        : stopWordLanguage(content);
+    const language = shown ?? stemmableLanguage(languages, fallback);
+    // tokenize(`${header}\n\n${body}`) is the header's words, then the body's.
+    const tokens = header === undefined ? bodyTokens : [...tokenize(header), ...bodyTokens];
+    if (!sparse) return { terms: this.encoder(language).termsOfTokens(tokens, KEEP_STOP_WORDS[language]) };
+    return this.#analysed(tokens, language);
+  }
+
+  /** `document` of a tokenised text: content terms for the vector, stop words kept where indexed. */
+  #analysed(tokens: readonly string[], language: Bm25Language): DocumentLexical {
+    const encoder = this.encoder(language);
+    const terms = encoder.termsOfTokens(tokens);
+    const indexed = KEEP_STOP_WORDS[language] ? encoder.termsOfTokens(tokens, true) : terms;
+    return { terms: indexed, sparse: encoder.encodeTerms(terms) };
   }
 
   /**

@@ -71,8 +71,13 @@ export class Bm25Encoder implements SparseEncoder {
    * sparse vector's. Tokens in `skip` are left out too (another language's stop words).
    */
   terms(text: string, keepStopWords = false, skip?: ReadonlySet<string>): string[] {
+    return this.termsOfTokens(tokenize(text), keepStopWords, skip);
+  }
+
+  /** `terms` of a text already tokenised (`tokenize`): one tokenisation serves several analyses. */
+  termsOfTokens(tokens: readonly string[], keepStopWords = false, skip?: ReadonlySet<string>): string[] {
     const terms: string[] = [];
-    for (const token of tokenize(text)) {
+    for (const token of tokens) {
       // fastembed lower-cases again before the stop-word test and the stemmer; tokenize()
       // already did, and lower-casing is idempotent. Stop words cannot be punctuation, so testing
       // them first is fastembed's order.

@@ -1,11 +1,25 @@
 import type { SparseVector } from '../../index/contract.js';
 import type { WorkerPool } from '../../pool/worker-pool.js';
-import { type Bm25Language, LexicalAnalyzer } from './analysis.js';
+import { type Bm25Language, type ChunkContext, LexicalAnalyzer } from './analysis.js';
 
-/** One chunk to analyse: its contextual text and its document's language. */
-export interface LexicalItem {
-  text: string;
-  language: Bm25Language;
+/**
+ * One chunk to analyse: its contextual text and the language to analyse it in, or (`LexicalChunk`)
+ * the chunk as stored, whose contextual text and language are derived where it is analysed.
+ */
+export type LexicalItem = { text: string; language: Bm25Language } | LexicalChunk;
+
+/**
+ * A chunk as stored: analysed as `contextualText(content, context)` in
+ * `lexicalLanguageOf(languages, fallback, content)`, its words read once (`LexicalAnalyzer.chunk`),
+ * in the worker that analyses it rather than in the ingesting thread.
+ */
+export interface LexicalChunk {
+  content: string;
+  context: ChunkContext;
+  /** Its document's detected languages (ISO 639-1), most likely first. */
+  languages?: readonly string[] | undefined;
+  /** `SPARSE_LANGUAGE`: the language when neither its stop words nor `languages` give one Kilde stems. */
+  fallback: Bm25Language;
 }
 
 export interface LexicalOutput {
@@ -42,6 +56,12 @@ export function analyseItems(
   const lexical: string[] = [];
   const vectors: SparseVector[] = [];
   for (const item of items) {
+    if ('content' in item) {
+      const d = analyzer.chunk(item.content, item.context, item.languages, item.fallback, sparse);
+      lexical.push(d.terms.join(' '));
+      if (d.sparse) vectors.push(d.sparse);
+      continue;
+    }
     if (!sparse) {
       lexical.push(analyzer.documentTerms(item.text, item.language).join(' '));
       continue;
@@ -98,7 +118,7 @@ export function createPooledLexicalStage(
     sparseModel: o.sparseModel,
     async analyse(items, signal) {
       if (items.length === 0) return sparse ? { lexical: [], sparse: [] } : { lexical: [] };
-      const weight = items.reduce((n, it) => n + it.text.length, 0);
+      const weight = items.reduce((n, it) => n + ('content' in it ? it.content : it.text).length, 0);
       const out = await pool.run({ kind: 'lexical', items: [...items], sparse }, { signal, weight });
       return out.sparse
         ? { lexical: out.lexical, sparse: unpackSparse(out.sparse) }

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   contextualText,
@@ -7,6 +9,7 @@ import {
   withoutQuestionWords,
 } from '../../../src/embed/bm25/analysis.js';
 import { Bm25Encoder } from '../../../src/embed/bm25/encoder.js';
+import { DANISH_CORPUS } from '../../fixtures/index.js';
 
 const english = new Bm25Encoder({ language: 'english' });
 const danish = new Bm25Encoder({ language: 'danish' });
@@ -130,5 +133,69 @@ describe('LexicalAnalyzer', () => {
     expect(withoutQuestionWords('Hvem? Hvornår?', 'danish')).toBe('Hvem? Hvornår?');
     expect(withoutQuestionWords('Hvilket af følgende partier', 'danish')).toBe('  af   partier');
     expect(withoutQuestionWords('Which party?', 'english')).toBe('Which party?');
+  });
+});
+
+describe('LexicalAnalyzer.chunk: a stored chunk analysed from one reading of its words', () => {
+  const analyzer = new LexicalAnalyzer('english');
+  const chapters = readdirSync(DANISH_CORPUS)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => readFileSync(join(DANISH_CORPUS, f), 'utf8'));
+  // Chunk-sized pieces of the Danish chapters, English prose, text with no stop words, Greek with
+  // its final sigma next to marks and apostrophes, words hyphenated over a line break, a chunk
+  // longer than the stop-word check reads, and a Turkish capital İ.
+  const contents = [
+    ...chapters.flatMap((c) =>
+      Array.from({ length: Math.ceil(c.length / 1500) }, (_, i) => c.slice(i * 1500, i * 1500 + 1700)),
+    ),
+    ENGLISH_TEXT,
+    DANISH_TEXT,
+    `${ENGLISH_TEXT} ${DANISH_TEXT}`,
+    'Tabel 1. Befolkning 2020 2021 2022',
+    "ΟΔΟΣ'Σ ΑΣ\u0301Σ σοφίας ΚΑΛΟΣ. The road of wisdom and the end of the road, which is the start of the ways.",
+    `Tysklands besæt-\ntelse af Nord-\nSlesvig og EU-landene. ${DANISH_TEXT}`,
+    `${ENGLISH_TEXT} `.repeat(30),
+    `${DANISH_TEXT} `.repeat(30),
+    `İstanbul and the İzmir coast: ${ENGLISH_TEXT}`,
+  ];
+  const contexts = [
+    {},
+    { title: 'Danmarks historie' },
+    { title: 'Stem cells', headers: ['Methods', 'Muscle'] },
+  ];
+  const languageLists = [undefined, ['da'], ['en'], ['no', 'de'], []];
+
+  it('gives the terms and vector of document(contextualText, lexicalLanguageOf) for every chunk', () => {
+    let n = 0;
+    for (const content of contents) {
+      for (const context of contexts) {
+        for (const languages of languageLists) {
+          for (const fallback of ['english', 'danish'] as const) {
+            const text = contextualText(content, context);
+            const language = lexicalLanguageOf(languages, fallback, content);
+            const expected = analyzer.document(text, language);
+            expect(analyzer.chunk(content, context, languages, fallback, true)).toEqual(expected);
+            expect(analyzer.chunk(content, context, languages, fallback, false)).toEqual({
+              terms: analyzer.documentTerms(text, language),
+            });
+            n++;
+          }
+        }
+      }
+    }
+    expect(chapters.length).toBeGreaterThan(0);
+    expect(n).toBe(contents.length * contexts.length * languageLists.length * 2);
+  });
+
+  it('may read words before or after lower-casing: no character outside [\\p{L}\\p{N}_] lower-cases into one', () => {
+    const word = /[\p{L}\p{N}_]/u;
+    const found: number[] = [];
+    for (let c = 0; c <= 0x10ffff; c++) {
+      if (c >= 0xd800 && c <= 0xdfff) continue;
+      const s = String.fromCodePoint(c);
+      if (!word.test(s) && word.test(s.toLowerCase())) found.push(c);
+    }
+    expect(found).toEqual([]);
   });
 });
