@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { KildeError } from '../errors.js';
-import { RpcCode, ToolError } from '../tools/json-rpc.js';
-import { defineTool } from '../tools/tool-definition.js';
+import { RpcCode, ToolError } from '../mcp/json-rpc.js';
+import { defineTool } from '../mcp/tool-definition.js';
 import { ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
 
 /** The REST body's bounds (1..10000 characters), re-applied because MCP arguments skip that validator. */

@@ -4,7 +4,7 @@ import type { AgentConfig } from '../config/agent.js';
 import type { ServicePart } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { createChatClient } from '../llm/chat-client.js';
-import { McpMachinery } from '../tools/mcp-endpoint.js';
+import type { ToolSource } from '../mcp/endpoint.js';
 import { createEchoService, ECHO_MAX_CHARS, type EchoService } from './echo-service.js';
 import { rewriteTool } from './mcp.js';
 
@@ -15,23 +15,17 @@ export interface AgentDeps {
   fetch?: typeof fetch;
   /** Time-outs of the LLM calls (tests pass a manual clock). */
   clock?: Clock;
-  /** `serverInfo.name` of `/mcp` when this part mounts it (`kilde` in `serve all`). */
-  mcpName?: string;
-  /**
-   * Whether `/mcp` lists `rewrite_concisely`: `serve all` leaves it out when no LLM is configured
-   * (every call would fail). Default: listed.
-   */
-  rewriteTool?: boolean;
 }
 
 export interface AgentPart extends ServicePart {
   echo: EchoService;
-  mcp: McpMachinery;
+  /** `rewrite_concisely`, for the app's `/mcp` (src/mcp/endpoint.ts). */
+  mcpTools: ToolSource;
 }
 
 /**
- * The agent service: `POST /echo` (bearer), the same agent as the MCP tool `rewrite_concisely` at
- * `/mcp`, and a readiness probe of the LLM endpoint.
+ * The agent service: `POST /echo` (bearer), the same agent as the MCP tool `rewrite_concisely` for
+ * `/mcp` (which whoever composes the server mounts), and a readiness probe of the LLM endpoint.
  */
 export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): AgentPart {
   const llm = createChatClient({
@@ -43,15 +37,11 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
     ...(deps.clock ? { clock: deps.clock } : {}),
   });
   const echo = createEchoService(llm);
-  const mcp = new McpMachinery({
-    name: deps.mcpName ?? 'kilde-agent',
-    tools: deps.rewriteTool === false ? [] : [rewriteTool(echo, { strict: config.AGENT_STRICT_TOOLS })],
-    settings: config,
-  });
+  const tool = rewriteTool(echo, { strict: config.AGENT_STRICT_TOOLS });
   return {
     name: 'agent',
     echo,
-    mcp,
+    mcpTools: () => [tool],
     probes: [{ name: 'llm', timeoutMs: 3000, check: (signal) => llm.probe(signal) }],
     register(app, ctx) {
       app.post(
@@ -64,9 +54,6 @@ export function createAgentPart(config: AgentConfig, deps: AgentDeps = {}): Agen
         },
         async (request) => echo.rewrite(request.body.text),
       );
-      mcp.mount(app, ctx);
     },
-    start: () => mcp.start(),
-    close: () => mcp.close(),
   };
 }

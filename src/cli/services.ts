@@ -64,7 +64,9 @@ export const SERVICES: readonly Service[] = [
     schema: agentSchema,
     async create(config) {
       const { createAgentPart } = await import('../agent/part.js');
-      return [createAgentPart(config)];
+      const { McpEndpoint } = await import('../mcp/endpoint.js');
+      const agent = createAgentPart(config);
+      return [agent, new McpEndpoint({ name: 'kilde-agent', settings: config, tools: [agent.mcpTools] })];
     },
   }),
   defineService({
@@ -74,22 +76,25 @@ export const SERVICES: readonly Service[] = [
     schema: toolsSchema,
     async create(config, log) {
       const { createToolsPart } = await import('../tools/part.js');
-      const parts: ServicePart[] = [createToolsPart(config)];
+      const { McpEndpoint } = await import('../mcp/endpoint.js');
+      const weather = createToolsPart(config);
+      const parts: ServicePart[] = [weather];
+      const tools = [weather.mcpTools];
       if (config.MCP_SEARCH_COLLECTIONS.length > 0) {
         // Knowledge search: the tool server reads the shared index as `kilde serve retrieve` does.
         const { createSearchStack } = await import('../retrieve/search-stack.js');
         const { createKnowledgePart } = await import('../retrieve/knowledge-part.js');
         const stack = await createSearchStack(config, { log });
-        parts.push(
-          createKnowledgePart({
-            stack,
-            collections: config.MCP_SEARCH_COLLECTIONS,
-            settings: config,
-            ownsStack: true,
-          }),
-        );
+        const knowledge = createKnowledgePart({
+          stack,
+          collections: config.MCP_SEARCH_COLLECTIONS,
+          ownsStack: true,
+        });
+        parts.push(knowledge);
+        tools.push(knowledge.mcpTools);
       }
-      return parts;
+      // One `/mcp` with both tool sets, configured once; last, so it serves once the parts have started.
+      return [...parts, new McpEndpoint({ name: 'kilde-tools', settings: config, tools })];
     },
   }),
   defineService({

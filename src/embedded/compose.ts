@@ -5,6 +5,7 @@ import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestPart } from '../ingest/part.js';
+import type { ToolSource } from '../mcp/endpoint.js';
 import type { RetrievePart } from '../retrieve/part.js';
 import { type AllChoices, type AllConfig, type ResolvedAllConfig, resolveAllConfig } from './all-config.js';
 
@@ -64,7 +65,7 @@ export async function composeServices(
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
   const wants = (s: EmbeddedService) => only === undefined || only.includes(s);
-  const { config, tools, choices } = resolveAllConfig(parsed);
+  const { config, tools: toolsConfig, choices } = resolveAllConfig(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
   const index = await openIndex(
     {
@@ -93,6 +94,8 @@ export async function composeServices(
       });
       parts.push(ingest);
     }
+    // The services' MCP tools, served by the one `/mcp` mounted last (below).
+    const tools: ToolSource[] = [];
     let retrieve: RetrievePart | undefined;
     if (wants('retrieve')) {
       const { createRetrievePart } = await import('../retrieve/part.js');
@@ -106,9 +109,9 @@ export async function composeServices(
     }
     if (wants('agent')) {
       const { createAgentPart } = await import('../agent/part.js');
-      // `/mcp` of `serve all` is one server under one name, whichever of its parts mounts it, and
-      // lists `rewrite_concisely` only with an LLM configured (every call would fail without one).
-      const agent = createAgentPart(config, { ...net, mcpName: MCP_NAME, rewriteTool: choices.llm });
+      const agent = createAgentPart(config, net);
+      // `rewrite_concisely` only with an LLM configured (every call would fail without one).
+      if (choices.llm) tools.push(agent.mcpTools);
       // Without a configured LLM the offline default would never be ready: its probe is left out.
       // With one, a slow or down LLM is reported as degraded beside search, which works without it
       // (query generation falls back to the last user message): it never makes the server unready.
@@ -117,21 +120,26 @@ export async function composeServices(
     }
     if (retrieve && wants('tools') && config.MCP_SEARCH_COLLECTIONS.length > 0) {
       const { createKnowledgePart } = await import('../retrieve/knowledge-part.js');
-      // Joins the app's `/mcp`; the same search service object as `POST /search`.
-      parts.push(
-        createKnowledgePart({
-          stack: retrieve.stack,
-          collections: config.MCP_SEARCH_COLLECTIONS,
-          settings: config,
-          ownsStack: false,
-          mcpName: MCP_NAME,
-        }),
-      );
+      // The same search service object as `POST /search`.
+      const knowledge = createKnowledgePart({
+        stack: retrieve.stack,
+        collections: config.MCP_SEARCH_COLLECTIONS,
+        ownsStack: false,
+      });
+      parts.push(knowledge);
+      tools.push(knowledge.mcpTools);
     }
-    if (tools && wants('tools')) {
+    if (toolsConfig && wants('tools')) {
       const { createToolsPart } = await import('../tools/part.js');
-      // Joins the agent's `/mcp` (one route, both tool sets).
-      parts.push(createToolsPart(tools, { ...net, mcpName: MCP_NAME }));
+      const weather = createToolsPart(toolsConfig, net);
+      parts.push(weather);
+      tools.push(weather.mcpTools);
+    }
+    if (wants('agent') || tools.length > 0) {
+      // One `/mcp` with every service's tools, one name and one set of settings; last, so it starts
+      // serving once the parts whose tools it offers have started.
+      const { McpEndpoint } = await import('../mcp/endpoint.js');
+      parts.push(new McpEndpoint({ name: MCP_NAME, settings: config, tools }));
     }
     return { parts, ingest, index };
   } catch (err) {

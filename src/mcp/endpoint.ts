@@ -6,13 +6,13 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { McpSettings } from '../config/tools.js';
 import type { Access } from '../http/access.js';
-import type { KildeApp, PartContext } from '../http/app.js';
+import type { KildeApp, PartContext, ServicePart } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { BodyShapeError } from '../http/json-body-parser.js';
 import { noteOnRequestLine } from '../http/request-line.js';
 import { bearerGuard } from './bearer-guard.js';
 import { forbiddenToolMessage, RpcCode, sendJsonRpcError } from './json-rpc.js';
-import { createMcpServer, type ToolMetrics, toolMetrics } from './mcp-server.js';
+import { createMcpServer, type ToolMetrics, toolMetrics } from './server.js';
 import { mayCall, type ToolDefinition } from './tool-definition.js';
 import { originsFromHosts, transportSecurityHook } from './transport-security.js';
 
@@ -24,43 +24,46 @@ export const NOT_STARTED = 'Task group is not initialized';
 
 type State = 'new' | 'running' | 'closed';
 
-export interface McpMachineryOptions {
-  /**
-   * `serverInfo.name` in the initialize answer: the service's (`kilde-agent`, `kilde-tools`;
-   * `kilde` for `serve all`). Parts that join an app's `/mcp` answer under the name of the part
-   * that mounted it first.
-   */
-  name: string;
-  tools: readonly ToolDefinition[];
-  settings: McpSettings;
-}
-
-/** Where each HTTP server's `/mcp` lives: `kilde serve all` mounts several parts on one app. */
-const owners = new WeakMap<object, McpMachinery>();
+/**
+ * The tools one service contributes to `/mcp`, made once the app exists (a tool may need the app's
+ * metrics registry, as the knowledge search does).
+ */
+export type ToolSource = (ctx: PartContext) => readonly ToolDefinition[];
 
 /**
- * The `/mcp` endpoint of one service part: routes, transport security, the optional bearer guard,
- * and a start/close lifecycle: `/mcp` serves only between `start()` (once per instance)
- * and `close()`, which also ends open event streams so shutdown does not wait on them.
+ * Everything about the `/mcp` endpoint itself, set once by whoever composes the server (the CLI's
+ * `serve tools` / `serve agent`, `serve all`'s composition): the name it answers under, the
+ * transport security (`MCP_ALLOWED_HOSTS`, `MCP_ALLOWED_ORIGINS`), the bearer guard
+ * (`MCP_BEARER_AUTH`) and the answer format (`MCP_JSON_RESPONSE`). CORS is the app's
+ * (`CORS_ORIGINS`), as for every route.
+ */
+export interface McpEndpointOptions {
+  /** `serverInfo.name` in the initialize answer: `kilde-agent`, `kilde-tools`, `kilde` for `serve all`. */
+  name: string;
+  settings: McpSettings;
+  /** The services' tools, listed in this order. */
+  tools: readonly ToolSource[];
+}
+
+/**
+ * The one `/mcp` endpoint of an app, a service part of its own mounted after the parts whose tools
+ * it serves: routes, transport security, the optional bearer guard, and a start/close lifecycle:
+ * `/mcp` serves only between `start()` (once per instance) and `close()`, which also ends open
+ * event streams so shutdown does not wait on them.
  *
  * Stateless: every POST gets a fresh SDK server and transport and no `Mcp-Session-Id`, so any
  * replica can answer any request behind a load balancer. GET (server-initiated stream) and DELETE
  * (session end) have nothing to do without sessions and answer 405, as the transport allows.
  */
-export class McpMachinery {
+export class McpEndpoint implements ServicePart {
+  readonly name = 'mcp';
   private state: State = 'new';
-  /** Parts that share this machinery's `/mcp` route on the same app. */
-  private readonly members: McpMachinery[] = [this];
   private readonly active = new Set<{ transport: StreamableHTTPServerTransport; server: Server }>();
-  private owner: McpMachinery = this;
+  private tools: readonly ToolDefinition[] = [];
   private metrics: ToolMetrics | undefined;
   private log: Logger | undefined;
 
-  constructor(private readonly o: McpMachineryOptions) {}
-
-  get tools(): readonly ToolDefinition[] {
-    return this.o.tools;
-  }
+  constructor(private readonly o: McpEndpointOptions) {}
 
   start(): Promise<void> {
     if (this.state !== 'new')
@@ -71,21 +74,14 @@ export class McpMachinery {
 
   async close(): Promise<void> {
     this.state = 'closed';
-    const owner = this.owner;
-    const open = [...owner.active];
-    owner.active.clear();
+    const open = [...this.active];
+    this.active.clear();
     await Promise.allSettled(open.flatMap(({ transport, server }) => [transport.close(), server.close()]));
   }
 
-  /** Registers `/mcp` on the app, or joins the machinery that already did. */
-  mount(app: KildeApp, ctx: PartContext): void {
-    const existing = owners.get(app.server);
-    if (existing) {
-      existing.members.push(this);
-      this.owner = existing;
-      return;
-    }
-    owners.set(app.server, this);
+  /** Registers `/mcp` on the app with every source's tools. */
+  register(app: KildeApp, ctx: PartContext): void {
+    this.tools = this.o.tools.flatMap((source) => source(ctx));
     this.metrics = toolMetrics(ctx.metrics);
     this.log = ctx.log;
     const s = this.o.settings;
@@ -130,7 +126,7 @@ export class McpMachinery {
     const graceMs = ctx.config.SHUTDOWN_GRACE * 1000;
     app.addHook('preClose', async () => {
       await this.drain(graceMs);
-      for (const m of this.members) await m.close();
+      await this.close();
     });
   }
 
@@ -141,14 +137,12 @@ export class McpMachinery {
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply) {
-    const members = this.members;
-    if (!members.every((m) => m.state === 'running')) {
-      const closing = members.some((m) => m.state === 'closed');
+    if (this.state !== 'running') {
       return sendJsonRpcError(
         reply,
         503,
         RpcCode.Transport,
-        closing ? 'MCP server is shutting down' : NOT_STARTED,
+        this.state === 'closed' ? 'MCP server is shutting down' : NOT_STARTED,
       );
     }
     if (request.method !== 'POST') {
@@ -159,7 +153,7 @@ export class McpMachinery {
         'Method not allowed: this MCP server is stateless (no sessions, no server-initiated stream)',
       );
     }
-    const tools = members.flatMap((m) => m.tools);
+    const tools = this.tools;
     const refused = forbiddenCall(request.body, tools, request.kildeAccess);
     if (refused) {
       // As the REST twin answers the same key (403 FORBIDDEN), and as MCP's authorization rules
@@ -224,7 +218,7 @@ export class McpMachinery {
 /**
  * The tool a `tools/call` names when the caller may not use it (`mayCall`), with the call's id. Only
  * a single message is looked at; anything else goes on to the SDK, whose handler refuses the same
- * calls as a JSON-RPC error (mcp-server.ts).
+ * calls as a JSON-RPC error (server.ts).
  */
 export function forbiddenCall(
   body: unknown,

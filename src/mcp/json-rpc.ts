@@ -28,7 +28,7 @@ export const RpcCode = {
   UpstreamTimeout: -32013,
   /**
    * The caller's key may not use this tool (a per-tenant key calling a main-key tool), answered
-   * with HTTP 403 like its REST twin (mcp-endpoint.ts, `refuseForbiddenCall`).
+   * with HTTP 403 like its REST twin (endpoint.ts, `forbiddenCall`).
    */
   Forbidden: -32020,
 } as const;

@@ -66,7 +66,7 @@ export function createMcpServer(
     try {
       const tool = byName.get(name);
       if (!tool) throw new ToolError(RpcCode.InvalidParams, `Unknown tool: ${name}`);
-      // The endpoint answers such a call 403 before it gets here (mcp-endpoint.ts); this holds for
+      // The endpoint answers such a call 403 before it gets here (endpoint.ts); this holds for
       // any other way a call arrives.
       if (!mayCall(tool, deps.access)) throw new ToolError(RpcCode.Forbidden, forbiddenToolMessage(name));
       const args = parseArguments(tool, rawArgs);

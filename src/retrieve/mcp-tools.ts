@@ -4,8 +4,8 @@ import { type Access, mayRead } from '../http/access.js';
 import type { ChunkMeta } from '../index/contract.js';
 import { normaliseCollectionName } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
-import { RpcCode, ToolError } from '../tools/json-rpc.js';
-import { defineTool } from '../tools/tool-definition.js';
+import { RpcCode, ToolError } from '../mcp/json-rpc.js';
+import { defineTool } from '../mcp/tool-definition.js';
 import { SEARCH_LIMITS } from './routes.js';
 import type { SearchService } from './search-service.js';
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ToolsConfig } from '../config/tools.js';
 import { KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
-import { McpMachinery } from './mcp-endpoint.js';
+import type { ToolSource } from '../mcp/endpoint.js';
 import { createWeatherClient, WeatherError, type WeatherFailure } from './weather-client.js';
 import { createWeatherService, type WeatherService, weatherArgs } from './weather-service.js';
 import { weatherTool } from './weather-tool.js';
@@ -16,13 +16,12 @@ export interface ToolsDeps {
   /** Overrides of the 10 s total / 3 s connect bounds of an upstream call, for tests. */
   totalTimeoutMs?: number;
   connectTimeoutMs?: number;
-  /** `serverInfo.name` of `/mcp` when this part mounts it (`kilde` in `serve all`). */
-  mcpName?: string;
 }
 
 export interface ToolsPart extends ServicePart {
   weather: WeatherService;
-  mcp: McpMachinery;
+  /** `get_weather`, for the app's `/mcp` (src/mcp/endpoint.ts). */
+  mcpTools: ToolSource;
 }
 
 const weatherResponse = z.object({
@@ -41,9 +40,8 @@ const REST_ERRORS: Record<WeatherFailure, { code: 'NOT_FOUND' | 'UPSTREAM_FAILED
 };
 
 /**
- * The tool server: `/mcp` with `get_weather`, the REST twin `GET /weather` (bearer), and a readiness
- * probe of the upstream. Explicit routes are registered before the MCP endpoint, whose wildcard
- * would otherwise answer every path.
+ * The tool server: `get_weather` for `/mcp` (which whoever composes the server mounts), the REST
+ * twin `GET /weather` (bearer), and a readiness probe of the upstream.
  */
 export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): ToolsPart {
   const client = createWeatherClient({
@@ -58,16 +56,12 @@ export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): Tool
     ttlMs: config.WEATHER_CACHE_TTL * 1000,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const mcp = new McpMachinery({
-    name: deps.mcpName ?? 'kilde-tools',
-    tools: [weatherTool(weather)],
-    settings: config,
-  });
+  const tool = weatherTool(weather);
 
   return {
     name: 'tools',
     weather,
-    mcp,
+    mcpTools: () => [tool],
     probes: [{ name: 'weather-api', timeoutMs: 3000, check: (signal) => client.probe(signal) }],
     register(app, ctx) {
       app.get(
@@ -84,12 +78,7 @@ export function createToolsPart(config: ToolsConfig, deps: ToolsDeps = {}): Tool
           }
         },
       );
-      mcp.mount(app, ctx);
     },
-    start: () => mcp.start(),
-    async close() {
-      await mcp.close();
-      await client.close();
-    },
+    close: () => client.close(),
   };
 }

@@ -1,5 +1,5 @@
-import { RpcCode, ToolError } from './json-rpc.js';
-import { defineTool } from './tool-definition.js';
+import { RpcCode, ToolError } from '../mcp/json-rpc.js';
+import { defineTool } from '../mcp/tool-definition.js';
 import { WeatherError, type WeatherFailure } from './weather-client.js';
 import { type WeatherService, weatherArgs } from './weather-service.js';
 

@@ -8,7 +8,7 @@ import { allSchema } from '../../src/embedded/all-config.js';
 import { composeAll } from '../../src/embedded/compose.js';
 import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
 import { createLogger } from '../../src/http/logger.js';
-import { RpcCode } from '../../src/tools/json-rpc.js';
+import { RpcCode } from '../../src/mcp/json-rpc.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { logSink } from '../helpers/app.js';
 import { multipartBody } from '../ingest/helpers/harness.js';

@@ -12,7 +12,7 @@ import { createToolsPart } from '../../src/tools/part.js';
 import { type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { AUTH, testApp, testConfig } from '../helpers/app.js';
-import { MCP_HEADERS, raw, rpc } from './harness.js';
+import { MCP_HEADERS, raw, rpc, withMcp } from './harness.js';
 
 let llm: FakeChatServer;
 let up: FakeWeather;
@@ -49,7 +49,7 @@ async function agent(env: Record<string, string> = {}) {
     AGENT_MODEL: 'tiny-model',
     ...env,
   });
-  return listen([createAgentPart(config)], config);
+  return listen(withMcp('kilde-agent', config, createAgentPart(config)), config);
 }
 
 describe('the echo agent as the MCP tool rewrite_concisely', () => {
@@ -141,7 +141,10 @@ describe('several parts on one app (kilde serve all)', () => {
     const env = { AGENT_API_BASE_URL: llm.baseUrl, WEATHER_API_BASE_URL: up.url, WEATHER_API_KEY: FAKE_KEY };
     const schema = z.object({ ...agentSchema.shape, ...toolsSchema.shape });
     const config = testConfig(schema, env);
-    const { client } = await listen([createAgentPart(config), createToolsPart(config)], config);
+    const { client } = await listen(
+      withMcp('kilde', config, createAgentPart(config), createToolsPart(config)),
+      config,
+    );
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toEqual(['rewrite_concisely', 'get_weather']);
     const weather = await client.callTool({ name: 'get_weather', arguments: { city: 'Oslo' } });

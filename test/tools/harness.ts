@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
+import type { McpSettings } from '../../src/config/tools.js';
 import { toolsSchema } from '../../src/config/tools.js';
-import type { KildeApp } from '../../src/http/app.js';
+import type { KildeApp, ServicePart } from '../../src/http/app.js';
+import { McpEndpoint, type ToolSource } from '../../src/mcp/endpoint.js';
 import { createToolsPart, type ToolsDeps, type ToolsPart } from '../../src/tools/part.js';
 import { FAKE_KEY } from '../fakes/weather.js';
 import { type logSink, testApp, testConfig } from '../helpers/app.js';
@@ -9,6 +11,8 @@ import { type logSink, testApp, testConfig } from '../helpers/app.js';
 export interface ToolsHarness {
   app: KildeApp;
   part: ToolsPart;
+  /** The app's `/mcp`, serving the part's tools. */
+  mcp: McpEndpoint;
   logs: ReturnType<typeof logSink>;
   /** `http://127.0.0.1:<port>` of the listening app. */
   base: string;
@@ -27,10 +31,20 @@ export async function startTools(
     ...env,
   });
   const part = createToolsPart(config, deps);
-  const { app, logs } = await testApp(config, [part]);
+  const parts = withMcp('kilde-tools', config, part);
+  const { app, logs } = await testApp(config, parts);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
-  return { app, part, logs, base, mcpUrl: new URL(`${base}/mcp`) };
+  return { app, part, mcp: parts.at(-1) as McpEndpoint, logs, base, mcpUrl: new URL(`${base}/mcp`) };
+}
+
+/** The parts, then the one `/mcp` serving their tools, as `kilde serve` composes them. */
+export function withMcp(
+  name: string,
+  settings: McpSettings,
+  ...parts: (ServicePart & { mcpTools: ToolSource })[]
+): ServicePart[] {
+  return [...parts, new McpEndpoint({ name, settings, tools: parts.map((p) => p.mcpTools) })];
 }
 
 export const MCP_HEADERS = {

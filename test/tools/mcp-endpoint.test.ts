@@ -5,11 +5,20 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolsSchema } from '../../src/config/tools.js';
 import { buildApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/http/logger.js';
-import { NOT_STARTED } from '../../src/tools/mcp-endpoint.js';
+import { NOT_STARTED } from '../../src/mcp/endpoint.js';
 import { createToolsPart } from '../../src/tools/part.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { AUTH, logSink, testConfig } from '../helpers/app.js';
-import { INIT_PARAMS, MCP_HEADERS, messagesOf, raw, rpc, startTools, type ToolsHarness } from './harness.js';
+import {
+  INIT_PARAMS,
+  MCP_HEADERS,
+  messagesOf,
+  raw,
+  rpc,
+  startTools,
+  type ToolsHarness,
+  withMcp,
+} from './harness.js';
 
 let up: FakeWeather;
 const open: ToolsHarness[] = [];
@@ -230,13 +239,13 @@ describe('raw JSON-RPC on /mcp', () => {
 describe('lifecycle', () => {
   function unstartedApp() {
     const config = testConfig(toolsSchema, { WEATHER_API_BASE_URL: up.url, WEATHER_API_KEY: FAKE_KEY });
-    const part = createToolsPart(config);
+    const parts = withMcp('kilde-tools', config, createToolsPart(config));
     const logger = createLogger(config, logSink().stream);
-    return { part, app: buildApp(config, { logger, parts: [part] }) };
+    return { mcp: parts.at(-1)!, app: buildApp(config, { logger, parts }) };
   }
 
   it('fails every /mcp call with a clear 503 until the machinery is started', async () => {
-    const { part, app: building } = unstartedApp();
+    const { mcp, app: building } = unstartedApp();
     const app = await building;
     try {
       const res = await app.inject({
@@ -247,7 +256,7 @@ describe('lifecycle', () => {
       });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: NOT_STARTED }, id: null });
-      await part.start!();
+      await mcp.start!();
       const ok = await app.inject({
         method: 'POST',
         url: '/mcp',
@@ -255,7 +264,7 @@ describe('lifecycle', () => {
         payload: rpc('ping'),
       });
       expect(ok.statusCode).toBe(200);
-      await expect(part.start!()).rejects.toThrow(/can only be called once per instance/);
+      await expect(mcp.start!()).rejects.toThrow(/can only be called once per instance/);
     } finally {
       await app.close();
     }

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { hostAllowed, originAllowed, originsFromHosts } from '../../src/tools/transport-security.js';
+import { hostAllowed, originAllowed, originsFromHosts } from '../../src/mcp/transport-security.js';
 import { type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { INIT_PARAMS, MCP_HEADERS, messagesOf, raw, rpc, startTools, type ToolsHarness } from './harness.js';
 
