@@ -9,7 +9,7 @@ const long = args.includes('--long');
 const rest = args.filter((a) => a !== '--long');
 const child = spawn(
   'npx',
-  ['vitest', 'run', 'test/reliability', ...(long ? ['--testTimeout=900000'] : []), ...rest],
+  ['vitest', 'run', '--project', 'reliability', ...(long ? ['--testTimeout=900000'] : []), ...rest],
   {
     stdio: 'inherit',
     env: { ...process.env, ...(long ? { KILDE_RELIABILITY_LONG: '1' } : {}) },
