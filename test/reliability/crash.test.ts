@@ -262,4 +262,122 @@ describe.each(ENGINES)('%s: SIGKILL during re-ingests', { timeout: settings.time
     expect(await readdir(join(tmp, 'kilde-uploads')).catch(() => [])).toEqual([]);
     if (qdrant) expect(qdrant.violations).toEqual([]);
   });
+
+  interface Listed {
+    version: string;
+    live: boolean;
+  }
+  async function versionsOf(k: Kilde, fileId: string): Promise<Listed[]> {
+    const res = await fetch(`${k.url}/api/v1/documents/${encodeURIComponent(fileId)}/versions`, {
+      headers: AUTH,
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { versions: Listed[] }).versions;
+  }
+  async function restore(k: Kilde, fileId: string, version: string): Promise<number | 'lost'> {
+    try {
+      const res = await fetch(
+        `${k.url}/api/v1/documents/${encodeURIComponent(fileId)}/versions/${version}/restore`,
+        {
+          method: 'POST',
+          headers: AUTH,
+        },
+      );
+      await res.arrayBuffer();
+      return res.status;
+    } catch {
+      return 'lost';
+    }
+  }
+
+  // Fewer and smaller than the re-ingests above: a restore only moves versions, so kills land in it sooner.
+  const restoreRounds = settings.long ? rounds : Math.min(rounds, 3);
+  it(`${restoreRounds} kills of ${FILES} concurrent restores: one complete version each, the other still kept`, async () => {
+    const rand = mulberry32(settings.seed ^ (engine === 'lancedb' ? 0x5e57 : 0x7e57));
+    const files = Array.from({ length: FILES }, (_, i) => `rdoc${i}`);
+    const restoreEnv = { ...env(), VECTORDB_INDEX: `${collection}_restore`, KEEP_VERSIONS: '2' };
+    /** Which text each version id holds. */
+    const variants = new Map<string, Variant>();
+    kilde = await startKilde('all', restoreEnv);
+    for (const pass of ['a', 'b']) {
+      await Promise.all(
+        files.map(async (f) => {
+          const v = { tag: `${f}v${pass}`, paragraphs: 300 + Math.floor(rand() * 600) };
+          expect(await ingest(kilde!, f, v)).toBe(200);
+          const live = (await versionsOf(kilde!, f)).find((x) => x.live)!;
+          variants.set(live.version, v);
+        }),
+      );
+    }
+    /** Live and kept version of each file: restoring the kept one swaps them. */
+    const state = async (k: Kilde) =>
+      new Map(
+        await Promise.all(
+          files.map(async (f) => {
+            const listed = await versionsOf(k, f);
+            expect(
+              listed.filter((x) => x.live),
+              `${f}: one live version`,
+            ).toHaveLength(1);
+            // Nothing lost: both versions stay listed, whatever was interrupted.
+            expect(listed.map((x) => x.version).sort(), `${f}: both versions kept`).toEqual(
+              [...variants.keys()].filter((id) => variants.get(id)!.tag.startsWith(`${f}v`)).sort(),
+            );
+            return [
+              f,
+              { live: listed.find((x) => x.live)!.version, kept: listed.find((x) => !x.live)!.version },
+            ] as const;
+          }),
+        ),
+      );
+
+    // One uninterrupted round of restores scales the kill points.
+    let before = await state(kilde);
+    let started = performance.now();
+    for (const status of await Promise.all(files.map((f) => restore(kilde!, f, before.get(f)!.kept)))) {
+      expect(status).toBe(200);
+    }
+    let span = performance.now() - started;
+
+    const outcomes = { kept: 0, restored: 0, acknowledged: 0 };
+    for (let round = 1; round <= restoreRounds; round++) {
+      const k: Kilde = kilde;
+      before = await state(k);
+      const answers = files.map(
+        (f) =>
+          new Promise<number | 'lost'>((resolve) => {
+            setTimeout(() => resolve(restore(k, f, before.get(f)!.kept)), rand() * span * 0.25);
+          }),
+      );
+      started = performance.now();
+      await new Promise((r) => setTimeout(r, (0.1 + rand() * 0.9) * span));
+      await k.kill();
+      const statuses = await Promise.all(answers);
+
+      kilde = await startKilde('all', restoreEnv);
+      const after = await state(kilde);
+      let swapped = 0;
+      for (const [i, f] of files.entries()) {
+        const live = after.get(f)!.live;
+        const was = before.get(f)!;
+        expect([was.live, was.kept], `${f} round ${round}`).toContain(live);
+        // Acknowledged means durable: a 200 before the kill must have survived it.
+        if (statuses[i] === 200) {
+          outcomes.acknowledged += 1;
+          expect(live, `${f} round ${round}: acknowledged restore`).toBe(was.kept);
+        }
+        if (live === was.kept) swapped += 1;
+        outcomes[live === was.kept ? 'restored' : 'kept'] += 1;
+        await expectOneComplete(kilde, f, variants.get(live)!);
+      }
+      if (swapped === 0) span *= 1.3;
+      else if (swapped === FILES) span *= 0.75;
+    }
+    process.stdout.write(
+      `crash ${engine}: ${restoreRounds * FILES} interrupted restores; previous version kept ${outcomes.kept}, restore committed ${outcomes.restored} (${outcomes.acknowledged} acknowledged before the kill)\n`,
+    );
+    expect(await kilde.stop()).toBe(0);
+    kilde = undefined;
+    if (qdrant) expect(qdrant.violations).toEqual([]);
+  });
 });
