@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { ingestText } from '../retrieve/helpers/labelled.js';
 import { type RetrieveHarness, startRetrieve } from '../retrieve/helpers/retrieve.js';
 import { type Harness, multipartBody, startIngest } from './helpers/harness.js';
@@ -26,13 +27,12 @@ describe('collection names', () => {
         ? name.slice(5)
         : `f-${Buffer.from(name).toString('hex').slice(0, 20)}`;
       await ingestText(ingest, fileId, name, 'The lighthouse keeper logs the fog.');
-      let hits: string[] = [];
-      for (let i = 0; i < 50 && hits.length === 0; i++) {
+      const hits = await eventually(async () => {
         const { status, json } = await r.search({ queries: ['lighthouse fog'], collection_names: [name] });
         expect(status, JSON.stringify(json)).toBe(200);
-        hits = json.documents[0];
-        if (hits.length === 0) await new Promise((res) => setTimeout(res, 100));
-      }
+        const found: string[] = json.documents[0];
+        return found.length > 0 && found;
+      }, 100);
       expect(hits[0]).toContain('lighthouse');
     },
   );

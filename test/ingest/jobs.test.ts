@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Job } from '../../src/ingest/jobs/job.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
 import { type Harness, multipartBody, pointsOf, startIngest } from './helpers/harness.js';
 
@@ -179,10 +180,10 @@ for (const queue of QUEUES) {
         const second = await submit('second');
         const watching = events(second.job_id);
         // The first job holds the only worker until its embedding call is released.
-        await waitFor(async () => (await getJob(first.job_id)).json().stage === 'embed');
+        await eventually(async () => (await getJob(first.job_id)).json().stage === 'embed');
         release();
         // The second one stops in its embedding stage until released.
-        await waitFor(async () => (await getJob(second.job_id)).json().stage === 'embed');
+        await eventually(async () => (await getJob(second.job_id)).json().stage === 'embed');
         releaseSecond();
         const stream = await watching;
         expect(stream.jobs[0]).toMatchObject({ state: 'queued', stage: null });
@@ -244,7 +245,7 @@ for (const queue of QUEUES) {
         embed.faults.push({ kind: 'held', until: new Promise<void>((r) => (release = r)) });
         const running = await submit('runs');
         const queued = await submit('waits');
-        await waitFor(async () => (await getJob(running.job_id)).json().state === 'running');
+        await eventually(async () => (await getJob(running.job_id)).json().state === 'running');
 
         const cancel = await h.app.inject({
           method: 'DELETE',
@@ -365,23 +366,8 @@ for (const queue of QUEUES) {
 
 /**
  * The spool folder empties once each job's end is recorded (BullMQ: after its completed or failed
- * event, so a moment after the stream ended). Bounded polling (attempts, not a clock).
+ * event, so a moment after the stream ended).
  */
 async function spoolEmptied() {
-  let left: string[] = [];
-  for (let i = 0; i < 200; i++) {
-    left = await readdir(spool);
-    if (left.length === 0) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  expect(left).toEqual([]);
-}
-
-/** Bounded polling (attempts, not a clock). */
-async function waitFor(check: () => Promise<boolean>) {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('condition never met');
+  await eventually(async () => (await readdir(spool)).length === 0);
 }

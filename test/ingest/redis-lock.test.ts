@@ -12,6 +12,7 @@ import { fencedVersion, fenceOf, newIngestVersion } from '../../src/ingest/versi
 import { retireFenced } from '../../src/ingest/version-retire.js';
 import { AUTH } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
+import { eventually } from '../helpers/eventually.js';
 import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
 import { type Harness, multipartBody, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
 
@@ -23,15 +24,6 @@ function lockOn(clock = new ManualClock({ autoSleep: true }), leaseMs = 60_000) 
   const prefix = `t${++prefixSeq}`;
   const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   return { lock: new RedisFileLock(client, { leaseMs, retryMs: 20, clock, log, prefix }), prefix, clock };
-}
-
-/** Bounded polling of a Redis fact the lease's timers change asynchronously. */
-async function eventually(check: () => Promise<boolean>) {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('condition never held');
 }
 
 describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
@@ -286,11 +278,10 @@ describe.skipIf(REDIS_SERVER_MISSING !== undefined)(
       // Each part reads through its own LanceDB connection, which sees the other's last commit only
       // after its read-consistency interval: read until the view holds the last lease's version.
       const last = await redis.client.hget(leaseKeys('busy').state, 'next');
-      let points = await pointsOf(a.index, 'busy');
-      for (let i = 0; i < 100 && !versionsOf(points).some((v) => String(fenceOf(v)) === last); i++) {
-        await new Promise((r) => setTimeout(r, 50));
-        points = await pointsOf(a.index, 'busy');
-      }
+      const points = await eventually(async () => {
+        const now = await pointsOf(a.index, 'busy');
+        return versionsOf(now).some((v) => String(fenceOf(v)) === last) && now;
+      }, 50);
       expect(versionsOf(points)).toHaveLength(1);
       expect(new Set(points.map((p) => p.id)).size).toBe(points.length);
       expect(await redis.client.hget(leaseKeys('busy').state, 'leases')).toBe('8');

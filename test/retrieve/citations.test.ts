@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { pointId } from '../../src/index/contract.js';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { FIXTURES, type Harness, multipartBody, startIngest } from '../ingest/helpers/harness.js';
 import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
 
@@ -72,12 +73,11 @@ describe('citations behind Open WebUI (page + 1 is the page it opens)', () => {
       },
     ]);
     // The retrieve process sees the other connection's write within about a second.
-    let metas: unknown[] = [];
-    for (let i = 0; i < 60 && metas.length === 0; i++) {
+    const metas = await eventually(async () => {
       const { json } = await retrieve.search({ queries: ['carburettors'], collection_names: ['legacy-kb'] });
-      metas = json.metadatas[0];
-      if (metas.length === 0) await new Promise((r) => setTimeout(r, 100));
-    }
+      const found: unknown[] = json.metadatas[0];
+      return found.length > 0 && found;
+    }, 100);
     expect(metas[0]).toMatchObject({ page: 2, page_number: 3, pages: [3, 4] });
   });
 });

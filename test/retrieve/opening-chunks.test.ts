@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../helpers/eventually.js';
 import { type Harness, startIngest } from '../ingest/helpers/harness.js';
 import { ingestText } from './helpers/labelled.js';
 import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
@@ -60,16 +61,15 @@ describe('ordinary prompts on an attached file', () => {
 
   it('shares k across several attached files, each from its beginning', async () => {
     await ingestText(ingest, 'memo', 'file-memo', 'Memo: lunch is served at noon in the canteen.');
-    let docs: string[] = [];
-    for (let i = 0; i < 50 && !docs.some((d) => d.includes('Memo')); i++) {
+    const docs = await eventually(async () => {
       const { json } = await r.search({
         queries: ['tl;dr'],
         collection_names: ['file-rep', 'file-memo'],
         k: 4,
       });
-      docs = json.documents[0];
-      if (!docs.some((d) => d.includes('Memo'))) await new Promise((res) => setTimeout(res, 100));
-    }
+      const found: string[] = json.documents[0];
+      return found.some((d) => d.includes('Memo')) && found;
+    }, 100);
     expect(docs).toHaveLength(4);
     expect(docs.filter((d) => d.includes('Memo'))).toHaveLength(1);
     expect(docs[0]).toContain('Section 1');

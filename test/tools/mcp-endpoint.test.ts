@@ -9,6 +9,7 @@ import { NOT_STARTED } from '../../src/mcp/endpoint.js';
 import { createToolsPart } from '../../src/tools/part.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { AUTH, logSink, testConfig } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import {
   INIT_PARAMS,
   MCP_HEADERS,
@@ -315,9 +316,12 @@ describe('lifecycle', () => {
     const body = res.text();
     const closed = h.app.close();
     open.splice(open.indexOf(h), 1);
-    // Shutting down: a new call is refused while the first one is still running.
-    await new Promise((r) => setTimeout(r, 100));
-    const late = await raw(h.mcpUrl.href, { headers: MCP_HEADERS, body: rpc('ping') });
+    // Shutting down: a new call is refused while the first one is still running (held upstream
+    // until released below, so however slowly the shutdown begins, it begins before that).
+    const late = await eventually(async () => {
+      const r = await raw(h.mcpUrl.href, { headers: MCP_HEADERS, body: rpc('ping') });
+      return r.status !== 200 && r;
+    });
     expect(late.status).toBe(503);
     up.release();
     const [text] = await Promise.all([body, closed]);
