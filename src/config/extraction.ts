@@ -18,7 +18,7 @@ export const extractionLimitsPiece = {
   ),
   EXTRACTION_WARM_WORKERS: int(
     1,
-    'Worker processes kept running while idle (at most `EXTRACTION_WORKERS`), so that an upload after a quiet spell does not wait for a worker to start and load its libraries (about 0.2 s on 2 cores); `kilde serve` starts them once it listens, and they load the language detector and PDFium then; the others stop after a minute idle. A kept worker that has grown by more than 256 MiB since its start (a large document) is replaced by a fresh one once idle. 0: every idle worker stops, and the next upload starts one.',
+    'Worker processes kept running while idle (at most `EXTRACTION_WORKERS`), so that an upload after a quiet spell does not wait for a worker to start and load its libraries (about 0.2 s on 2 cores); `kilde serve` starts them once it listens, and they load PDFium then (the language detector loads on the first document that is not plainly English); the others stop after a minute idle. A kept worker that has grown by more than 256 MiB since its start (a large document) is replaced by a fresh one once idle. 0: every idle worker stops, and the next upload starts one.',
     { min: 0, max: 64 },
   ),
   EXTRACTION_PDF_READER: oneOf(
