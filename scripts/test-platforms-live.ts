@@ -18,6 +18,7 @@
 //
 //   OWUI_SPEC='open-webui==0.12.4'   what pip installs (default open-webui==0.12.*)
 //   KEEP_TMP=1                       keep the temporary folder (Open WebUI's data, the logs)
+//   SKIP_BUILD=1                     run dist/ as it is
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -26,14 +27,18 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DOCUMENTS } from '../test/fixtures/index.js';
 import { CHROMIUM, hasChromium, launchChromium } from '../test/helpers/browser.js';
+import { makePdf } from '../test/helpers/make-pdf.js';
 import {
   type ChatRequest,
   type Decision,
+  EMBEDDING_DIM,
   EMBEDDING_MODEL,
+  type FakeOpenAi,
   MODEL_ID,
   startFakeOpenAi,
   textOf,
 } from '../test/live/fake-openai-streaming.js';
+import { startQdrantNodes } from '../test/live/qdrant-nodes.js';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const VENV = join(ROOT, '.tmp', 'owui-venv');
@@ -44,6 +49,12 @@ const MEDIA = join(ROOT, 'media', 'integrations');
 const MAIN_KEY = 'platforms-live-main-key-0123456789';
 const OWUI_KEY = 'platforms-live-open-webui-key-0123456789';
 const PASSWORD = 'Kilde-live-test-1!';
+
+/** Which parts run (PLATFORMS=fork,qdrant…); all by default. */
+const PLATFORMS = new Set(
+  (process.env.PLATFORMS ?? 'upstream,fork,qdrant,librechat').split(',').map((p) => p.trim()),
+);
+const want = (part: string) => PLATFORMS.has(part);
 
 const results: { name: string; ok: boolean; detail: string }[] = [];
 function check(name: string, ok: boolean, detail: string) {
@@ -80,6 +91,42 @@ function ensureOpenWebUi(): string {
   const v = version();
   if (v.status !== 0) skip(`${SPEC} installed but does not import`);
   return v.stdout.trim();
+}
+
+/** What every Open WebUI here runs with: loopback, offline, signed-in users, the scripted model. */
+function owuiBaseEnv(dataDir: string, model: FakeOpenAi): Record<string, string> {
+  return {
+    DATA_DIR: dataDir,
+    WEBUI_SECRET_KEY: 'platforms-live-secret',
+    WEBUI_AUTH: 'true',
+    ENABLE_SIGNUP: 'true',
+    ENABLE_PERSISTENT_CONFIG: 'false',
+    OFFLINE_MODE: 'true',
+    HF_HUB_OFFLINE: '1',
+    TRANSFORMERS_OFFLINE: '1',
+    ANONYMIZED_TELEMETRY: 'false',
+    DO_NOT_TRACK: 'true',
+    SCARF_NO_ANALYTICS: 'true',
+    ENABLE_VERSION_UPDATE_CHECK: 'false',
+    ENABLE_OLLAMA_API: 'false',
+    ENABLE_OPENAI_API: 'true',
+    OPENAI_API_BASE_URL: model.baseUrl,
+    OPENAI_API_KEY: 'sk-fake',
+    BYPASS_MODEL_ACCESS_CONTROL: 'true',
+    RAG_EMBEDDING_ENGINE: 'openai',
+    RAG_EMBEDDING_MODEL: EMBEDDING_MODEL,
+    RAG_OPENAI_API_BASE_URL: model.baseUrl,
+    RAG_OPENAI_API_KEY: 'sk-fake',
+    RAG_RERANKING_MODEL: '',
+    RAG_EMBEDDING_MODEL_AUTO_UPDATE: 'false',
+    AUDIO_STT_ENGINE: 'openai',
+    ENABLE_TITLE_GENERATION: 'false',
+    ENABLE_TAGS_GENERATION: 'false',
+    ENABLE_FOLLOW_UP_GENERATION: 'false',
+    ENABLE_AUTOCOMPLETE_GENERATION: 'false',
+    ENABLE_RETRIEVAL_QUERY_GENERATION: 'false',
+    ENABLE_CODE_INTERPRETER: 'false',
+  };
 }
 
 function freePort(): Promise<number> {
@@ -196,7 +243,7 @@ interface ChatMessageRecord {
 }
 
 /** One chat turn as the web client sends it: a saved chat, then /api/chat/completions, then the stored answer. */
-async function chatTurn(api: Owui, question: string, toolIds: string[]) {
+async function chatTurn(api: Owui, question: string, toolIds: string[], files: unknown[] = []) {
   const userId = crypto.randomUUID();
   const assistantId = crypto.randomUUID();
   const now = Math.floor(Date.now() / 1000);
@@ -208,6 +255,7 @@ async function chatTurn(api: Owui, question: string, toolIds: string[]) {
     content: question,
     timestamp: now,
     models: [MODEL_ID],
+    ...(files.length > 0 ? { files } : {}),
   };
   const assistant = {
     id: assistantId,
@@ -239,6 +287,7 @@ async function chatTurn(api: Owui, question: string, toolIds: string[]) {
     parent_id: userId,
     user_message: user,
     tool_ids: toolIds,
+    ...(files.length > 0 ? { files } : {}),
     params: { function_calling: 'native' },
     features: {},
     background_tasks: { title_generation: false, tags_generation: false, follow_up_generation: false },
@@ -320,7 +369,416 @@ function decide(req: ChatRequest): Decision {
       },
     };
   }
+  // A RAG turn (the fork's external retrieval): Open WebUI put the hits into the prompt as
+  // <source id="n" name="…">…</source>; the answer quotes the one that holds the question's project.
+  const prompt = req.messages.map((m) => textOf(m.content)).join('\n');
+  const context = prompt.slice(prompt.lastIndexOf('<context>'));
+  const sources = [...context.matchAll(/<source id="(\d+)"[^>]*>([\s\S]*?)<\/source>/g)];
+  if (prompt.includes('<context>') && sources.length > 0) {
+    const wanted = /Project (\w+):/.exec(prompt)?.[1];
+    const hit = sources.find((m) => (wanted ? m[2]!.includes(wanted) : true)) ?? sources[0]!;
+    const passage = hit[2]!.replace(/\s+/g, ' ').trim();
+    const from = wanted ? Math.max(0, passage.indexOf(wanted)) : 0;
+    return { text: `From the attached file [${hit[1]}]: ${passage.slice(from, from + 300)}` };
+  }
   return { text: `No tool was offered (tools: ${tools.join(', ') || 'none'}).` };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference deployment's patched fork (AarhusAI/open-webui): its external ingestion and
+// external retrieval, driven through Open WebUI's own API with the fork's documented variables.
+
+/**
+ * The fork's backend: a folder holding its `open_webui` package (retrieval/external_service.py is
+ * the fork's own module). It is run with this venv's Python ahead of the pip package. Nothing of
+ * the fork is committed here; without the folder the fork's checks are skipped with the reason.
+ */
+const FORK_DIR = resolve(ROOT, process.env.OWUI_FORK_DIR ?? join('.tmp', 'owui-fork'));
+
+/** Three pages, each with its own project, so a hit's page can be checked against its text. */
+function forkPdf(): Buffer {
+  const page = (project: string, fact: string) => [
+    { text: `Project ${project}`, size: 18 },
+    ...Array.from({ length: 30 }, (_, i) => ({
+      text: `Project ${project} note ${i + 1}: ${fact} This line belongs to project ${project} only.`,
+    })),
+  ];
+  return makePdf([
+    page('Andromeda', 'the archive keeps invoices for five years.'),
+    page('Bootes', 'the badge office opens at 08:00 on weekdays.'),
+    page('Cassiopeia', 'the cold room holds samples at minus eighty degrees.'),
+  ]);
+}
+
+async function runFork(kildeUrl: string, kildeLog: string, model: FakeOpenAi, tmp: string) {
+  const marker = join(FORK_DIR, 'open_webui', 'retrieval', 'external_service.py');
+  if (!existsSync(marker)) {
+    console.log(
+      `SKIP patched fork: ${marker} is absent (OWUI_FORK_DIR: a folder with the fork's backend package open_webui, from the public repository AarhusAI/open-webui)`,
+    );
+    return;
+  }
+  const base = existsSync(join(FORK_DIR, 'BASE'))
+    ? readFileSync(join(FORK_DIR, 'BASE'), 'utf8').trim()
+    : FORK_DIR;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const log = join(tmp, 'open-webui-fork.log');
+  const owui = start(
+    join(VENV, 'bin', 'open-webui'),
+    ['serve', '--host', '127.0.0.1', '--port', String(port)],
+    {
+      ...owuiBaseEnv(join(tmp, 'owui-fork-data'), model),
+      PYTHONPATH: FORK_DIR,
+      FRONTEND_BUILD_DIR: join(FORK_DIR, 'open_webui', 'frontend'),
+      // The fork's documented variables (docs/deployment.md#2-next-to-open-webui).
+      RAG_RETRIEVAL_ENGINE: 'external',
+      RAG_EXTERNAL_RETRIEVAL_URL: `${kildeUrl}/`,
+      RAG_EXTERNAL_RETRIEVAL_API_KEY: MAIN_KEY,
+      RAG_EXTERNAL_RETRIEVAL_TIMEOUT: '60',
+      EXTERNAL_INGESTION_ENGINE: 'external',
+      EXTERNAL_INGESTION_URL: kildeUrl,
+      EXTERNAL_INGESTION_API_KEY: MAIN_KEY,
+      EXTERNAL_INGESTION_TIMEOUT: '300',
+    },
+    log,
+  );
+  await waitFor(`${url}/health`, 'Open WebUI (patched fork)', 600, owui, log);
+  console.log(`Open WebUI, the patched fork (${base}) at ${url}`);
+  const anon = new Owui(url);
+  const admin = anon.as(
+    (
+      await anon.call<{ token: string }>('POST', '/api/v1/auths/signup', {
+        name: 'Admin',
+        email: 'admin@example.com',
+        password: PASSWORD,
+      })
+    ).token,
+  );
+  const kilde = (path: string, method = 'GET') =>
+    fetch(`${kildeUrl}${path}`, { method, headers: { authorization: `Bearer ${MAIN_KEY}` } });
+
+  // Upload: the fork hands the file to Kilde's PUT /api/v1/ingest (multipart, collection file-{id}).
+  const form = new FormData();
+  form.set('file', new Blob([forkPdf()], { type: 'application/pdf' }), 'projects.pdf');
+  const uploaded = await admin.call<{ id: string; data?: { status?: string; error?: string } }>(
+    'POST',
+    '/api/v1/files/?process=true&process_in_background=false',
+    undefined,
+    form,
+  );
+  const stored = await admin.call<{
+    data?: { status?: string; error?: string };
+    meta?: Record<string, unknown>;
+  }>('GET', `/api/v1/files/${uploaded.id}`);
+  const chunksRes = await kilde(`/api/v1/documents/${uploaded.id}/chunks?include_content=full&limit=100`);
+  const chunks = chunksRes.ok
+    ? ((await chunksRes.json()) as {
+        stats: { total_chunks: number; collection_name: string | null };
+        chunks: { content?: string; meta: Record<string, unknown> }[];
+      })
+    : undefined;
+  const ingestLines = readFileSync(kildeLog, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('/api/v1/ingest')).length;
+  check(
+    'fork: upload ingested in Kilde through the fork (PUT /api/v1/ingest)',
+    stored.data?.status === 'completed' &&
+      (chunks?.stats.total_chunks ?? 0) > 0 &&
+      chunks?.stats.collection_name === `file-${uploaded.id}`,
+    `Open WebUI file status ${stored.data?.status}${stored.data?.error ? ` (${stored.data.error})` : ''}, Kilde holds ${chunks?.stats.total_chunks ?? `none (${chunksRes.status})`} chunks in ${chunks?.stats.collection_name}, ingest requests logged: ${ingestLines}`,
+  );
+
+  // Chat: the file attached to the turn; the fork's get_sources_from_items asks Kilde's /search.
+  const fileItem = {
+    type: 'file',
+    id: uploaded.id,
+    name: 'projects.pdf',
+    collection_name: `file-${uploaded.id}`,
+    status: 'uploaded',
+    file: { id: uploaded.id, filename: 'projects.pdf', meta: { name: 'projects.pdf' } },
+  };
+  const { answer } = await chatTurn(
+    admin,
+    'Project Cassiopeia: at what temperature are the samples kept?',
+    [],
+    [fileItem],
+  );
+  const sources = answer.sources ?? [];
+  const docs = sources.flatMap((s) => (s.document ?? []).map((d, i) => ({ d, m: s.metadata?.[i] ?? {} })));
+  const onPage = docs.find((x) => x.d.includes('Cassiopeia'));
+  // The fork calls `${RAG_EXTERNAL_RETRIEVAL_URL}/search`: `//search` with the documented trailing slash.
+  const searchLines = readFileSync(kildeLog, 'utf8')
+    .split('\n')
+    .filter((l) => /"method":"POST","path":"\/+search"/.test(l)).length;
+  check(
+    'fork: chat turn cites the hit on its page (POST /search)',
+    (answer.content ?? '').includes('minus eighty') &&
+      onPage !== undefined &&
+      onPage.m.page === 2 &&
+      (onPage.m.pages as number[] | undefined)?.includes(3) === true &&
+      onPage.m.file_id === uploaded.id,
+    `answer: ${(answer.content ?? '').slice(0, 90).replace(/\s+/g, ' ')}…; ${sources.length} source(s), ${docs.length} passage(s); the Cassiopeia passage: page ${onPage?.m.page} (0-based), pages ${JSON.stringify(onPage?.m.pages)}, file_id ${onPage?.m.file_id === uploaded.id ? 'the upload' : onPage?.m.file_id}, name ${onPage?.m.name}; /search requests logged: ${searchLines}`,
+  );
+
+  // Delete: the fork's delete tells Kilde (DELETE /api/v1/documents/{id}); Kilde holds nothing after.
+  await admin.call('DELETE', `/api/v1/files/${uploaded.id}`);
+  const after = await kilde(`/api/v1/documents/${uploaded.id}/chunks`);
+  const afterBody = after.ok ? ((await after.json()) as { stats: { total_chunks: number } }) : undefined;
+  const search = await fetch(`${kildeUrl}/search`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${MAIN_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      queries: ['Cassiopeia samples'],
+      collection_names: [`file-${uploaded.id}`],
+      k: 5,
+    }),
+  });
+  const left = search.ok ? ((await search.json()) as { documents: string[][] }).documents[0]?.length : -1;
+  check(
+    'fork: deleting the file in Open WebUI removes it from Kilde',
+    (after.status === 404 || afterBody?.stats.total_chunks === 0) && left === 0,
+    `chunks after the delete: ${afterBody ? afterBody.stats.total_chunks : `HTTP ${after.status}`}, /search hits in file-${uploaded.id}: ${left}`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Open WebUI's External Knowledge Sources reading a Kilde-written Qdrant collection directly:
+// a real Qdrant, a second `kilde serve all` writing to it with the same embedding model as Open
+// WebUI, and Open WebUI's own Qdrant reader (retrieval/external.py) through its admin API.
+
+const QDRANT_BIN = process.env.QDRANT_BIN ?? '/work/qdrant-src/v1.18.3/target/perf/qdrant';
+
+async function runQdrant(admin: Owui, model: FakeOpenAi, tmp: string) {
+  if (!existsSync(QDRANT_BIN)) {
+    console.log(
+      `SKIP External Knowledge (Qdrant): no Qdrant binary at ${QDRANT_BIN} (QDRANT_BIN; docs/qdrant.md)`,
+    );
+    return;
+  }
+  const hasClient = () => spawnSync(PY, ['-c', 'import qdrant_client'], { stdio: 'ignore' }).status === 0;
+  if (!hasClient()) {
+    // Open WebUI's Qdrant reader needs qdrant-client (an optional dependency of the pip package).
+    spawnSync(PY, ['-m', 'pip', 'install', '--progress-bar', 'off', 'qdrant-client'], { stdio: 'inherit' });
+    if (!hasClient()) {
+      console.log('SKIP External Knowledge (Qdrant): qdrant-client does not install into the venv');
+      return;
+    }
+  }
+  const qdrant = await startQdrantNodes(QDRANT_BIN, 1);
+  try {
+    const qdrantUrl = qdrant.urls[0]!;
+    const port = await freePort();
+    const kildeUrl = `http://127.0.0.1:${port}`;
+    const log = join(tmp, 'kilde-qdrant.log');
+    const kilde = start(
+      join(ROOT, 'bin', 'kilde'),
+      ['serve', 'all'],
+      {
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        API_KEY: MAIN_KEY,
+        VECTORDB_URI: qdrantUrl,
+        VECTORDB_INDEX: 'kilde_owui',
+        // The embedding model Open WebUI uses too (RAG_EMBEDDING_MODEL): query and chunk vectors match.
+        EMBEDDING_PROVIDER: 'http-compat',
+        EMBEDDING_API_BASE_URL: model.baseUrl,
+        EMBEDDING_MODEL,
+        EMBEDDING_DIM: String(EMBEDDING_DIM),
+        KILDE_DATA_DIR: join(tmp, 'kilde-qdrant-data'),
+        LOG_FORMAT: 'json',
+      },
+      log,
+    );
+    await waitFor(`${kildeUrl}/health`, 'kilde serve all (Qdrant)', 120, kilde, log);
+    for (const [fileId, collection, text] of [
+      ['q-eng', 'eng-docs', `# Engineering\n\nProject ${ENG}: the deploy freeze starts on Friday at 14:00.`],
+      [
+        'q-sales',
+        'sales-docs',
+        `# Sales\n\nProject ${SALES}: during a deploy freeze, discounts need the director.`,
+      ],
+    ] as const) {
+      const form = new FormData();
+      form.set('file_id', fileId);
+      form.set('collection_name', collection);
+      form.set('file', new Blob([text], { type: 'text/markdown' }), `${fileId}.md`);
+      const res = await fetch(`${kildeUrl}/api/v1/ingest`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${MAIN_KEY}` },
+        body: form,
+      });
+      if (!res.ok) throw new Error(`ingest ${fileId} into Qdrant: ${res.status} ${await res.text()}`);
+    }
+    const connection = await admin.call<{ id: string }>('POST', '/api/v1/knowledge/external/connections', {
+      name: 'Kilde Qdrant',
+      provider: 'qdrant',
+      endpoint: qdrantUrl,
+      config: { timeout: 30 },
+    });
+    // Kilde's layout: one physical collection, payload {content, meta}, named vector text-dense.
+    const source = {
+      type: 'collection',
+      name: 'kilde_owui',
+      config: {
+        vector_field: 'text-dense',
+        content_field: 'payload.content',
+        metadata_field: 'payload.meta',
+      },
+    };
+    const kb = await admin.call<{ id: string; meta?: unknown }>(
+      'POST',
+      '/api/v1/knowledge/external/knowledge/create',
+      {
+        name: 'Kilde (Qdrant, read directly)',
+        description: "Kilde's Qdrant collection through Open WebUI's External Knowledge Sources",
+        connection_id: connection.id,
+        source,
+      },
+    );
+    const got = await admin.call<Record<string, unknown>>(
+      'POST',
+      `/api/v1/knowledge/external/connections/${connection.id}/retrieve-test`,
+      { query: `Project ${ENG} deploy freeze`, source, count: 5 },
+    );
+    const text = JSON.stringify(got);
+    const docs = (got.documents as string[][] | undefined)?.[0] ?? [];
+    const metas = (got.metadatas as Record<string, unknown>[][] | undefined)?.[0] ?? [];
+    check(
+      "External Knowledge (Qdrant): Open WebUI reads Kilde's collection directly",
+      docs.some((d) => d.includes(ENG)) && metas.some((m) => m.collection_name === 'eng-docs'),
+      `knowledge ${kb.id} created; ${docs.length} hit(s) from Qdrant, first: ${JSON.stringify((docs[0] ?? '').slice(0, 70))}, its meta.collection_name ${metas[0]?.collection_name}, page/name kept: ${metas[0]?.name}`,
+    );
+    check(
+      'External Knowledge (Qdrant): what is lost, as documented (no collection filter: every collection answers)',
+      text.includes(SALES) && text.includes(ENG),
+      `a query about ${ENG} also returned the other collection's ${SALES} passage: ${text.includes(SALES)} (Open WebUI sends no filter; Kilde's tenant and per-user filters are not applied)`,
+    );
+    if (!text.includes(ENG)) console.log(`retrieve-test answered: ${text.slice(0, 600)}`);
+  } finally {
+    await qdrant.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// LibreChat's own client code (danny-avila/LibreChat): uploadVectors, the file_search tool and
+// deleteVectors, run with node against Kilde's LibreChat routes (test/live/librechat-client.cjs).
+
+const LIBRECHAT_DIR = resolve(ROOT, process.env.LIBRECHAT_DIR ?? join('.tmp', 'librechat'));
+const LIBRECHAT_SECRET = 'platforms-live-librechat-jwt-secret';
+const LIBRECHAT_DEPS = [
+  'axios',
+  'form-data',
+  'zod',
+  '@langchain/core',
+  'jsonwebtoken',
+  'librechat-data-provider',
+];
+
+interface LibreChatSearch {
+  content: string;
+  artifact: {
+    file_search?: { sources?: { content: string; pages: number[]; relevance: number; fileName: string }[] };
+  } | null;
+}
+/** What test/live/librechat-client.cjs prints. */
+interface LibreChatRun {
+  fatal?: string;
+  errors?: string[];
+  upload?: { embedded?: boolean };
+  uploadShared?: { embedded?: boolean };
+  alice?: LibreChatSearch;
+  bob?: LibreChatSearch;
+  bobViaAgent?: LibreChatSearch;
+  deleteStatus?: number | null;
+  deleteBody?: unknown;
+  afterDelete?: LibreChatSearch;
+  deleteAgain?: number | string;
+}
+
+async function runLibreChat(kildeUrl: string, tmp: string) {
+  const modules = [
+    'api/server/services/Files/VectorDB/crud.js',
+    'api/app/clients/tools/util/fileSearch.js',
+  ].map((m) => join(LIBRECHAT_DIR, m));
+  const missing = modules.filter((m) => !existsSync(m));
+  if (missing.length > 0) {
+    console.log(
+      `SKIP LibreChat client: ${missing.join(', ')} absent (LIBRECHAT_DIR: LibreChat's modules at their repository paths, from the public repository danny-avila/LibreChat)`,
+    );
+    return;
+  }
+  if (!LIBRECHAT_DEPS.every((d) => existsSync(join(LIBRECHAT_DIR, 'node_modules', d)))) {
+    console.log(`installing ${LIBRECHAT_DEPS.join(' ')} into ${LIBRECHAT_DIR} (npm)...`);
+    if (!existsSync(join(LIBRECHAT_DIR, 'package.json')))
+      writeFileSync(join(LIBRECHAT_DIR, 'package.json'), '{"private": true}\n');
+    const npm = spawnSync(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--ignore-scripts', ...LIBRECHAT_DEPS],
+      {
+        cwd: LIBRECHAT_DIR,
+        stdio: 'inherit',
+      },
+    );
+    if (npm.status !== 0) {
+      console.log('SKIP LibreChat client: npm install of its dependencies failed (no package registry?)');
+      return;
+    }
+  }
+  const pdf = join(tmp, 'projects.pdf');
+  writeFileSync(pdf, forkPdf());
+  const run = spawnSync(process.execPath, [join(ROOT, 'test', 'live', 'librechat-client.cjs')], {
+    env: {
+      ...process.env,
+      LIBRECHAT_DIR,
+      RAG_API_URL: kildeUrl,
+      JWT_SECRET: LIBRECHAT_SECRET,
+      PDF_PATH: pdf,
+    },
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  const line = run.stdout.trim().split('\n').at(-1) ?? '';
+  let out: LibreChatRun;
+  try {
+    out = JSON.parse(line);
+  } catch {
+    check('LibreChat client', false, `no result (exit ${run.status}): ${run.stderr.slice(-800)}`);
+    return;
+  }
+  if (out.fatal) {
+    check('LibreChat client', false, `${out.fatal}; ${JSON.stringify(out.errors)}`);
+    return;
+  }
+  check(
+    "LibreChat uploadVectors (POST /embed) through LibreChat's crud.js",
+    out.upload?.embedded === true && out.uploadShared?.embedded === true,
+    `returned ${JSON.stringify(out.upload)}; with entity_id and storage_metadata: embedded ${out.uploadShared?.embedded}`,
+  );
+  const sources = out.alice?.artifact?.file_search?.sources ?? [];
+  const cass = sources.find((s) => s.content.includes('Cassiopeia'));
+  check(
+    "LibreChat file_search tool (POST /query) through LibreChat's fileSearch.js",
+    String(out.alice?.content).includes('minus eighty') &&
+      cass !== undefined &&
+      cass.pages[0] === 2 &&
+      cass.fileName === 'projects.pdf',
+    `${sources.length} source(s); the Cassiopeia passage: file ${cass?.fileName}, pages ${JSON.stringify(cass?.pages)} (rag_api's 0-based page), relevance ${cass?.relevance?.toFixed(4)}`,
+  );
+  check(
+    "LibreChat file_search: another user's file is not found; an agent's shared file is, with its entity_id",
+    !String(out.bob?.content).includes('Cassiopeia') &&
+      String(out.bobViaAgent?.content).includes('Cassiopeia'),
+    `bob on alice's file: ${JSON.stringify(String(out.bob?.content).slice(0, 80))}; bob through agent-1: ${String(out.bobViaAgent?.content).includes('Cassiopeia') ? 'hits' : 'nothing'}`,
+  );
+  check(
+    "LibreChat deleteVectors (DELETE /documents) through LibreChat's crud.js",
+    out.deleteStatus === 200 &&
+      !String(out.afterDelete?.content).includes('Cassiopeia') &&
+      out.deleteAgain === 'resolved' &&
+      (out.errors ?? []).some((e) => e.startsWith('Error deleting vectors: 404')),
+    `status ${out.deleteStatus} ${JSON.stringify(out.deleteBody)}; search after: ${JSON.stringify(String(out.afterDelete?.content).slice(0, 60))}; deleting again: Kilde ${(out.errors ?? []).find((e) => e.startsWith('Error deleting vectors')) ?? 'answered no error'}, LibreChat's deleteVectors ${out.deleteAgain} (a 404 counts as already deleted)`,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -333,8 +791,11 @@ async function main() {
   const kildeLog = join(tmp, 'kilde.log');
   const owuiLog = join(tmp, 'open-webui.log');
   try {
-    console.log('building dist/ (tsc -b tsconfig.build.json)...');
-    execFileSync('npx', ['tsc', '-b', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    if (process.env.SKIP_BUILD) console.log('dist/ as it is (SKIP_BUILD)');
+    else {
+      console.log('building dist/ (tsc -b tsconfig.build.json)...');
+      execFileSync('npx', ['tsc', '-b', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'inherit' });
+    }
 
     const model = await startFakeOpenAi(decide);
     const kildePort = await freePort();
@@ -353,6 +814,7 @@ async function main() {
           'trusted_keys: [open-webui]\ngroups:\n  Engineering: [eng-docs]\n  Sales: [sales-docs]\n',
         MCP_SEARCH_COLLECTIONS: 'eng-docs,sales-docs',
         MCP_BEARER_AUTH: 'true',
+        LIBRECHAT_JWT_SECRET: LIBRECHAT_SECRET,
         EMBEDDING_PROVIDER: 'none',
         KILDE_DATA_DIR: join(tmp, 'kilde-data'),
         LOG_FORMAT: 'json',
@@ -397,252 +859,250 @@ async function main() {
       if (!res.ok) throw new Error(`ingest ${fileId}: ${res.status} ${await res.text()}`);
     }
 
-    const owuiPort = await freePort();
-    const owuiUrl = `http://127.0.0.1:${owuiPort}`;
-    const everyone = [{ principal_type: 'user', principal_id: '*', permission: 'read' }];
-    // Group names travel in a header template: Open WebUI's user-info headers carry no groups.
-    const userHeaders = { 'X-OpenWebUI-User-Groups': '{{USER_GROUPS}}' };
-    const toolServers = [
-      {
-        type: 'mcp',
-        url: `${kildeUrl}/mcp`,
-        auth_type: 'bearer',
-        key: OWUI_KEY,
-        headers: userHeaders,
-        config: { enable: true, access_grants: everyone },
-        info: { id: 'kilde', name: 'Kilde', description: "Kilde's knowledge search" },
-      },
-      {
-        type: 'openapi',
-        url: kildeUrl,
-        path: 'openapi.json',
-        auth_type: 'bearer',
-        key: OWUI_KEY,
-        headers: userHeaders,
-        config: { enable: true, function_name_filter_list: 'search', access_grants: everyone },
-        info: { id: 'kilde-openapi', name: 'Kilde search (OpenAPI)', description: "Kilde's POST /search" },
-      },
-    ];
-    const owui = start(
-      join(VENV, 'bin', 'open-webui'),
-      ['serve', '--host', '127.0.0.1', '--port', String(owuiPort)],
-      {
-        DATA_DIR: join(tmp, 'owui-data'),
-        WEBUI_SECRET_KEY: 'platforms-live-secret',
-        WEBUI_AUTH: 'true',
-        ENABLE_SIGNUP: 'true',
-        ENABLE_PERSISTENT_CONFIG: 'false',
-        OFFLINE_MODE: 'true',
-        HF_HUB_OFFLINE: '1',
-        TRANSFORMERS_OFFLINE: '1',
-        ANONYMIZED_TELEMETRY: 'false',
-        DO_NOT_TRACK: 'true',
-        SCARF_NO_ANALYTICS: 'true',
-        ENABLE_VERSION_UPDATE_CHECK: 'false',
-        ENABLE_OLLAMA_API: 'false',
-        ENABLE_OPENAI_API: 'true',
-        OPENAI_API_BASE_URL: model.baseUrl,
-        OPENAI_API_KEY: 'sk-fake',
-        BYPASS_MODEL_ACCESS_CONTROL: 'true',
-        RAG_EMBEDDING_ENGINE: 'openai',
-        RAG_EMBEDDING_MODEL: EMBEDDING_MODEL,
-        RAG_OPENAI_API_BASE_URL: model.baseUrl,
-        RAG_OPENAI_API_KEY: 'sk-fake',
-        RAG_RERANKING_MODEL: '',
-        RAG_EMBEDDING_MODEL_AUTO_UPDATE: 'false',
-        AUDIO_STT_ENGINE: 'openai',
-        CONTENT_EXTRACTION_ENGINE: 'external',
-        EXTERNAL_DOCUMENT_LOADER_URL: kildeUrl,
-        EXTERNAL_DOCUMENT_LOADER_API_KEY: MAIN_KEY,
-        TOOL_SERVER_CONNECTIONS: JSON.stringify(toolServers),
-        ENABLE_FORWARD_USER_INFO_HEADERS: 'true',
-        ENABLE_TITLE_GENERATION: 'false',
-        ENABLE_TAGS_GENERATION: 'false',
-        ENABLE_FOLLOW_UP_GENERATION: 'false',
-        ENABLE_AUTOCOMPLETE_GENERATION: 'false',
-        ENABLE_RETRIEVAL_QUERY_GENERATION: 'false',
-        ENABLE_CODE_INTERPRETER: 'false',
-      },
-      owuiLog,
-    );
-    await waitFor(`${owuiUrl}/health`, 'Open WebUI', 600, owui, owuiLog);
-    console.log(`Open WebUI ${owuiVersion} at ${owuiUrl}`);
-
-    // An admin (the first sign-up), two users, a group each.
-    const anon = new Owui(owuiUrl);
-    const admin = anon.as(
-      (
-        await anon.call<{ token: string }>('POST', '/api/v1/auths/signup', {
-          name: 'Admin',
-          email: 'admin@example.com',
-          password: PASSWORD,
-        })
-      ).token,
-    );
-    const users: Record<string, { id: string; api: Owui; group: string; marker: string; other: string }> = {};
-    for (const [name, group, marker, other] of [
-      ['alice', 'Engineering', ENG, SALES],
-      ['bob', 'Sales', SALES, ENG],
-    ] as const) {
-      const email = `${name}@example.com`;
-      const added = await admin.call<{ id: string }>('POST', '/api/v1/auths/add', {
-        name,
-        email,
-        password: PASSWORD,
-        role: 'user',
-      });
-      const g = await admin.call<{ id: string }>('POST', '/api/v1/groups/create', {
-        name: group,
-        description: `${group} team`,
-      });
-      await admin.call('POST', `/api/v1/groups/id/${g.id}/users/add`, { user_ids: [added.id] });
-      const token = (
-        await anon.call<{ token: string }>('POST', '/api/v1/auths/signin', { email, password: PASSWORD })
-      ).token;
-      users[name] = { id: added.id, api: anon.as(token), group, marker, other };
-    }
-
-    // (a) MCP: each user's turn searches through Kilde as that user.
-    const screens: { chatId: string; email: string; file: string }[] = [];
-    for (const [name, u] of Object.entries(users)) {
-      try {
-        const { chatId, answer } = await chatTurn(u.api, 'What is the deploy freeze policy?', [
-          'server:mcp:kilde',
-        ]);
-        const text = answer.content ?? '';
-        // Open WebUI 0.12 makes citation chips only of its built-in knowledge tools' results; a tool
-        // server's result is kept with the message (its tool-call panel) and the model cites the
-        // `citation` (file, page, headings) of each of Kilde's hits.
-        const whole = JSON.stringify(answer);
-        const cited = [...new Set(text.match(/(eng|sales)-\d\.md/g) ?? [])];
-        const cross = (whole.match(new RegExp(u.other, 'g')) ?? []).length;
-        check(
-          `mcp search_knowledge as ${name} (group ${u.group})`,
-          text.includes(u.marker) && cross === 0 && cited.length > 0,
-          `answer has ${u.marker}: ${text.includes(u.marker)}, sources cited: ${cited.join(', ') || 'none'}, cross-user hits (${u.other}): ${cross}${answer.error ? `, error ${JSON.stringify(answer.error)}` : ''}`,
-        );
-        screens.push({ chatId, email: `${name}@example.com`, file: `open-webui-mcp-${name}.png` });
-      } catch (err) {
-        check(`mcp search_knowledge as ${name}`, false, (err as Error).message);
-      }
-    }
-
-    // (b) OpenAPI: Open WebUI imported Kilde's /openapi.json; its `search` operation is the tool.
-    try {
-      const alice = users.alice!;
-      const { chatId, answer } = await chatTurn(alice.api, 'deploy freeze [collections: eng-docs]', [
-        'server:kilde-openapi',
-      ]);
-      const called = model
-        .chatRequests()
-        .some((r) => (r.tools ?? []).some((t) => t.function.name === 'search'));
-      const text = answer.content ?? '';
-      check(
-        'openapi tool server: search operation found and called',
-        called && text.includes(ENG) && !text.includes(SALES),
-        `tool "search" offered to the model: ${called}, answer has ${ENG}: ${text.includes(ENG)}, cross-user hits: ${(text.match(/Borealis/g) ?? []).length}`,
-      );
-      screens.push({ chatId, email: 'alice@example.com', file: 'open-webui-openapi-alice.png' });
-      // Asking for the other group's collection through the same tool: Kilde refuses it (403).
-      const { answer: refused } = await chatTurn(alice.api, 'deploy freeze [collections: sales-docs]', [
-        'server:kilde-openapi',
-      ]);
-      check(
-        "openapi tool server: another group's collection is refused",
-        !(refused.content ?? '').includes(SALES),
-        `answer: ${(refused.content ?? '').slice(0, 160).replace(/\s+/g, ' ')}`,
-      );
-    } catch (err) {
-      check('openapi tool server', false, (err as Error).message);
-    }
-
-    // (c) The external document loader: Open WebUI's knowledge pipeline, Kilde's extraction.
-    try {
-      const kb = await admin.call<{ id: string }>('POST', '/api/v1/knowledge/create', {
-        name: 'Kilde-extracted',
-        description: 'PDF and DOCX through PUT /process',
-      });
-      for (const file of ['normal_4pages.pdf', 'unit_test_headers.docx']) {
-        const form = new FormData();
-        const type = file.endsWith('.pdf')
-          ? 'application/pdf'
-          : 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
-        form.set('file', new Blob([readFileSync(join(DOCUMENTS, file))], { type }), file);
-        const uploaded = await admin.call<{
-          id: string;
-          data?: { status?: string; content?: string; error?: string };
-        }>('POST', '/api/v1/files/?process=true&process_in_background=false', undefined, form);
-        await admin.call('POST', `/api/v1/knowledge/${kb.id}/file/add`, { file_id: uploaded.id });
-        const stored = await admin.call<{ data?: { content?: string } }>(
-          'GET',
-          `/api/v1/files/${uploaded.id}`,
-        );
-        const content = stored.data?.content ?? '';
-        const processed = readFileSync(kildeLog, 'utf8')
-          .split('\n')
-          .filter((l) => l.includes('"/process"') || l.includes('PUT /process'));
-        check(
-          `external loader: ${file} through PUT /process`,
-          content.length > 100 && processed.length > 0,
-          `Open WebUI stored ${content.length} characters; Kilde logged ${processed.length} PUT /process so far`,
-        );
-      }
-      const hits = await admin.call<{ documents: string[][]; metadatas: Record<string, unknown>[][] }>(
-        'POST',
-        '/api/v1/retrieval/query/collection',
+    if (want('upstream')) {
+      const owuiPort = await freePort();
+      const owuiUrl = `http://127.0.0.1:${owuiPort}`;
+      const everyone = [{ principal_type: 'user', principal_id: '*', permission: 'read' }];
+      // Group names travel in a header template: Open WebUI's user-info headers carry no groups.
+      const userHeaders = { 'X-OpenWebUI-User-Groups': '{{USER_GROUPS}}' };
+      const toolServers = [
         {
-          collection_names: [kb.id],
-          query: 'Section',
-          k: 10,
+          type: 'mcp',
+          url: `${kildeUrl}/mcp`,
+          auth_type: 'bearer',
+          key: OWUI_KEY,
+          headers: userHeaders,
+          config: { enable: true, access_grants: everyone },
+          info: { id: 'kilde', name: 'Kilde', description: "Kilde's knowledge search" },
         },
+        {
+          type: 'openapi',
+          url: kildeUrl,
+          path: 'openapi.json',
+          auth_type: 'bearer',
+          key: OWUI_KEY,
+          headers: userHeaders,
+          config: { enable: true, function_name_filter_list: 'search', access_grants: everyone },
+          info: { id: 'kilde-openapi', name: 'Kilde search (OpenAPI)', description: "Kilde's POST /search" },
+        },
+      ];
+      const owui = start(
+        join(VENV, 'bin', 'open-webui'),
+        ['serve', '--host', '127.0.0.1', '--port', String(owuiPort)],
+        {
+          ...owuiBaseEnv(join(tmp, 'owui-data'), model),
+          CONTENT_EXTRACTION_ENGINE: 'external',
+          EXTERNAL_DOCUMENT_LOADER_URL: kildeUrl,
+          EXTERNAL_DOCUMENT_LOADER_API_KEY: MAIN_KEY,
+          TOOL_SERVER_CONNECTIONS: JSON.stringify(toolServers),
+          ENABLE_FORWARD_USER_INFO_HEADERS: 'true',
+        },
+        owuiLog,
       );
-      const metas = hits.metadatas[0] ?? [];
-      const pages = metas.filter((m) => typeof m.page === 'number').map((m) => m.page);
-      check(
-        "external loader: the knowledge base answers from Kilde's pages",
-        metas.length > 0 && metas.every((m) => m.extraction_engine !== undefined),
-        `${metas.length} hits from Open WebUI's own index, extraction_engine on each: ${metas.every((m) => m.extraction_engine !== undefined)}, 0-based PDF pages seen: ${JSON.stringify([...new Set(pages)].sort())}`,
+      await waitFor(`${owuiUrl}/health`, 'Open WebUI', 600, owui, owuiLog);
+      console.log(`Open WebUI ${owuiVersion} at ${owuiUrl}`);
+
+      // An admin (the first sign-up), two users, a group each.
+      const anon = new Owui(owuiUrl);
+      const admin = anon.as(
+        (
+          await anon.call<{ token: string }>('POST', '/api/v1/auths/signup', {
+            name: 'Admin',
+            email: 'admin@example.com',
+            password: PASSWORD,
+          })
+        ).token,
       );
-    } catch (err) {
-      check('external loader', false, (err as Error).message);
+      const users: Record<string, { id: string; api: Owui; group: string; marker: string; other: string }> =
+        {};
+      for (const [name, group, marker, other] of [
+        ['alice', 'Engineering', ENG, SALES],
+        ['bob', 'Sales', SALES, ENG],
+      ] as const) {
+        const email = `${name}@example.com`;
+        const added = await admin.call<{ id: string }>('POST', '/api/v1/auths/add', {
+          name,
+          email,
+          password: PASSWORD,
+          role: 'user',
+        });
+        const g = await admin.call<{ id: string }>('POST', '/api/v1/groups/create', {
+          name: group,
+          description: `${group} team`,
+        });
+        await admin.call('POST', `/api/v1/groups/id/${g.id}/users/add`, { user_ids: [added.id] });
+        const token = (
+          await anon.call<{ token: string }>('POST', '/api/v1/auths/signin', { email, password: PASSWORD })
+        ).token;
+        users[name] = { id: added.id, api: anon.as(token), group, marker, other };
+      }
+
+      // (a) MCP: each user's turn searches through Kilde as that user.
+      const screens: { chatId: string; email: string; file: string }[] = [];
+      for (const [name, u] of Object.entries(users)) {
+        try {
+          const { chatId, answer } = await chatTurn(u.api, 'What is the deploy freeze policy?', [
+            'server:mcp:kilde',
+          ]);
+          const text = answer.content ?? '';
+          // Open WebUI 0.12 makes citation chips only of its built-in knowledge tools' results; a tool
+          // server's result is kept with the message (its tool-call panel) and the model cites the
+          // `citation` (file, page, headings) of each of Kilde's hits.
+          const whole = JSON.stringify(answer);
+          const cited = [...new Set(text.match(/(eng|sales)-\d\.md/g) ?? [])];
+          const cross = (whole.match(new RegExp(u.other, 'g')) ?? []).length;
+          check(
+            `mcp search_knowledge as ${name} (group ${u.group})`,
+            text.includes(u.marker) && cross === 0 && cited.length > 0,
+            `answer has ${u.marker}: ${text.includes(u.marker)}, sources cited: ${cited.join(', ') || 'none'}, cross-user hits (${u.other}): ${cross}${answer.error ? `, error ${JSON.stringify(answer.error)}` : ''}`,
+          );
+          screens.push({ chatId, email: `${name}@example.com`, file: `open-webui-mcp-${name}.png` });
+        } catch (err) {
+          check(`mcp search_knowledge as ${name}`, false, (err as Error).message);
+        }
+      }
+
+      // (b) OpenAPI: Open WebUI imported Kilde's /openapi.json; its `search` operation is the tool.
+      try {
+        const alice = users.alice!;
+        const { chatId, answer } = await chatTurn(alice.api, 'deploy freeze [collections: eng-docs]', [
+          'server:kilde-openapi',
+        ]);
+        const called = model
+          .chatRequests()
+          .some((r) => (r.tools ?? []).some((t) => t.function.name === 'search'));
+        const text = answer.content ?? '';
+        check(
+          'openapi tool server: search operation found and called',
+          called && text.includes(ENG) && !text.includes(SALES),
+          `tool "search" offered to the model: ${called}, answer has ${ENG}: ${text.includes(ENG)}, cross-user hits: ${(text.match(/Borealis/g) ?? []).length}`,
+        );
+        screens.push({ chatId, email: 'alice@example.com', file: 'open-webui-openapi-alice.png' });
+        // Asking for the other group's collection through the same tool: Kilde refuses it (403).
+        const { answer: refused } = await chatTurn(alice.api, 'deploy freeze [collections: sales-docs]', [
+          'server:kilde-openapi',
+        ]);
+        check(
+          "openapi tool server: another group's collection is refused",
+          !(refused.content ?? '').includes(SALES),
+          `answer: ${(refused.content ?? '').slice(0, 160).replace(/\s+/g, ' ')}`,
+        );
+      } catch (err) {
+        check('openapi tool server', false, (err as Error).message);
+      }
+
+      // (c) The external document loader: Open WebUI's knowledge pipeline, Kilde's extraction.
+      try {
+        const kb = await admin.call<{ id: string }>('POST', '/api/v1/knowledge/create', {
+          name: 'Kilde-extracted',
+          description: 'PDF and DOCX through PUT /process',
+        });
+        for (const file of ['normal_4pages.pdf', 'unit_test_headers.docx']) {
+          const form = new FormData();
+          const type = file.endsWith('.pdf')
+            ? 'application/pdf'
+            : 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
+          form.set('file', new Blob([readFileSync(join(DOCUMENTS, file))], { type }), file);
+          const uploaded = await admin.call<{
+            id: string;
+            data?: { status?: string; content?: string; error?: string };
+          }>('POST', '/api/v1/files/?process=true&process_in_background=false', undefined, form);
+          await admin.call('POST', `/api/v1/knowledge/${kb.id}/file/add`, { file_id: uploaded.id });
+          const stored = await admin.call<{ data?: { content?: string } }>(
+            'GET',
+            `/api/v1/files/${uploaded.id}`,
+          );
+          const content = stored.data?.content ?? '';
+          const processed = readFileSync(kildeLog, 'utf8')
+            .split('\n')
+            .filter((l) => l.includes('"/process"') || l.includes('PUT /process'));
+          check(
+            `external loader: ${file} through PUT /process`,
+            content.length > 100 && processed.length > 0,
+            `Open WebUI stored ${content.length} characters; Kilde logged ${processed.length} PUT /process so far`,
+          );
+        }
+        const hits = await admin.call<{ documents: string[][]; metadatas: Record<string, unknown>[][] }>(
+          'POST',
+          '/api/v1/retrieval/query/collection',
+          {
+            collection_names: [kb.id],
+            query: 'Section',
+            k: 10,
+          },
+        );
+        const metas = hits.metadatas[0] ?? [];
+        const pages = metas.filter((m) => typeof m.page === 'number').map((m) => m.page);
+        check(
+          "external loader: the knowledge base answers from Kilde's pages",
+          metas.length > 0 && metas.every((m) => m.extraction_engine !== undefined),
+          `${metas.length} hits from Open WebUI's own index, extraction_engine on each: ${metas.every((m) => m.extraction_engine !== undefined)}, 0-based PDF pages seen: ${JSON.stringify([...new Set(pages)].sort())}`,
+        );
+      } catch (err) {
+        check('external loader', false, (err as Error).message);
+      }
+
+      if (want('qdrant')) {
+        try {
+          await runQdrant(admin, model, tmp);
+        } catch (err) {
+          check('External Knowledge (Qdrant)', false, (err as Error).message);
+        }
+      }
+
+      // Screenshots: the chats as their users see them, Kilde's citations under the answer.
+      if (!hasChromium) console.log(`screenshots skipped: ${CHROMIUM} is absent`);
+      else {
+        mkdirSync(MEDIA, { recursive: true });
+        const browser = await launchChromium();
+        try {
+          for (const s of screens.slice(0, 2)) {
+            const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+            // Signed in through the form, as the user would.
+            await page.goto(`${owuiUrl}/auth`);
+            await page.locator('input[type="email"]').fill(s.email);
+            await page.locator('input[type="password"]').fill(PASSWORD);
+            await page.getByRole('button', { name: /sign in/i }).click();
+            await page.waitForURL((u) => !u.pathname.startsWith('/auth'), { timeout: 60_000 });
+            await page.goto(`${owuiUrl}/c/${s.chatId}`);
+            await page.waitForLoadState('networkidle').catch(() => undefined);
+            await page
+              .getByText('From the knowledge base')
+              .first()
+              .waitFor({ timeout: 60_000 })
+              .catch(() => undefined);
+            // Unfold the tool call under the answer: Kilde's result, each hit with its citation.
+            const toolCall = page.getByText(/search_knowledge|search/).first();
+            if (await toolCall.isVisible().catch(() => false)) await toolCall.click().catch(() => undefined);
+            await page.waitForTimeout(1500);
+            await page
+              .getByText('What is the deploy freeze policy?')
+              .last()
+              .scrollIntoViewIfNeeded()
+              .catch(() => undefined);
+            await page.screenshot({ path: join(MEDIA, s.file) });
+            console.log(`screenshot ${join('media/integrations', s.file)}`);
+            await page.close();
+          }
+        } finally {
+          await browser.close();
+        }
+      }
     }
 
-    // Screenshots: the chats as their users see them, Kilde's citations under the answer.
-    if (!hasChromium) console.log(`screenshots skipped: ${CHROMIUM} is absent`);
-    else {
-      mkdirSync(MEDIA, { recursive: true });
-      const browser = await launchChromium();
+    if (want('librechat')) {
       try {
-        for (const s of screens.slice(0, 2)) {
-          const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-          // Signed in through the form, as the user would.
-          await page.goto(`${owuiUrl}/auth`);
-          await page.locator('input[type="email"]').fill(s.email);
-          await page.locator('input[type="password"]').fill(PASSWORD);
-          await page.getByRole('button', { name: /sign in/i }).click();
-          await page.waitForURL((u) => !u.pathname.startsWith('/auth'), { timeout: 60_000 });
-          await page.goto(`${owuiUrl}/c/${s.chatId}`);
-          await page.waitForLoadState('networkidle').catch(() => undefined);
-          await page
-            .getByText('From the knowledge base')
-            .first()
-            .waitFor({ timeout: 60_000 })
-            .catch(() => undefined);
-          // Unfold the tool call under the answer: Kilde's result, each hit with its citation.
-          const toolCall = page.getByText(/search_knowledge|search/).first();
-          if (await toolCall.isVisible().catch(() => false)) await toolCall.click().catch(() => undefined);
-          await page.waitForTimeout(1500);
-          await page
-            .getByText('What is the deploy freeze policy?')
-            .last()
-            .scrollIntoViewIfNeeded()
-            .catch(() => undefined);
-          await page.screenshot({ path: join(MEDIA, s.file) });
-          console.log(`screenshot ${join('media/integrations', s.file)}`);
-          await page.close();
-        }
-      } finally {
-        await browser.close();
+        await runLibreChat(kildeUrl, tmp);
+      } catch (err) {
+        check('LibreChat client', false, (err as Error).message);
+      }
+    }
+
+    if (want('fork')) {
+      try {
+        await runFork(kildeUrl, kildeLog, model, tmp);
+      } catch (err) {
+        check('patched fork', false, (err as Error).message);
       }
     }
   } finally {
