@@ -42,6 +42,9 @@ export const authPiece = {
   USER_ACCESS: optionalString(
     'Per-user access as inline JSON or YAML, the same shape as `USER_ACCESS_FILE` (not both).',
   ),
+  USER_ACCESS_JWT_SECRET: optionalString(
+    "Open WebUI's `FORWARD_USER_INFO_HEADER_JWT_SECRET`. Set (with `USER_ACCESS_FILE` or `USER_ACCESS`), a trusted key's request that carries `X-OpenWebUI-User-Jwt` names its user by that JWT (HS256, issuer `open-webui`, `exp` and `sub` required) instead of the plain id and e-mail headers, and one whose JWT does not verify is refused 401; groups still come from the `{{USER_GROUPS}}` header templates. See docs/integrations.md.",
+  ),
 };
 
 export const logPiece = {

@@ -145,7 +145,7 @@ export function accessHooks(mainKey: string, tenants: readonly TenantKey[], user
         return reply.status(401).header('www-authenticate', 'Bearer').send(INVALID);
       }
       // Routes that read collections narrow a trusted platform's request to the user it names.
-      request.kildeAccess = scoped ? withUser(request, access, users) : access;
+      request.kildeAccess = scoped ? await withUser(request, access, users) : access;
       if (access.kind === 'tenant') {
         noteOnRequestLine(request, { key: access.name });
         if (!scoped) {

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyRequest } from 'fastify';
+import { errors, jwtVerify } from 'jose';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../config/parse.js';
+import { KildeError } from '../errors.js';
 import { collectionNameSchema } from '../index/identifiers.js';
 import type { Access, TenantKey } from './access.js';
 import { noteOnRequestLine } from './request-line.js';
@@ -24,6 +26,15 @@ import { noteOnRequestLine } from './request-line.js';
  * `allowedCollections`, `assertCollectionsAllowed`) and with it the index query's collection filter
  * sees it. A request from a trusted key without user headers keeps the key's access, unless
  * `require_user` is set, which then gives it nothing.
+ *
+ * Signed identity: with `FORWARD_USER_INFO_HEADER_JWT_SECRET` set, Open WebUI sends one HS256 JWT in
+ * `X-OpenWebUI-User-Jwt` (`sub` = user id, `email`, `name`, `role`, `iss: open-webui`, `exp`;
+ * `_mint_forward_user_jwt` in `utils/headers.py`) instead of the `X-OpenWebUI-User-*` headers. With
+ * the same secret in `USER_ACCESS_JWT_SECRET`, a trusted request's JWT is verified (HS256 only, `exp`
+ * and `sub` required, issuer `open-webui`) and its `sub` and `email` name the user; the plain id and
+ * e-mail headers are then ignored, and a request from a trusted key that carries a JWT that does not
+ * verify is refused (401). Groups still come from the `{{USER_GROUPS}}` / `{{USER_GROUP_IDS}}`
+ * templates: the JWT carries none.
  */
 
 const names = z.array(collectionNameSchema).max(1000);
@@ -40,12 +51,14 @@ const fileSchema = z.strictObject({
       user_email: z.string().min(1).default('X-OpenWebUI-User-Email'),
       groups: z.string().min(1).default('X-OpenWebUI-User-Groups'),
       group_ids: z.string().min(1).default('X-OpenWebUI-User-Group-Ids'),
+      user_jwt: z.string().min(1).default('X-OpenWebUI-User-Jwt'),
     })
     .default({
       user_id: 'X-OpenWebUI-User-Id',
       user_email: 'X-OpenWebUI-User-Email',
       groups: 'X-OpenWebUI-User-Groups',
       group_ids: 'X-OpenWebUI-User-Group-Ids',
+      user_jwt: 'X-OpenWebUI-User-Jwt',
     }),
 });
 
@@ -61,7 +74,9 @@ export interface UserAccessPolicy {
   default: readonly string[];
   requireUser: boolean;
   /** Header names, lower case. */
-  headers: { userId: string; userEmail: string; groups: string; groupIds: string };
+  headers: { userId: string; userEmail: string; groups: string; groupIds: string; userJwt: string };
+  /** Open WebUI's `FORWARD_USER_INFO_HEADER_JWT_SECRET` (`USER_ACCESS_JWT_SECRET`), when set. */
+  jwtSecret?: Uint8Array;
 }
 
 /** Who a trusted request says is asking, and what that user may read. */
@@ -71,7 +86,12 @@ export interface ForwardedUser {
   collections: readonly string[];
 }
 
-function parsePolicy(text: string, where: string, tenants: readonly TenantKey[]): UserAccessPolicy {
+function parsePolicy(
+  text: string,
+  where: string,
+  tenants: readonly TenantKey[],
+  jwtSecret: string | undefined,
+): UserAccessPolicy {
   let raw: unknown;
   try {
     // YAML 1.2 reads JSON as well.
@@ -111,7 +131,9 @@ function parsePolicy(text: string, where: string, tenants: readonly TenantKey[])
       userEmail: f.headers.user_email.toLowerCase(),
       groups: f.headers.groups.toLowerCase(),
       groupIds: f.headers.group_ids.toLowerCase(),
+      userJwt: f.headers.user_jwt.toLowerCase(),
     },
+    ...(jwtSecret ? { jwtSecret: new TextEncoder().encode(jwtSecret) } : {}),
   };
 }
 
@@ -120,13 +142,24 @@ function parsePolicy(text: string, where: string, tenants: readonly TenantKey[])
  * trusted key that is not configured, is a `ConfigError` (exit 2).
  */
 export function loadUserAccess(
-  config: { USER_ACCESS_FILE?: string | undefined; USER_ACCESS?: string | undefined },
+  config: {
+    USER_ACCESS_FILE?: string | undefined;
+    USER_ACCESS?: string | undefined;
+    USER_ACCESS_JWT_SECRET?: string | undefined;
+  },
   tenants: readonly TenantKey[],
 ): UserAccessPolicy | undefined {
   if (config.USER_ACCESS_FILE && config.USER_ACCESS) {
     throw new ConfigError('Configuration error: set USER_ACCESS_FILE or USER_ACCESS, not both');
   }
-  if (config.USER_ACCESS) return parsePolicy(config.USER_ACCESS, 'Configuration error: USER_ACCESS', tenants);
+  const secret = config.USER_ACCESS_JWT_SECRET;
+  if (secret && !config.USER_ACCESS && !config.USER_ACCESS_FILE) {
+    throw new ConfigError(
+      'Configuration error: USER_ACCESS_JWT_SECRET is set without USER_ACCESS_FILE or USER_ACCESS: the JWT names a user only for the keys a policy trusts',
+    );
+  }
+  if (config.USER_ACCESS)
+    return parsePolicy(config.USER_ACCESS, 'Configuration error: USER_ACCESS', tenants, secret);
   if (!config.USER_ACCESS_FILE) return undefined;
   let text: string;
   try {
@@ -136,7 +169,7 @@ export function loadUserAccess(
       `Configuration error: USER_ACCESS_FILE cannot be read (${err instanceof Error ? err.message : String(err)}): point it at a readable JSON or YAML file or unset it`,
     );
   }
-  return parsePolicy(text, 'Configuration error: USER_ACCESS_FILE', tenants);
+  return parsePolicy(text, 'Configuration error: USER_ACCESS_FILE', tenants, secret);
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -162,20 +195,56 @@ function list(value: string | undefined): string[] {
     .filter(Boolean);
 }
 
+/** The identity of a verified `X-OpenWebUI-User-Jwt`, or a 401 naming what is wrong with it. */
+async function verifiedJwt(
+  request: FastifyRequest,
+  token: string,
+  secret: Uint8Array,
+): Promise<{ id: string; email: string }> {
+  const refuse = (detail: string, reason: string) => {
+    noteOnRequestLine(request, { reason });
+    return new KildeError('UNAUTHORIZED', detail);
+  };
+  let payload: Record<string, unknown>;
+  try {
+    ({ payload } = await jwtVerify(token.trim(), secret, {
+      algorithms: ['HS256'],
+      issuer: 'open-webui',
+      requiredClaims: ['exp', 'sub'],
+    }));
+  } catch (err) {
+    if (err instanceof errors.JWTExpired)
+      throw refuse('X-OpenWebUI-User-Jwt has expired', 'user JWT expired');
+    const why = err instanceof errors.JOSEError ? err.code : 'ERR_UNKNOWN';
+    throw refuse('Invalid X-OpenWebUI-User-Jwt', `invalid user JWT (${why})`);
+  }
+  const sub = typeof payload.sub === 'string' ? payload.sub.trim() : '';
+  if (!sub) throw refuse('Invalid X-OpenWebUI-User-Jwt', 'invalid user JWT (empty sub)');
+  const email = typeof payload.email === 'string' ? payload.email.trim().toLowerCase() : '';
+  return { id: sub, email };
+}
+
 /** The user a trusted request names, or undefined when it names none. */
-export function forwardedUser(request: FastifyRequest, policy: UserAccessPolicy): ForwardedUser | undefined {
+export async function forwardedUser(
+  request: FastifyRequest,
+  policy: UserAccessPolicy,
+): Promise<ForwardedUser | undefined> {
   const h = policy.headers;
-  const id = header(request, h.userId);
-  const email = header(request, h.userEmail);
+  const jwt = policy.jwtSecret ? header(request, h.userJwt) : undefined;
+  const signed = jwt !== undefined ? await verifiedJwt(request, jwt, policy.jwtSecret!) : undefined;
+  const id = signed ? undefined : header(request, h.userId);
+  const email = signed ? undefined : header(request, h.userEmail);
   const groups = header(request, h.groups);
   const groupIds = header(request, h.groupIds);
-  if (id === undefined && email === undefined && groups === undefined && groupIds === undefined) {
+  if (!signed && id === undefined && email === undefined && groups === undefined && groupIds === undefined) {
     return undefined;
   }
-  const userId = unquote(id ?? '').trim();
-  const userEmail = unquote(email ?? '')
-    .trim()
-    .toLowerCase();
+  const userId = signed ? signed.id : unquote(id ?? '').trim();
+  const userEmail = signed
+    ? signed.email
+    : unquote(email ?? '')
+        .trim()
+        .toLowerCase();
   const collections = new Set(policy.default);
   for (const g of [...list(groups), ...list(groupIds)]) {
     for (const c of policy.groups.get(g) ?? []) collections.add(c);
@@ -190,15 +259,15 @@ export function forwardedUser(request: FastifyRequest, policy: UserAccessPolicy)
  * `access` narrowed to the user the request names, when its key is trusted to name one; otherwise
  * `access` as it is. Called by every bearer check that admits keys scoped to collections.
  */
-export function withUser(
+export async function withUser(
   request: FastifyRequest,
   access: Access,
   policy: UserAccessPolicy | undefined,
-): Access {
+): Promise<Access> {
   if (!policy) return access;
   const keyName = access.kind === 'main' ? MAIN_KEY_NAME : access.name;
   if (!policy.trustedKeys.has(keyName)) return access;
-  const user = forwardedUser(request, policy);
+  const user = await forwardedUser(request, policy);
   if (!user) {
     return policy.requireUser ? { ...access, user: { id: '(none)', collections: [] } } : access;
   }

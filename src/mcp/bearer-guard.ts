@@ -20,7 +20,7 @@ export function bearerGuard(apiKey: string, tenants: readonly TenantKey[] = [], 
     const access = identify(request.headers.authorization, apiKey, tenants);
     if (access) {
       // A trusted platform's request is narrowed to the user it names (src/http/user-access.ts).
-      request.kildeAccess = withUser(request, access, users);
+      request.kildeAccess = await withUser(request, access, users);
       // As the REST routes do: the request line says which tenant's key called.
       if (access.kind === 'tenant') noteOnRequestLine(request, { key: access.name });
       return;
