@@ -5,6 +5,7 @@ import { loadTenantKeys } from '../http/access.js';
 import { buildApp, type KildeApp, type ServicePart, startParts } from '../http/app.js';
 import { createLogger } from '../http/logger.js';
 import { serve } from '../http/server.js';
+import { startTracing } from '../telemetry/start.js';
 import { CliError } from './fail.js';
 import { findService, SERVICES } from './services.js';
 
@@ -31,8 +32,12 @@ export async function startService(name: string, env: Env): Promise<Running> {
   // The per-tenant keys are configuration too: a bad file stops start-up (exit 2) before any part is built.
   loadTenantKeys(kernel);
   const log = createLogger(kernel);
+  // Before the parts and the app: the request spans are registered only while tracing is on.
+  const tracing = await startTracing(kernel, log);
   const parts = await configured.create(log);
   const app = await buildApp(kernel, { logger: log, parts });
+  // Last of the clean-up: the spans of the requests drained at shutdown are sent too.
+  if (tracing) app.addHook('onClose', () => tracing.shutdown());
   try {
     await startParts(parts);
   } catch (err) {

@@ -9,6 +9,7 @@ import {
   string,
   url,
 } from './fields.js';
+import { tracingPiece } from './telemetry.js';
 
 /** Pieces composed into every service's schema. */
 export const serverPiece = {
@@ -102,7 +103,14 @@ export const corsPiece = {
   ),
 };
 
-export const kernelPieces = { ...serverPiece, ...authPiece, ...logPiece, ...metricsPiece, ...corsPiece };
+export const kernelPieces = {
+  ...serverPiece,
+  ...authPiece,
+  ...logPiece,
+  ...metricsPiece,
+  ...corsPiece,
+  ...tracingPiece,
+};
 
 /** The web console at `/` (docs/console.md): off in the single services, on in `serve all`. */
 export const consolePiece = {

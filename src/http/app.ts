@@ -14,6 +14,8 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { KernelConfig } from '../config/kernel.js';
+import { registerRequestSpans } from '../telemetry/http-server.js';
+import { tracingActive } from '../telemetry/tracing.js';
 import { accessHooks, loadTenantKeys, type TenantKey } from './access.js';
 import { BODY_LIMITS } from './body-limits.js';
 import { registerCors } from './cors.js';
@@ -98,6 +100,8 @@ export async function buildApp(config: KernelConfig, deps: AppDeps): Promise<Kil
   }).withTypeProvider<ZodTypeProvider>();
 
   if (deps.onRoute) app.addHook('onRoute', deps.onRoute);
+  // One span per request, parent of its stages' spans (src/telemetry/), only while tracing is on.
+  if (tracingActive()) registerRequestSpans(app);
   // Every route takes JSON (or multipart, registered by its part): without this, Fastify's default
   // text/plain parser turns a mislabelled body into a confusing 422 instead of 415.
   app.removeContentTypeParser('text/plain');

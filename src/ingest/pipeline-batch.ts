@@ -3,6 +3,7 @@ import { documentSegments } from '../chunk/segments.js';
 import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import { type IndexPoint, pointId } from '../index/contract.js';
+import { inSpan } from '../telemetry/tracing.js';
 import type { Lease } from './lock.js';
 import {
   chunkMeta,
@@ -22,6 +23,8 @@ import {
   cancelled,
   cancelledIf,
   type PipelineProgress,
+  publishAttributes,
+  publishSpan,
   type Stage,
   type StageObserver,
   timed,
@@ -212,7 +215,9 @@ export async function runPipelineBatch(
           { code: 'VECTORDB_WRITE_FAILED', message: 'Writing to the vector index failed' },
           async () => {
             try {
-              await commitVersion(parts.index, scope, list, commitOptions(parts, own, f.lease));
+              await inSpan(publishSpan, publishAttributes(scope, list.length), () =>
+                commitVersion(parts.index, scope, list, commitOptions(parts, own, f.lease)),
+              );
             } catch (err) {
               cancelledIf(own);
               throw err;

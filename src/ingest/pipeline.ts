@@ -10,6 +10,7 @@ import { joinDocumentLineHyphens } from '../extract/line-hyphens.js';
 import { dropTableOfContents } from '../extract/page-furniture.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
+import { inSpan } from '../telemetry/tracing.js';
 import type { Lease } from './lock.js';
 import { encode, type Tally } from './pipeline-encode.js';
 import { chunkAll, chunkGroups, shifted, streamedGroups } from './pipeline-pieces.js';
@@ -20,6 +21,8 @@ import {
   cancelledIf,
   opt,
   type PipelineProgress,
+  publishAttributes,
+  publishSpan,
   type Stage,
   type StageObserver,
   timed,
@@ -333,7 +336,10 @@ export async function writeExtracted(
       { code: 'VECTORDB_WRITE_FAILED', message: 'Writing to the vector index failed' },
       async () => {
         try {
-          await commitVersion(parts.index, scope, pending, commit, staged);
+          // The span of the version's commit: its last batch written, then made visible.
+          await inSpan(publishSpan, publishAttributes(scope, staged + pending.length), () =>
+            commitVersion(parts.index, scope, pending, commit, staged),
+          );
         } catch (err) {
           // Aborted before the version became visible: nothing of it stays, the previous one does.
           cancelledIf(signal);

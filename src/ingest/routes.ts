@@ -9,6 +9,7 @@ import type { KildeApp, PartContext } from '../http/app.js';
 import { BODY_LIMITS, JSON_SHAPES } from '../http/body-limits.js';
 import { type ErrorBodyFormat, makeErrorHandler, toErrorPayload } from '../http/errors.js';
 import { documentErrorBody } from '../http/openapi.js';
+import { inSpan } from '../telemetry/tracing.js';
 import type { BuiltPipeline } from './build.js';
 import { tooLarge } from './byte-limit.js';
 import { clientGone } from './client-gone.js';
@@ -142,18 +143,21 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
   async function ingestUpload(request: FastifyRequest, signal: AbortSignal): Promise<IngestOutcome> {
     const { service } = deps.pipeline();
     return withTempDir(async (dir) => {
-      const form = await receiveMultipart(request, dir, {
-        maxBytes: deps.maxBytes,
-        // Fields sent before the file are judged before a byte of it is stored.
-        early: (fields) => {
-          if ('file_id' in fields && 'collection_name' in fields && 'user_id' in fields) {
-            const early = parseFormIngest(fields, 'upload');
-            checkCollection(early);
-            // A per-tenant key writes only into its collections: refused before the file is stored.
-            assertCollectionsAllowed(request, [early.collectionName]);
-          }
-        },
-      });
+      // The upload read to a temporary file, a span of its own (src/telemetry/).
+      const form = await inSpan('kilde.ingest.receive', {}, () =>
+        receiveMultipart(request, dir, {
+          maxBytes: deps.maxBytes,
+          // Fields sent before the file are judged before a byte of it is stored.
+          early: (fields) => {
+            if ('file_id' in fields && 'collection_name' in fields && 'user_id' in fields) {
+              const early = parseFormIngest(fields, 'upload');
+              checkCollection(early);
+              // A per-tenant key writes only into its collections: refused before the file is stored.
+              assertCollectionsAllowed(request, [early.collectionName]);
+            }
+          },
+        }),
+      );
       const target = await identifyUpload(
         deps.pipeline().index,
         parseFormIngest(form.fields, form.file.filename),

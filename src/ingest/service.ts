@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import { readerLibrary } from '../extract/file-type.js';
+import { annotate, inBatchSpan, inSpan, withOrigin } from '../telemetry/tracing.js';
 import {
   type ChunkPage,
   type CollectionSummary,
@@ -58,11 +59,18 @@ export class IngestService {
    * commits (docs/performance.md, "Over HTTP: concurrent uploads share passes"; two passes in flight cost the
    * server 30 % more CPU for no shorter run).
    */
-  readonly #passes = new PassQueue((files) => runPipelineBatch(this.parts, files), {
-    inFlight: 1,
-    maxFiles: DEFAULT_PASS_FILES,
-    maxBytes: PASS_BYTES,
-  });
+  readonly #passes = new PassQueue(
+    // A pass serves many requests: its spans form a trace of their own, linked to each file's.
+    (files) =>
+      inBatchSpan('kilde.ingest.pass', files, { 'kilde.pass.files': files.length }, () =>
+        runPipelineBatch(this.parts, files),
+      ),
+    {
+      inFlight: 1,
+      maxFiles: DEFAULT_PASS_FILES,
+      maxBytes: PASS_BYTES,
+    },
+  );
 
   /** `lock`: the Redis lease shared by replicas (`REDIS_URL`); the in-process lock by default. */
   constructor(
@@ -87,11 +95,31 @@ export class IngestService {
    * other; `overwrite=false` is checked under the lock so two such requests cannot both pass. An
    * aborted `signal` (the client went away) ends the run before its version becomes visible.
    */
-  async ingest(
+  ingest(
     target: IngestTarget,
     load: SourceLoader,
     signal?: AbortSignal,
     options: PipelineOptions = {},
+  ): Promise<IngestOutcome> {
+    // One span per file (its stages are children); never the file's text (src/telemetry/tracing.ts).
+    const attributes = { 'kilde.file_id': target.fileId, 'kilde.collection': target.collectionName };
+    return inSpan('kilde.ingest.file', attributes, async (span) => {
+      const outcome = await this.#ingest(target, load, signal, options);
+      annotate(span, {
+        'kilde.ingest.version': outcome.ingestVersion,
+        'kilde.chunks.count': outcome.chunksCount,
+        'kilde.extraction.engine': outcome.extraction.engine,
+        'kilde.file.bytes': outcome.bytes,
+      });
+      return outcome;
+    });
+  }
+
+  async #ingest(
+    target: IngestTarget,
+    load: SourceLoader,
+    signal: AbortSignal | undefined,
+    options: PipelineOptions,
   ): Promise<IngestOutcome> {
     checkCollection(target);
     return this.#lock.run(target.fileId, async (lease) => {
@@ -108,15 +136,17 @@ export class IngestService {
       let batch: number | undefined;
       try {
         if (together) {
-          const { outcome, files } = await this.#passes.add({
-            target,
-            file,
-            version,
-            lease,
-            bytes: file.bytes,
-            ...(signal ? { signal } : {}),
-            ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-          });
+          const { outcome, files } = await this.#passes.add(
+            withOrigin({
+              target,
+              file,
+              version,
+              lease,
+              bytes: file.bytes,
+              ...(signal ? { signal } : {}),
+              ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+            }),
+          );
           if (!outcome.ok) throw outcome.error;
           result = outcome.result;
           batch = files;

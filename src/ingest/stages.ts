@@ -1,4 +1,5 @@
 import { ERRORS, type ErrorCode, type ErrorVariant, KildeError, variantFor } from '../errors.js';
+import { inSpan, tracingActive } from '../telemetry/tracing.js';
 
 /*
  * What every stage of an ingest shares: the stage names, the observer that times them, the
@@ -43,10 +44,16 @@ export async function timed<T>(
   fn: () => Promise<T> | T,
 ): Promise<T> {
   const started = performance.now();
+  const run = async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      throw asStageError(err, failure);
+    }
+  };
   try {
-    return await fn();
-  } catch (err) {
-    throw asStageError(err, failure);
+    // With tracing on, each stage is a span (`kilde.ingest.convert`...) under the file's.
+    return await (tracingActive() ? inSpan(`kilde.ingest.${stage}`, {}, run) : run());
   } finally {
     observer?.stage(stage, (performance.now() - started) / 1000);
   }
@@ -95,4 +102,19 @@ export function cancelled(): KildeError {
 /** `{ signal }` when there is one (for options objects under exactOptionalPropertyTypes). */
 export function opt(signal: AbortSignal | undefined): { signal?: AbortSignal } {
   return signal ? { signal } : {};
+}
+
+/** The span of a version's commit (its last batch written, the version made visible, older ones retired). */
+export const publishSpan = 'kilde.ingest.publish';
+
+export function publishAttributes(
+  scope: { fileId: string; collectionName: string; version: string },
+  chunks: number,
+): Record<string, string | number> {
+  return {
+    'kilde.file_id': scope.fileId,
+    'kilde.collection': scope.collectionName,
+    'kilde.ingest.version': scope.version,
+    'kilde.chunks.count': chunks,
+  };
 }

@@ -1,5 +1,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
+import { tracedFetch } from '../telemetry/http-client.js';
+import { tracingActive } from '../telemetry/tracing.js';
 
 export interface AgentModelOptions {
   /** The chat-completions base, `/v1` included: requests go to `{base}/chat/completions`. */
@@ -24,7 +26,12 @@ export function createAgentModel(o: AgentModelOptions): LanguageModel {
     name: 'kilde-agent',
     baseURL: o.baseUrl,
     ...(o.apiKey ? { apiKey: o.apiKey } : {}),
-    ...(o.fetch ? { fetch: o.fetch } : {}),
+    // With tracing on, each model call is a span and carries its `traceparent` (src/telemetry/).
+    ...(tracingActive()
+      ? { fetch: tracedFetch(o.fetch ?? globalThis.fetch) }
+      : o.fetch
+        ? { fetch: o.fetch }
+        : {}),
   });
   return provider.chatModel(o.model);
 }

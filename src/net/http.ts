@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import { describeCause } from '../errors.js';
+import { inClientSpan } from '../telemetry/http-client.js';
+import { tracingActive } from '../telemetry/tracing.js';
 
 /**
  * The one outbound HTTP helper every upstream client uses (LLM, embeddings, TEI, rerank, extraction
@@ -96,14 +98,31 @@ export interface HttpExchange<T> {
  * may throw its own error (a body over a size cap, say); it reaches the caller unchanged. Without an
  * answer, `HttpFailure`.
  */
-export async function httpExchange<T>(
+export function httpExchange<T>(
   req: HttpRequest,
   read: (res: Response) => Promise<T>,
   deps: HttpDeps = {},
   attempts = 1,
 ): Promise<HttpExchange<T>> {
+  if (!tracingActive()) return exchange(req, read, deps, attempts);
+  // With tracing on, each attempt is a CLIENT span and carries its `traceparent` (src/telemetry/).
+  return inClientSpan(methodOf(req), req.url, attempts, req.headers, (headers) =>
+    exchange({ ...req, headers }, read, deps, attempts),
+  );
+}
+
+function methodOf(req: HttpRequest): string {
+  return req.method ?? (req.json !== undefined || req.body !== undefined ? 'POST' : 'GET');
+}
+
+async function exchange<T>(
+  req: HttpRequest,
+  read: (res: Response) => Promise<T>,
+  deps: HttpDeps,
+  attempts: number,
+): Promise<HttpExchange<T>> {
   const clock = deps.clock ?? systemClock;
-  const method = req.method ?? (req.json !== undefined || req.body !== undefined ? 'POST' : 'GET');
+  const method = methodOf(req);
   const timeout = new AbortController();
   const timer = clock.schedule(
     () => timeout.abort(new DOMException('The operation timed out', 'TimeoutError')),

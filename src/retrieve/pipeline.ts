@@ -3,6 +3,7 @@ import type { DenseEmbedder } from '../embed/dense.js';
 import type { IndexFilter, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
 import { hybridBranchLimit, type VectorIndex } from '../index/store.js';
+import { hitAttributes, hitsSpan, inSpan } from '../telemetry/tracing.js';
 import type { createCorpusCache } from './corpus-cache.js';
 import {
   type ExtraFilter,
@@ -66,13 +67,31 @@ export interface SearchOptions {
  * The linear pipeline for one query: embed → search (filtered to the caller's collections and the
  * request's filter) → optional rerank → dedup by content MD5 → top k. Higher scores are always better.
  */
-export async function searchOne(
+export function searchOne(
   d: PipelineDeps,
   mode: SearchMode,
   query: string,
   collectionNames: string[],
   k: number,
   o: SearchOptions = {},
+): Promise<{ mode: SearchMode; hits: TracedHit[] }> {
+  // One span per query (a request may search several at once), its stages as children; the query
+  // text stays out of it (src/telemetry/tracing.ts).
+  const attributes = { 'kilde.search.mode': mode, 'kilde.collections': collectionNames, 'kilde.search.k': k };
+  return inSpan('kilde.search', attributes, async (span) => {
+    const result = await searchStages(d, mode, query, collectionNames, k, o);
+    span?.setAttributes(hitAttributes(result.hits));
+    return result;
+  });
+}
+
+async function searchStages(
+  d: PipelineDeps,
+  mode: SearchMode,
+  query: string,
+  collectionNames: string[],
+  k: number,
+  o: SearchOptions,
 ): Promise<{ mode: SearchMode; hits: TracedHit[] }> {
   const extra = o.filter ?? {};
   const filter: IndexFilter = { ...extra, collectionNames };
@@ -85,10 +104,25 @@ export async function searchOne(
   let vector: number[] | undefined;
   if (d.dense) {
     const dense = d.dense;
-    vector = await d.metrics.time('embed', () => timed('embed', () => dense.embedQuery(query)));
+    vector = await d.metrics.time('embed', () =>
+      timed('embed', () => inSpan('kilde.search.embed', {}, () => dense.embedQuery(query))),
+    );
   }
   // Dense search alone needs no lexical side (and so no look-up of the collections' languages).
-  const { terms, sparse } = mode === 'dense' ? NO_LEXICAL : await d.lexical.analyse(query, collectionNames);
+  const { terms, sparse } =
+    mode === 'dense'
+      ? NO_LEXICAL
+      : await inSpan('kilde.search.analyse', {}, async (span) => {
+          const side = await d.lexical.analyse(query, collectionNames);
+          span?.setAttribute('kilde.search.terms.count', side.terms.length);
+          return side;
+        });
+  const lexicalSpan = (n: number, where: 'index' | 'client', fn: () => Promise<SearchHit[]>) =>
+    hitsSpan('kilde.search.lexical', { 'kilde.search.limit': n, 'kilde.lexical.where': where }, fn);
+  const dense = (n: number) =>
+    hitsSpan('kilde.search.dense', { 'kilde.search.limit': n }, () =>
+      d.index.searchDense(vector!, filter, n),
+    );
   const branch = (hits: SearchHit[], path: 'dense' | 'lexical'): TracedHit[] =>
     explain ? traceBranch(hits, path) : hits;
 
@@ -96,40 +130,61 @@ export async function searchOne(
     timed('search', async () => {
       switch (mode) {
         case 'dense':
-          return branch(await d.index.searchDense(vector!, filter, fetchN), 'dense');
+          return branch(await dense(fetchN), 'dense');
         case 'hybrid': {
           const q = { dense: vector!, sparse, text: query, terms };
-          if (!explain) return d.index.searchHybrid(q, filter, fetchN);
+          // Both branches and their fusion run in the index, in one call: one span.
+          const hybrid = () =>
+            hitsSpan(
+              'kilde.search.hybrid',
+              { 'kilde.search.limit': fetchN, 'kilde.fusion.where': 'index' },
+              () => d.index.searchHybrid(q, filter, fetchN),
+            );
+          if (!explain) return hybrid();
           // The engine answers only the fused list: its branches are read again, with the limit
           // the engine gives each of them, for their ranks and raw scores.
           const n = hybridBranchLimit(fetchN);
           const [fused, denseHits, lexicalHits] = await Promise.all([
-            d.index.searchHybrid(q, filter, fetchN),
-            d.index.searchDense(vector!, filter, n),
-            d.index.searchLexical(q, filter, n),
+            hybrid(),
+            dense(n),
+            lexicalSpan(n, 'index', () => d.index.searchLexical(q, filter, n)),
           ]);
           return traceFused(fused, denseHits, lexicalHits);
         }
         case 'lexical':
           return withLexicalScores(
             subsectionsFirst(
-              branch(await d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN), 'lexical'),
+              branch(
+                await lexicalSpan(fetchN, 'index', () =>
+                  d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN),
+                ),
+                'lexical',
+              ),
               SUBSECTION_RATIO,
             ),
           );
         case 'client-bm25': {
-          const { corpus } = await d.corpus.get(collectionNames, extra);
-          return withLexicalScores(
-            subsectionsFirst(branch(corpus.search(sparse.indices, fetchN), 'lexical'), SUBSECTION_RATIO),
-          );
+          const hits = await lexicalSpan(fetchN, 'client', async () => {
+            const { corpus } = await d.corpus.get(collectionNames, extra);
+            return corpus.search(sparse.indices, fetchN);
+          });
+          return withLexicalScores(subsectionsFirst(branch(hits, 'lexical'), SUBSECTION_RATIO));
         }
         case 'dense+client-bm25': {
-          const [denseHits, { corpus }] = await Promise.all([
-            d.index.searchDense(vector!, filter, fetchN),
-            d.corpus.get(collectionNames, extra),
+          const [denseHits, lexicalHits] = await Promise.all([
+            dense(fetchN),
+            lexicalSpan(fetchN, 'client', async () => {
+              const { corpus } = await d.corpus.get(collectionNames, extra);
+              return corpus.search(sparse.indices, fetchN);
+            }),
           ]);
-          const lexicalHits = corpus.search(sparse.indices, fetchN);
-          const fused = await d.metrics.time('fuse', async () => fuseRrf([denseHits, lexicalHits], fetchN));
+          const fused = await d.metrics.time('fuse', () =>
+            hitsSpan(
+              'kilde.search.fusion',
+              { 'kilde.fusion.method': 'rrf', 'kilde.fusion.where': 'client' },
+              () => fuseRrf([denseHits, lexicalHits], fetchN),
+            ),
+          );
           return explain ? traceFused(fused, denseHits, lexicalHits) : fused;
         }
       }
@@ -142,11 +197,18 @@ export async function searchOne(
   try {
     const scores = await d.metrics.time('rerank', () =>
       timed('rerank', () =>
-        reranker.rerank(
-          query,
-          candidates.map((c) => c.content),
-          Math.min(k, candidates.length),
-        ),
+        inSpan('kilde.search.rerank', { 'kilde.rerank.candidates': candidates.length }, async (span) => {
+          const ranked = await reranker.rerank(
+            query,
+            candidates.map((c) => c.content),
+            Math.min(k, candidates.length),
+          );
+          // The ids and raw reranker scores, best first.
+          span?.setAttributes(
+            hitAttributes(ranked.map((r) => ({ id: candidates[r.index]!.id, score: r.score }))),
+          );
+          return ranked;
+        }),
       ),
     );
     const top = scores.slice(0, k);

@@ -4,6 +4,7 @@ import { KildeError } from '../errors.js';
 import type { ChunkMeta, SearchHit } from '../index/contract.js';
 import { fuseRrf } from '../index/rrf.js';
 import type { ChatClient } from '../llm/chat-client.js';
+import { annotate, hitAttributes, inSpan } from '../telemetry/tracing.js';
 import { type AgenticSettings, agenticSearch } from './agentic.js';
 import type { CollectionState } from './collection-state.js';
 import {
@@ -176,13 +177,17 @@ export function createSearchService(o: SearchServiceOptions) {
   async function linear(req: SearchRequest, deps: PipelineDeps, timer?: StageTimer): Promise<SearchOutcome> {
     const { queries } = await metrics.time('generate', () => {
       const resolve = () =>
-        resolveQueries(req, {
-          llm: o.llm,
-          generate: o.generateQueries,
-          lastMessages: o.lastMessages,
-          maxQueries: o.maxQueries,
-          log: o.log,
-          onFallback: () => metrics.fallback('query_generation'),
+        inSpan('kilde.search.queries', {}, async (span) => {
+          const resolved = await resolveQueries(req, {
+            llm: o.llm,
+            generate: o.generateQueries,
+            lastMessages: o.lastMessages,
+            maxQueries: o.maxQueries,
+            log: o.log,
+            onFallback: () => metrics.fallback('query_generation'),
+          });
+          span?.setAttribute('kilde.queries.count', resolved.queries.length);
+          return resolved;
         });
       return timer ? timer.time('queries', resolve) : resolve();
     });
@@ -220,11 +225,25 @@ export function createSearchService(o: SearchServiceOptions) {
       const m = searchMode(deps, info.hasSparse);
       mode = m;
       const runAgent = () =>
-        agenticSearch(
-          { ...req, search: { filter: req.filter, explain: req.explain, timer } },
-          { pipeline: deps, mode: m, exists: info.exists },
-          settings,
-          o.log,
+        inSpan(
+          'kilde.search.agent',
+          { 'kilde.search.mode': m, 'kilde.collections': req.collection_names, 'kilde.search.k': req.k },
+          async (span) => {
+            const ran = await agenticSearch(
+              { ...req, search: { filter: req.filter, explain: req.explain, timer } },
+              { pipeline: deps, mode: m, exists: info.exists },
+              settings,
+              o.log,
+            );
+            annotate(span, {
+              'kilde.agent.stop': ran.stop,
+              'kilde.agent.tool_calls': ran.toolCalls,
+              'kilde.agent.llm_calls': ran.llmCalls,
+              'kilde.queries.count': ran.queries.length,
+            });
+            span?.setAttributes(hitAttributes(ran.hits));
+            return ran;
+          },
         );
       const run = await (timer ? timer.time('agent', runAgent) : runAgent());
       // Exactly one list, whatever the number of queries: the chat platform reads list [0].
