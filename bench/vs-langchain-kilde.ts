@@ -1,12 +1,14 @@
 /**
  * Kilde's side of `npm run bench:vs-langchain`, one set per process:
- *   tsx bench/vs-langchain-kilde.ts <files.json> <work dir> <chunk tokens> <overlap tokens>
+ *   tsx bench/vs-langchain-kilde.ts <files.json> <work dir> <chunk tokens> <overlap tokens> [<index URI> <collection>]
  * The service path `kilde ingest` runs (buildIngestPipeline: worker pool, group commit), in the CLI's
  * passes (src/cli/passes.ts: up to 128 files or 1 MiB per `IngestService.ingestMany`, two in flight), with a zero-cost dense embedder (one fixed unit vector per text, as on
  * LangChain's side) into a LanceDB table with a 384-dimension dense column. Prints one JSON line,
  * with the CPU seconds of the whole run (`cpu`: the process from its start and its workers) and of
- * this process alone (`cpuMain`), and the peak RSS of the whole (`peakRss`), of this process
- * (`peakMain`) and of the largest worker (`peakWorker`).
+ * this process alone (`cpuMain`) and of this process up to its first file (`cpuReady`), and the peak RSS of the whole (`peakRss`), of this process
+ * (`peakMain`) and of the largest worker (`peakWorker`), and the LanceDB table versions the run made
+ * (`versions`). An index URI starting `http` writes into that Qdrant instead (`npm run bench:vs-platforms`;
+ * `versions` is then 0), with its sparse `text-sparse` vectors as the reference layout has them.
  */
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -20,14 +22,17 @@ import { createPooledLexicalStage } from '../src/embed/bm25/lexical-stage.js';
 import { openIndex } from '../src/index/open.js';
 import { buildIngestPipeline } from '../src/ingest/build.js';
 import { IngestService } from '../src/ingest/service.js';
+import { lanceVersions } from './lib/lance-versions.js';
 import { cpuSeconds, rssOf, treeRss } from './lib/tree-rss.js';
 import { zeroCostEmbedder } from './lib/zero-cost.js';
 
-const [listPath, work, chunkTokens, overlapTokens] = process.argv.slice(2) as [
+const [listPath, work, chunkTokens, overlapTokens, indexUri, collection] = process.argv.slice(2) as [
   string,
   string,
   string,
   string,
+  string | undefined,
+  string | undefined,
 ];
 const files = JSON.parse(readFileSync(listPath, 'utf8')) as string[];
 const DIM = 384;
@@ -64,8 +69,15 @@ const config = parseConfig(ingestSchema, {
   // The PDF reader to compare (`EXTRACTION_PDF_READER=pdfjs`), else the default.
   ...(process.env.EXTRACTION_PDF_READER ? { EXTRACTION_PDF_READER: process.env.EXTRACTION_PDF_READER } : {}),
 });
+const lanceDir = join(work, 'lancedb');
 const index = await openIndex(
-  { uri: join(work, 'lancedb'), collection: 'bench', denseDim: DIM, sparse: true, timeoutMs: 60_000 },
+  {
+    uri: indexUri ?? lanceDir,
+    collection: collection ?? 'bench',
+    denseDim: DIM,
+    sparse: true,
+    timeoutMs: 60_000,
+  },
   { log },
 );
 const built = await buildIngestPipeline(config, { log, index });
@@ -82,6 +94,9 @@ const service = new IngestService({
   segmentChars: config.INGEST_SEGMENT_CHARS,
 });
 const ready = performance.now();
+// CPU spent before the first file (Node's start, module loading, the pipeline's building), so a
+// comparison with a server that is already up can leave it out (bench:vs-platforms).
+const cpuReady = cpuSeconds();
 let chunks = 0;
 let next = 0;
 const passes = await passesOf(
@@ -130,6 +145,8 @@ const own = process.resourceUsage();
 const cpuMain = (own.userCPUTime + own.systemCPUTime) / 1e6;
 const startup = (ready - t0) / 1000;
 const ingest = (ingested - ready) / 1000;
+// Read after the timed run and the CPU reading (it opens the tables again).
+const versions = indexUri ? 0 : (await lanceVersions(lanceDir)).versions;
 process.stdout.write(
-  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak, peakMain, peakWorker, cpu, cpuMain })}\n`,
+  `${JSON.stringify({ files: files.length, chunks, seconds, startup, ingest, peakRss: peak, peakMain, peakWorker, cpu, cpuMain, cpuReady, versions })}\n`,
 );

@@ -1,0 +1,308 @@
+/**
+ * `npm run bench:vs-platforms`: Kilde against what its users would run instead, each on its own
+ * ground, over the same files (bench/lib/ingest-sets.ts: small .txt files, 26 mixed real documents,
+ * one large PDF) with the same zero-cost dense embedder (one fixed unit vector per text):
+ *
+ * - Open WebUI 0.12.4's own knowledge ingestion (bench/vs-platforms/owui_ingest.py, in
+ *   .tmp/owui-venv): its default loader, splitters, embedding path and vector store (embedded
+ *   Chroma), one file at a time as uploads into a knowledge base go, against Kilde into its default
+ *   store (embedded LanceDB, with its full-text index).
+ * - The reference deployment's ingestion (bench/vs-platforms/haystack_ingest.py, in
+ *   .tmp/interop-venv): Haystack converters, DocumentSplitter, fastembed's Qdrant/bm25 and
+ *   QdrantDocumentStore into a real Qdrant, once per file as its service runs it (and once over all
+ *   files, Haystack's best case), against Kilde into the same Qdrant (dense + BM25 sparse vectors in
+ *   the same layout). Qdrant's own CPU is counted on both sides.
+ *
+ * Kilde's side is bench/vs-langchain-kilde.ts over the built dist/: the path `kilde ingest` runs (its
+ * worker pool, passes of files, group commit). Every variant is a fresh process, rounds interleaved
+ * (the order alternates). Prints, per set and side, the median wall seconds, files/s, pages/s, the
+ * CPU seconds (whole process tree, plus Qdrant's where it is used), the peak RSS, and the ratio of
+ * each platform's time to Kilde's (above 5 meets the goal of issue #32 item 4), with where each
+ * side's time goes. Every side is timed as a server already up: Open WebUI's module imports (a
+ * minute or more), Haystack's pipeline and collection creation and Kilde's start-up (its worker
+ * pool, table or collection) are left out of time and CPU alike. Asserts nothing.
+ *
+ * Needs .tmp/owui-venv (Open WebUI: see scripts/test-platforms-live.ts), .tmp/interop-venv (haystack-ai,
+ * qdrant-haystack, fastembed, pypdf, python-docx, markdown-it-py, mdit_plain) and a Qdrant binary
+ * (QDRANT_BIN, default /work/qdrant-src/v1.18.3/target/perf/qdrant); a side whose parts are missing is
+ * skipped, saying why.
+ *
+ * Usage: npm run bench:vs-platforms [-- --quick] [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf
+ *        --sides kilde,owui,kilde-qdrant,haystack,haystack-bulk]
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { compileCacheDir } from '../src/cli/compile-cache.js';
+import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
+import { startQdrantNodes } from '../test/live/qdrant-nodes.js';
+import { writeIngestSets } from './lib/ingest-sets.js';
+import { cpuMsOf } from './lib/proc-cpu.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    files: { type: 'string' },
+    pages: { type: 'string' },
+    sets: { type: 'string', default: 'small,mixed,pdf' },
+    sides: { type: 'string', default: 'kilde,owui,kilde-qdrant,haystack,haystack-bulk' },
+  },
+});
+// --quick: one round, 200 small files, a 100-page PDF (a few minutes on two busy cores).
+const ROUNDS = Number(values.rounds ?? (values.quick ? 1 : 2));
+const FILES = Number(values.files ?? (values.quick ? 200 : 1000));
+const PAGES = Number(values.pages ?? (values.quick ? 100 : 300));
+const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const ROOT = here('../');
+const OWUI_PY = join(ROOT, '.tmp/owui-venv/bin/python');
+const HAYSTACK_PY = join(ROOT, '.tmp/interop-venv/bin/python');
+const QDRANT_BIN = process.env.QDRANT_BIN ?? '/work/qdrant-src/v1.18.3/target/perf/qdrant';
+const STOPWORDS = join(ROOT, 'test/fixtures/contracts/bm25-stopwords/english');
+
+type Side = 'kilde' | 'owui' | 'kilde-qdrant' | 'haystack' | 'haystack-bulk';
+const LABEL: Record<Side, string> = {
+  kilde: 'Kilde → LanceDB',
+  owui: 'Open WebUI → Chroma',
+  'kilde-qdrant': 'Kilde → Qdrant',
+  haystack: 'Haystack per file → Qdrant',
+  'haystack-bulk': 'Haystack bulk → Qdrant',
+};
+
+interface Run {
+  files: number;
+  chunks: number;
+  pages?: number;
+  seconds: number;
+  /** CPU seconds of the side's process tree; `qdrantCpu`: Qdrant's over the same run. */
+  cpu: number;
+  qdrantCpu?: number;
+  peakRss: number;
+  stages?: Record<string, number>;
+  importSeconds?: number;
+  startup?: number;
+  ingest?: number;
+  cpuMain?: number;
+  cpuReady?: number;
+  failed?: string[];
+}
+
+const importable = (py: string, module: string) =>
+  existsSync(py) && spawnSync(py, ['-c', `import ${module}`], { stdio: 'ignore' }).status === 0;
+const missing: Partial<Record<Side, string>> = {};
+const wanted = values.sides.split(',') as Side[];
+if (wanted.includes('owui') && !importable(OWUI_PY, 'open_webui')) {
+  missing.owui = `no Open WebUI in ${OWUI_PY} (pip install open-webui==0.12.4 into .tmp/owui-venv)`;
+}
+const haystackModules =
+  'haystack, haystack_integrations.document_stores.qdrant, fastembed, pypdf, docx, mdit_plain';
+for (const side of ['haystack', 'haystack-bulk'] as const) {
+  if (wanted.includes(side) && !importable(HAYSTACK_PY, haystackModules)) {
+    missing[side] =
+      `no ${haystackModules} in ${HAYSTACK_PY} (pip install haystack-ai==3.4.1 qdrant-haystack==13.1.0 fastembed==0.9.1 pypdf python-docx markdown-it-py mdit_plain)`;
+  }
+}
+const needsQdrant = wanted.some((s) => s === 'kilde-qdrant' || s === 'haystack' || s === 'haystack-bulk');
+if (needsQdrant && !existsSync(QDRANT_BIN)) {
+  for (const side of ['kilde-qdrant', 'haystack', 'haystack-bulk'] as const) {
+    missing[side] = `no Qdrant binary at ${QDRANT_BIN} (set QDRANT_BIN; docs/qdrant.md)`;
+  }
+}
+for (const [side, why] of Object.entries(missing)) console.log(`skipping ${side}: ${why}`);
+const SIDES = wanted.filter((s) => !missing[s]);
+
+console.log('building dist/ (tsc -b tsconfig.build.json) ...');
+execFileSync(process.execPath, [here('../node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
+  cwd: ROOT,
+  stdio: 'inherit',
+});
+
+const work = await mkdtemp(join(tmpdir(), 'kilde-vs-platforms-'));
+const nodes = SIDES.some((s) => s !== 'kilde' && s !== 'owui')
+  ? await startQdrantNodes(QDRANT_BIN, 1)
+  : undefined;
+const qdrantUrl = nodes?.urls[0];
+const qdrantPid = nodes?.nodes[0]?.process?.pid;
+const stopwords = join(work, 'stopwords');
+await mkdir(stopwords);
+await writeFile(join(stopwords, 'english.txt'), await readFile(STOPWORDS));
+const owuiDb = join(work, 'owui-webui.db');
+
+function parseLast(side: Side, res: ReturnType<typeof spawnSync>): Run {
+  const out = String(res.stdout ?? '');
+  const line = out.trim().split('\n').at(-1) ?? '';
+  if (res.status !== 0 || !line.startsWith('{')) {
+    throw new Error(`${side} failed (exit ${res.status}): ${String(res.stderr ?? '').slice(-3000)}`);
+  }
+  return JSON.parse(line) as Run;
+}
+
+let runCount = 0;
+async function runOnce(side: Side, list: string): Promise<Run> {
+  const dir = await mkdtemp(join(work, `${side}-`));
+  const collection = `bench_${side.replace('-', '_')}_${runCount++}`;
+  const q0 = cpuMsOf(qdrantPid);
+  try {
+    let res: ReturnType<typeof spawnSync>;
+    const opts = { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 };
+    if (side === 'kilde' || side === 'kilde-qdrant') {
+      // As bench:vs-langchain runs it: dist/, the launcher's memory settings and compile cache.
+      const cache = compileCacheDir(process.env);
+      res = spawnSync(
+        process.execPath,
+        [
+          '--disable-warning=ExperimentalWarning',
+          '--import',
+          here('./lib/use-dist.mjs'),
+          here('./vs-langchain-kilde.ts'),
+          list,
+          dir,
+          '400',
+          '80',
+          ...(side === 'kilde-qdrant' ? [qdrantUrl!, collection] : []),
+        ],
+        {
+          ...opts,
+          env: {
+            ...process.env,
+            GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
+            NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
+            ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
+          },
+        },
+      );
+    } else if (side === 'owui') {
+      res = spawnSync(OWUI_PY, [here('./vs-platforms/owui_ingest.py'), list, dir, owuiDb], opts);
+    } else {
+      res = spawnSync(
+        HAYSTACK_PY,
+        [
+          here('./vs-platforms/haystack_ingest.py'),
+          list,
+          qdrantUrl!,
+          collection,
+          stopwords,
+          side === 'haystack' ? 'per-file' : 'bulk',
+        ],
+        opts,
+      );
+    }
+    const run = parseLast(side, res);
+    // Every side is timed as a server already up: Kilde's start-up (its pipeline built, the table or
+    // collection created) leaves its time and CPU as the platforms' imports and pipeline builds do.
+    if (side === 'kilde' || side === 'kilde-qdrant') {
+      run.seconds -= run.startup ?? 0;
+      run.cpu -= run.cpuReady ?? 0;
+    }
+    const q1 = cpuMsOf(qdrantPid);
+    if (side !== 'kilde' && side !== 'owui' && q0 !== undefined && q1 !== undefined) {
+      run.qdrantCpu = (q1 - q0) / 1000;
+    }
+    return run;
+  } finally {
+    if (qdrantUrl && side !== 'kilde' && side !== 'owui') {
+      await fetch(`${qdrantUrl}/collections/${collection}`, {
+        method: 'DELETE',
+        headers: { connection: 'close' },
+      }).catch(() => undefined);
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return (s[Math.floor((s.length - 1) / 2)]! + s[Math.ceil((s.length - 1) / 2)]!) / 2;
+};
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+const load = () => loadavg()[0]!.toFixed(1);
+const ratio = (x: number) => `${x.toFixed(1)}×${x >= 5 ? ' (≥ 5: met)' : ' (< 5: not met)'}`;
+
+try {
+  const sets = await writeIngestSets(work, { files: FILES, pages: PAGES, keys: values.sets.split(',') });
+  console.log(
+    `bench:vs-platforms — rounds ${ROUNDS}, every variant a fresh process, order alternating; zero-cost dense embedder on every side; ` +
+      `load average ${load()} on ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores at the start`,
+  );
+  if (qdrantUrl) console.log(`Qdrant ${QDRANT_BIN} at ${qdrantUrl} (one node, fresh storage)`);
+  for (const set of sets) {
+    const list = join(work, 'files.json');
+    await writeFile(list, JSON.stringify(set.files));
+    const runs = new Map<Side, Run[]>(SIDES.map((s) => [s, []]));
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const side of r % 2 === 0 ? SIDES : [...SIDES].reverse())
+        runs.get(side)!.push(await runOnce(side, list));
+    }
+    console.log(`\n${set.name} (load ${load()})`);
+    const summary = new Map<Side, { sec: number; cpu: number; rss: number }>();
+    for (const side of SIDES) {
+      const rs = runs.get(side)!;
+      const sec = median(rs.map((x) => x.seconds));
+      const ownCpu = median(rs.map((x) => x.cpu));
+      const qCpu = rs[0]!.qdrantCpu === undefined ? undefined : median(rs.map((x) => x.qdrantCpu!));
+      const cpu = ownCpu + (qCpu ?? 0);
+      const rss = Math.max(...rs.map((x) => x.peakRss));
+      summary.set(side, { sec, cpu, rss });
+      const pages = set.pages ?? rs[0]!.pages;
+      console.log(
+        `  ${LABEL[side].padEnd(27)} ${sec.toFixed(2).padStart(7)} s  ${(set.files.length / sec).toFixed(1).padStart(7)} files/s` +
+          `${pages ? `  ${(pages / sec).toFixed(1).padStart(6)} pages/s` : ''}  CPU ${cpu.toFixed(2)} s` +
+          `${qCpu === undefined ? '' : ` (Qdrant's ${qCpu.toFixed(2)})`}  peak ${mib(rss)}  ${rs[0]!.chunks} chunks`,
+      );
+    }
+    // Each platform against Kilde on the same store kind: Open WebUI (Chroma) against Kilde → LanceDB,
+    // Haystack (Qdrant) against Kilde → Qdrant.
+    const against: Array<[Side, Side]> = [
+      ['owui', 'kilde'],
+      ['haystack', 'kilde-qdrant'],
+      ['haystack-bulk', 'kilde-qdrant'],
+    ];
+    for (const [other, kilde] of against) {
+      const o = summary.get(other);
+      const k = summary.get(kilde);
+      if (!o || !k) continue;
+      console.log(
+        `  ${`${LABEL[other]} / ${LABEL[kilde]}`.padEnd(52)} time ${ratio(o.sec / k.sec)}, CPU ${ratio(o.cpu / k.cpu)}, peak RSS ${(k.rss / o.rss).toFixed(2)} of its`,
+      );
+    }
+    // Where the time goes: each side's stages (median seconds over the rounds).
+    for (const side of SIDES) {
+      const rs = runs.get(side)!;
+      const parts: string[] = [];
+      if (side === 'kilde' || side === 'kilde-qdrant') {
+        parts.push(
+          `start-up ${median(rs.map((x) => x.startup ?? 0)).toFixed(2)} s`,
+          `ingest ${median(rs.map((x) => x.ingest ?? 0)).toFixed(2)} s`,
+          `settle and close ${median(rs.map((x) => x.seconds - (x.ingest ?? 0))).toFixed(2)} s`,
+          `CPU of the whole run ${median(rs.map((x) => x.cpu + (x.cpuReady ?? 0))).toFixed(2)} s, of which before the first file ${median(rs.map((x) => x.cpuReady ?? 0)).toFixed(2)} s, main process ${median(rs.map((x) => x.cpuMain ?? 0)).toFixed(2)} s, workers ${median(rs.map((x) => x.cpu + (x.cpuReady ?? 0) - (x.cpuMain ?? 0))).toFixed(2)} s`,
+        );
+      } else {
+        const names = Object.keys(rs[0]!.stages ?? {});
+        for (const n of names) parts.push(`${n} ${median(rs.map((x) => x.stages?.[n] ?? 0)).toFixed(2)} s`);
+        if (side === 'owui')
+          parts.push(
+            `(its imports ${median(rs.map((x) => x.importSeconds ?? 0)).toFixed(0)} s, not counted)`,
+          );
+        else
+          parts.push(
+            `(its pipeline and collection built in ${median(rs.map((x) => x.startup ?? 0)).toFixed(1)} s, not counted)`,
+          );
+      }
+      console.log(`    ${LABEL[side]}: ${parts.join(', ')}`);
+      const failed = rs[0]!.failed ?? [];
+      if (failed.length > 0) {
+        console.log(
+          `    ${LABEL[side]} failed on ${failed.length} file(s), not counted: ${failed.slice(0, 3).join('; ')}`,
+        );
+      }
+    }
+  }
+  console.log(`\nload average at the end ${load()}`);
+} finally {
+  await nodes?.close();
+  await rm(work, { recursive: true, force: true });
+}
