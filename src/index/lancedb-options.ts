@@ -9,6 +9,12 @@ export interface LanceIndexOptions {
   readConsistencySeconds?: number;
   /** The most rows one group commit merges (one file's version is never split). Default 2000. */
   batchSize?: number;
+  /**
+   * How long a new file's version waits, journaled and acknowledged, for others to share its commit
+   * (lancedb-journal.ts): uploads sent one at a time then make one table version per window instead
+   * of one each. 0 commits every version before answering. Default 1000.
+   */
+  commitWindowMs?: number;
   /** Commits between two background `optimize()` runs (compaction + index refresh). Default 20. */
   optimizeEvery?: number;
   /**
@@ -39,6 +45,9 @@ export interface LanceIndexOptions {
    */
   onVectorIndexBuild?: () => Promise<void> | void;
 }
+
+/** The default of `LanceIndexOptions.commitWindowMs`. */
+export const DEFAULT_COMMIT_WINDOW_MS = 1000;
 
 /** How long old table versions are kept (see `LanceIndexOptions.cleanupOlderThanMs`). */
 export function keepVersionsMs(timeoutMs: number): number {

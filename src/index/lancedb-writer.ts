@@ -1,5 +1,6 @@
 import type { Timer } from '../clock.js';
 import { WriteBatcher } from './lancedb-batch.js';
+import type { CommitJournal } from './lancedb-journal.js';
 
 /**
  * One serialised writer per LanceDB table per process. Lance commits are optimistic: concurrent
@@ -45,6 +46,10 @@ export interface TableWriter {
   epoch: number;
   /** The dense vector index build in progress (outside the queue), if any. */
   vectorBuild: Promise<void> | undefined;
+  /** New files' versions waiting for their window's commit (lancedb-journal.ts); set by the first instance. */
+  journal: CommitJournal | undefined;
+  /** The replay of ended processes' journal segments, once per process and table. */
+  recovered: Promise<void> | undefined;
 }
 
 interface Entry {
@@ -78,6 +83,8 @@ export function acquireWriter(directory: string, table: string, batchRows: numbe
     deferred: undefined,
     epoch: 0,
     vectorBuild: undefined,
+    journal: undefined,
+    recovered: undefined,
   };
   writers.set(key, { writer, refs: 1 });
   return writer;

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { type Connection, connect, type Table } from '@lancedb/lancedb';
 import type { Logger } from 'pino';
 import { systemClock } from '../clock.js';
@@ -8,11 +8,13 @@ import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from 
 import { lastById } from './lancedb-batch.js';
 import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
 import { filterToSql, sqlString } from './lancedb-filter.js';
+import { CommitJournal, type CommitRows } from './lancedb-journal.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
-import { keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
+import { DEFAULT_COMMIT_WINDOW_MS, keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
 import { PresenceProbe } from './lancedb-presence.js';
 import {
   denseSizeOf,
+  type LanceRow,
   type LexicalLayout,
   lanceSchema,
   lexicalLayoutOf,
@@ -48,6 +50,17 @@ import {
 } from './store.js';
 
 export { keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
+
+/** Every file_id the filters confine an operation to; undefined when one of them names none. */
+function filesOf(filters: readonly IndexFilter[]): string[] | undefined {
+  const files: string[] = [];
+  for (const f of filters) {
+    if (f.fileId === undefined && f.fileIds === undefined) return undefined;
+    if (f.fileId !== undefined) files.push(f.fileId);
+    else files.push(...(f.fileIds ?? []));
+  }
+  return files;
+}
 
 /** The embedded `VectorIndex`: one LanceDB table in a local directory. */
 export async function createLanceIndex(
@@ -91,6 +104,8 @@ class LanceIndex implements VectorIndex {
   private readonly presence: PresenceProbe;
   private closed = false;
   private readonly maintenance: TableMaintenance;
+  /** New files' versions waiting for their window's commit (lancedb-journal.ts), shared per table. */
+  private readonly journal: CommitJournal;
 
   constructor(
     private readonly db: Connection,
@@ -118,6 +133,30 @@ class LanceIndex implements VectorIndex {
       keepVersionsMs: options.cleanupOlderThanMs ?? keepVersionsMs(settings.timeoutMs),
       closed: () => this.closed,
     });
+    this.writer.journal ??= new CommitJournal({
+      dir: join(directory, `${settings.collection}.kilde-journal`),
+      windowMs: options.commitWindowMs ?? DEFAULT_COMMIT_WINDOW_MS,
+      maxRows: options.batchSize ?? 2000,
+      clock: options.clock ?? systemClock,
+      log,
+    });
+    this.journal = this.writer.journal;
+  }
+
+  /** Appends a window's journaled rows in one commit (a retry merges by id: the append may have landed). */
+  private readonly commitJournaled: CommitRows = async (rows: LanceRow[], retry: boolean) => {
+    const table = await this.openExisting();
+    if (!table) throw new Error(`LanceDB table "${this.name}" does not exist in ${this.directory}`);
+    const schema = lanceSchema(this.denseDim, this.layout);
+    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec, { append: !retry });
+    this.writer.epoch += 1;
+    this.maintenance.wrote(table, outcome);
+  };
+
+  /** Once per process and table, before its first read or write: ended processes' journaled files. */
+  private recover(): Promise<void> {
+    this.writer.recovered ??= this.journal.recover(this.commitJournaled).then(() => undefined);
+    return this.writer.recovered;
   }
 
   async ensureCollection(): Promise<void> {
@@ -128,6 +167,7 @@ class LanceIndex implements VectorIndex {
       this.layout = lexicalLayoutOf(await table.schema());
       this.table = table;
     });
+    await this.recover();
     this.fts = true;
     this.writer.epoch += 1;
     this.log.debug({ table: this.name, directory: this.directory }, 'lancedb table ready');
@@ -159,7 +199,7 @@ class LanceIndex implements VectorIndex {
   async upsert(points: readonly IndexPoint[], options: { append?: boolean } = {}): Promise<void> {
     const append = options.append === true;
     if (points.length === 0) return;
-    const table = await this.requireTable();
+    const table = await this.requireTable(points.map((p) => p.meta.file_id));
     const unique = lastById(points);
     const rows = unique.map((p) => pointToRow(p, this.denseDim, this.layout));
     const schema = lanceSchema(this.denseDim, this.layout);
@@ -206,15 +246,21 @@ class LanceIndex implements VectorIndex {
     }
     // The versions written in one pass (or by concurrent requests) ask together: one read, and their
     // upserts below are group-committed into one merge-insert (lancedb-batch.ts).
-    const found = await this.presence.has(
-      await this.requireTable(),
-      v.fileId,
-      v.collectionName,
-      v.committed.id,
-    );
+    // Rows of this file still journaled are committed first, so the presence read sees them; other
+    // files' journaled rows cannot change its answer.
+    const table = await this.rawTable();
+    if (this.journal.pending(v.fileId)) await this.journal.flush();
+    const found = await this.presence.has(table, v.fileId, v.collectionName, v.committed.id);
     v.signal?.throwIfAborted();
     const others = found.chunks;
     const append = v.exclusive === true && !found.chunks && !found.committed;
+    if (append && this.journal.enabled) {
+      // A new file: journaled (one line, all or nothing) and committed with its window's others.
+      const rows = lastById([...v.points, v.committed]).map((p) => pointToRow(p, this.denseDim, this.layout));
+      await this.journal.add(v.fileId, rows, this.commitJournaled);
+      this.writer.epoch += 1;
+      return { writing: false };
+    }
     await this.upsert([...v.points, ...(others ? [v.writing()] : []), v.committed], { append });
     return { writing: others };
   }
@@ -230,7 +276,7 @@ class LanceIndex implements VectorIndex {
 
   /** One commit: every staged point of the version moves into its collection (column and meta JSON). */
   private async publishStaged(fileId: string, version: string, collectionName: string): Promise<void> {
-    const table = await this.requireTable();
+    const table = await this.requireTable([fileId]);
     const staging = RESERVED_TENANTS.staging;
     const where = filterToSql({ fileId, ingestVersion: version, reserved: 'staging' });
     const from = `"collection_name":${JSON.stringify(staging)}`;
@@ -254,7 +300,7 @@ class LanceIndex implements VectorIndex {
     const where = predicates.length === 1 ? predicates[0]! : predicates.map((p) => `(${p})`).join(' OR ');
     const fileIds = new Set(filters.map((f) => f.fileId));
     const fileId = fileIds.size === 1 ? [...fileIds][0] : undefined;
-    const table = await this.requireTable();
+    const table = await this.requireTable(filesOf(filters));
     const outcome = await this.writer.batcher.delete(table, where, fileId);
     this.writer.epoch += 1;
     this.maintenance.wrote(table, { commits: outcome.commits, rows: 0 });
@@ -264,7 +310,7 @@ class LanceIndex implements VectorIndex {
   async count(filter: IndexFilter): Promise<number> {
     const where = filterToSql(filter);
     if (where === 'false') return 0;
-    const table = await this.requireTable();
+    const table = await this.requireTable(filesOf([filter]));
     return where === undefined ? table.countRows() : table.countRows(where);
   }
 
@@ -276,7 +322,7 @@ class LanceIndex implements VectorIndex {
     const where = filterToSql(filter);
     if (where === undefined) throw new Error('refusing to move every point: moveTo needs a filter');
     if (where === 'false') return 0;
-    const table = await this.requireTable();
+    const table = await this.requireTable(filesOf([filter]));
     const raw: unknown[] = await table.query().where(where).toArray(this.exec);
     if (raw.length === 0) return 0;
     const rows = raw.map((r) => movedRow(r, collectionName));
@@ -289,11 +335,13 @@ class LanceIndex implements VectorIndex {
   /** One column scan of the chunks' tenant key (the embedded index is one machine's corpus). */
   async tenants(limit: number): Promise<TenantCount[]> {
     const table = await this.openExisting();
-    return table ? tenantCounts(table, limit, this.exec) : [];
+    if (!table) return [];
+    await this.requireTable();
+    return tenantCounts(table, limit, this.exec);
   }
 
   async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {
-    return scrollPage(() => this.requireTable(), filter, options, this.exec);
+    return scrollPage(() => this.requireTable(filesOf([filter])), filter, options, this.exec);
   }
 
   async searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]> {
@@ -342,6 +390,7 @@ class LanceIndex implements VectorIndex {
 
   async settle(): Promise<boolean> {
     if (this.closed) return false;
+    if (!this.journal.empty) await this.journal.flush();
     const table = this.table ?? (await this.openExisting());
     return table ? this.maintenance.settle(table) : false;
   }
@@ -349,6 +398,14 @@ class LanceIndex implements VectorIndex {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.journal
+      .close()
+      .catch((err: unknown) =>
+        this.log.error(
+          { err, table: this.name },
+          'journaled new files not committed at close; the next start replays them',
+        ),
+      );
     await this.writer.queue.idle();
     await this.writer.vectorBuild;
     releaseWriter(this.directory, this.name);
@@ -363,10 +420,28 @@ class LanceIndex implements VectorIndex {
     await useDenseColumn(table, this.log);
     this.layout = lexicalLayoutOf(await table.schema());
     this.table = table;
+    await this.recover();
     return table;
   }
 
-  private async requireTable(): Promise<Table> {
+  /**
+   * The table, for a read or a write: what the journal holds is committed first, so every read in
+   * this process sees every version it acknowledged, and every other write lands after them. With
+   * `files` (every file_id the operation can touch) only a journal holding one of them is flushed:
+   * the others' rows can neither answer nor be changed by it.
+   */
+  private async requireTable(files?: Iterable<string>): Promise<Table> {
+    const table = await this.rawTable();
+    await this.writer.recovered;
+    if (this.journal.empty) return table;
+    if (files === undefined || [...new Set(files)].some((f) => this.journal.pending(f))) {
+      await this.journal.flush();
+    }
+    return table;
+  }
+
+  /** The table as it is, the journal left as it is (the journal's own commit, the presence read). */
+  private async rawTable(): Promise<Table> {
     const table = await this.openExisting();
     if (!table) {
       throw new Error(
