@@ -46,10 +46,12 @@ interface Edit {
   text: string;
 }
 
+/**
+ * A word run. A run with no hyphen touching it is a word on its own ("forsvars" in "forsvars- og
+ * sikkerhedspolitik" is not); runs joined by single hyphens are a hyphenated compound.
+ */
 const WORD = /[\p{L}\p{M}\p{N}]+/gu;
-/** A word on its own: not part of a hyphenated compound ("forsvars" in "forsvars- og sikkerhedspolitik" is not). */
-const LONE_WORD = /(?<![-\p{L}\p{M}\p{N}])[\p{L}\p{M}\p{N}]+(?![-\p{L}\p{M}\p{N}])/gu;
-const HYPHENATED_WORD = /[\p{L}\p{M}\p{N}]+(?:-[\p{L}\p{M}\p{N}]+)+/gu;
+const HYPHEN = 0x2d;
 
 /** The replacements for each word hyphenated over a line break in `text` (see the rule above). */
 function lineHyphenEdits(text: string): Edit[] {
@@ -58,11 +60,30 @@ function lineHyphenEdits(text: string): Edit[] {
   if (!HYPHEN_AT_BREAK.test(text)) return [];
   const breaks = [...text.matchAll(BREAK)];
   if (breaks.length === 0) return [];
-  // The document's words outside the breaks, and the pairs it writes with a hyphen within a line.
-  const outside = text.replace(BREAK, ' ');
-  const sorted = [...new Set(Array.from(outside.matchAll(WORD), ([w]) => w.toLowerCase()))].sort();
+  // The document's words outside the breaks (each break a space), in one pass over its word runs:
+  // every word; the lone ones, with no hyphen touching either end (not part of a hyphenated
+  // compound); and each pair of words written with a hyphen between them within a line.
+  let outside = '';
+  let from = 0;
+  for (const m of breaks) {
+    outside += `${text.slice(from, m.index)} `;
+    from = m.index + m[0].length;
+  }
+  outside += text.slice(from);
+  const words = new Set<string>();
   const lone = new Set<string>();
-  for (const [w] of outside.matchAll(LONE_WORD)) lone.add(w.toLowerCase());
+  const pairs = new Set<string>();
+  let previous = { end: -2, word: '' };
+  for (const m of outside.matchAll(WORD)) {
+    const w = m[0].toLowerCase();
+    const end = m.index + m[0].length;
+    const hyphenBefore = outside.charCodeAt(m.index - 1) === HYPHEN;
+    words.add(w);
+    if (!hyphenBefore && outside.charCodeAt(end) !== HYPHEN) lone.add(w);
+    if (hyphenBefore && previous.end === m.index - 1) pairs.add(`${previous.word}-${w}`);
+    previous = { end, word: w };
+  }
+  const sorted = [...words].sort();
   const startsAWord = (prefix: string): boolean => {
     let lo = 0;
     let hi = sorted.length;
@@ -73,11 +94,6 @@ function lineHyphenEdits(text: string): Edit[] {
     }
     return sorted[lo]?.startsWith(prefix) === true;
   };
-  const pairs = new Set<string>();
-  for (const [w] of outside.matchAll(HYPHENATED_WORD)) {
-    const parts = w.toLowerCase().split('-');
-    for (let i = 1; i < parts.length; i++) pairs.add(`${parts[i - 1]}-${parts[i]}`);
-  }
   return breaks.map((m) => {
     const [left, right] = [m[1]!, m[2]!];
     const start = m.index;
