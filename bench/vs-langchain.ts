@@ -17,32 +17,49 @@
  * The LangChain side lives in bench/vs-langchain/ with its own lockfile (its peer tree needs
  * --legacy-peer-deps, which Kilde's own install must not); it is installed there on first use.
  *
- * Usage: npm run bench:vs-langchain [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf]
+ * Over HTTP (the small set): one `PUT /api/v1/ingest` per file at c=1 and c=4 and `kilde ingest --url`
+ * against a real `kilde serve ingest` (bench/lib/kilde-http.ts, as bench:ingest-http runs them), in the
+ * same interleaved rounds, against LangChain.js per file. Ends with every row of issue #32's table:
+ * one upload at a time (server CPU per file, LanceDB's share, table versions per 1,000 uploads),
+ * bulk over HTTP against LangChain.js per file and the local CLI, the local CLI against LangChain.js
+ * bulk on each set with the CPU ratio, and the peak RSS ratios, with the load average.
+ *
+ * Usage: npm run bench:vs-langchain [-- --quick] [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf --no-http]
+ * --quick: one round, 300 small files, a 100-page PDF, no floor or feature-matched variants.
  * The search side is `npm run bench:vs-langchain-search` (bench/vs-langchain-search.ts). Not measured: token-budget chunking alone.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { compileCacheDir } from '../src/cli/compile-cache.js';
 import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
-import { benchData, FIXTURE_DOCUMENTS } from './lib/data.js';
-import { writeTextPdf } from './text-pdf.js';
+import { writeIngestSets } from './lib/ingest-sets.js';
+import { type HttpRun, overJobs, overPut } from './lib/kilde-http.js';
+import {
+  ensureLangChain,
+  type LangChainMode,
+  type LangChainRun,
+  runLangChain,
+} from './lib/langchain-side.js';
 
 const { values } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '2' },
-    files: { type: 'string', default: '1000' },
-    pages: { type: 'string', default: '300' },
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string' },
+    files: { type: 'string' },
+    pages: { type: 'string' },
     sets: { type: 'string', default: 'small,mixed,pdf' },
+    'no-http': { type: 'boolean', default: false },
   },
 });
-const ROUNDS = Number(values.rounds);
+const QUICK = values.quick;
+const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 2));
+const FILES = Number(values.files ?? (QUICK ? 300 : 1000));
+const PAGES = Number(values.pages ?? (QUICK ? 100 : 300));
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
-const LC_DIR = here('./vs-langchain/');
 
 interface Run {
   files: number;
@@ -54,31 +71,17 @@ interface Run {
   peakRss: number;
   /** CPU seconds of the run (user + system): the process from its start, Kilde's pool workers included. */
   cpu?: number;
-  /** Kilde only: the peak RSS of its main process, and of its largest worker process. */
+  /** Kilde only: the peak RSS of its main process, and of its largest worker process; its table versions. */
   peakMain?: number;
   peakWorker?: number;
+  versions?: number;
   /** The floor only: LanceDB building a full-text index over the chunks it has just written. */
   ftsSeconds?: number;
   /** The floor only: LangChain's loaders and splitters alone, before anything is written. */
   loadSeconds?: number;
 }
 
-// Data first: without it there is nothing to compare (exit 2 naming KILDE_BENCH_DATA).
-const scifact = benchData('scifact', 'corpus.jsonl');
-const danish = benchData('da-citizenship', 'corpus');
-
-if (!existsSync(join(LC_DIR, 'node_modules'))) {
-  // `npm install` from the lockfile: npm 11's `npm ci` refuses it (the lockfile lists only the
-  // platform binaries of LanceDB that were installed), where `install` takes the locked versions.
-  console.log(
-    'installing the LangChain.js side into bench/vs-langchain/ (npm install --legacy-peer-deps) ...',
-  );
-  execFileSync('npm', ['install', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], {
-    cwd: LC_DIR,
-    stdio: 'inherit',
-  });
-}
-
+ensureLangChain();
 // Kilde's side runs dist/: bring it up to date with src/ first.
 console.log('building dist/ (tsc -b tsconfig.build.json) ...');
 execFileSync(process.execPath, [here('../node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
@@ -88,75 +91,44 @@ execFileSync(process.execPath, [here('../node_modules/typescript/bin/tsc'), '-b'
 
 const work = await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-'));
 
-async function writeSets(): Promise<Array<{ key: string; name: string; files: string[] }>> {
-  const small = join(work, 'small');
-  await rm(small, { recursive: true, force: true });
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(small);
-  const smallFiles: string[] = [];
-  for (const line of (await readFile(scifact, 'utf8')).split('\n')) {
-    if (smallFiles.length >= Number(values.files) || line.trim() === '') continue;
-    const row = JSON.parse(line) as { _id: string; title: string; text: string };
-    const path = join(small, `${row._id}.txt`);
-    await writeFile(path, `${row.title}\n\n${row.text}\n`);
-    smallFiles.push(path);
-  }
-  const fixtures = (await readdir(FIXTURE_DOCUMENTS))
-    .filter((f) => /\.(pdf|docx)$/.test(f))
-    .map((f) => join(FIXTURE_DOCUMENTS, f));
-  const chapters = (await readdir(danish)).filter((f) => f.endsWith('.md')).map((f) => join(danish, f));
-  const pdf = join(work, 'large.pdf');
-  await writeFile(pdf, writeTextPdf(Number(values.pages), 45));
-  const chosen = new Set(values.sets.split(','));
-  return [
-    { key: 'small', name: `small .txt ×${smallFiles.length}`, files: smallFiles },
-    { key: 'mixed', name: `mixed ×${fixtures.length + chapters.length}`, files: [...fixtures, ...chapters] },
-    { key: 'pdf', name: `pdf ${values.pages} pages`, files: [pdf] },
-  ].filter((s) => chosen.has(s.key));
-}
-
-type Side = 'kilde' | 'langchain' | 'langchain+fts' | 'langchain-per-file' | 'lancedb-floor';
-
-function runOnce(side: Side, list: string, dir: string): Run {
-  // Kilde's side runs the built code (dist/), as `kilde ingest` does: no TypeScript compiled in the
-  // timed process or its workers (use-dist.mjs; Node strips the bench file's own types).
-  const args =
-    side === 'kilde'
-      ? [
-          '--disable-warning=ExperimentalWarning',
-          '--import',
-          here('./lib/use-dist.mjs'),
-          here('./vs-langchain-kilde.ts'),
-          list,
-          dir,
-          '400',
-          '80',
-        ]
-      : [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'];
-  // Kilde's side gets the memory settings the `kilde` launcher gives `kilde ingest` (bin/kilde), and
-  // the user's compile cache bin/kilde.js turns on (src/cli/compile-cache.ts; warm after a first run).
+/** Kilde's local CLI path (bench/vs-langchain-kilde.ts over dist/, as `kilde ingest` runs it). */
+async function kildeOnce(list: string): Promise<Run> {
+  const dir = await mkdtemp(join(work, 'kilde-'));
+  // The memory settings the `kilde` launcher gives `kilde ingest` (bin/kilde), and the user's
+  // compile cache bin/kilde.js turns on (src/cli/compile-cache.ts; warm after a first run).
   const cache = compileCacheDir(process.env);
-  const env =
-    side === 'kilde'
-      ? {
+  try {
+    const res = spawnSync(
+      process.execPath,
+      [
+        '--disable-warning=ExperimentalWarning',
+        '--import',
+        here('./lib/use-dist.mjs'),
+        here('./vs-langchain-kilde.ts'),
+        list,
+        dir,
+        '400',
+        '80',
+      ],
+      {
+        encoding: 'utf8',
+        maxBuffer: 64 * 1024 * 1024,
+        env: {
           ...process.env,
           GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
           NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
           ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
-        }
-      : side === 'langchain+fts'
-        ? { ...process.env, LC_FTS: '1' }
-        : side === 'langchain-per-file'
-          ? { ...process.env, LC_PER_FILE: '1' }
-          : side === 'lancedb-floor'
-            ? { ...process.env, LC_FLOOR: '1' }
-            : process.env;
-  const res = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env });
-  const line = res.stdout.trim().split('\n').at(-1) ?? '';
-  if (res.status !== 0 || !line.startsWith('{')) {
-    throw new Error(`${side} failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
+        },
+      },
+    );
+    const line = res.stdout.trim().split('\n').at(-1) ?? '';
+    if (res.status !== 0 || !line.startsWith('{')) {
+      throw new Error(`kilde failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
+    }
+    return JSON.parse(line) as Run;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
-  return JSON.parse(line) as Run;
 }
 
 const stats = (xs: number[]) => {
@@ -164,69 +136,123 @@ const stats = (xs: number[]) => {
   const mid = (s.length - 1) / 2;
   return { min: s[0]!, median: (s[Math.floor(mid)]! + s[Math.ceil(mid)]!) / 2 };
 };
+const med = (xs: number[]) => stats(xs).median;
 const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
+const load = () => loadavg()[0]!.toFixed(1);
+const x2 = (v: number) => `${v.toFixed(2)}×`;
+
+type Side = 'kilde' | LangChainMode | 'put-1' | 'put-4' | 'url';
+const summary: string[] = [];
+const rssRatios: string[] = [];
 
 try {
-  const sets = await writeSets();
-  const load = () =>
-    process.platform === 'linux'
-      ? (execFileSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).split(' ')[0] ?? '?')
-      : '?';
-  console.log(`rounds ${ROUNDS}, each variant a fresh process; load average at start ${load()}`);
+  const sets = await writeIngestSets(work, { files: FILES, pages: PAGES, keys: values.sets.split(',') });
+  console.log(
+    `bench:vs-langchain — rounds ${ROUNDS}, every variant a fresh process, order alternating; ` +
+      `load average ${load()} on ${execFileSync('nproc', { encoding: 'utf8' }).trim()} cores at the start`,
+  );
   for (const set of sets) {
     const list = join(work, 'files.json');
     await writeFile(list, JSON.stringify(set.files));
-    const runs: Record<Side, Run[]> = {
-      kilde: [],
-      langchain: [],
-      'langchain+fts': [],
-      'langchain-per-file': [],
-      'lancedb-floor': [],
-    };
+    const http = set.key === 'small' && !values['no-http'];
+    const sides: Side[] = [
+      'kilde',
+      'bulk',
+      ...(QUICK ? [] : (['fts', 'floor'] as const)),
+      ...(set.key === 'small' || !QUICK ? (['per-file'] as const) : []),
+      ...(http ? (['put-1', 'put-4', 'url'] as const) : []),
+    ];
+    const runs = new Map<Side, Array<Run | HttpRun>>(sides.map((s) => [s, []]));
     for (let r = 0; r < ROUNDS; r++) {
-      const sides: Side[] = ['kilde', 'langchain', 'langchain+fts', 'langchain-per-file', 'lancedb-floor'];
-      const order = r % 2 === 0 ? sides : [...sides].reverse();
-      for (const side of order) {
-        const dir = await mkdtemp(join(work, `${side}-`));
-        runs[side].push(runOnce(side, list, dir));
-        await rm(dir, { recursive: true, force: true });
+      for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
+        const dir = dirname(set.files[0]!);
+        const run =
+          side === 'kilde'
+            ? await kildeOnce(list)
+            : side === 'put-1'
+              ? await overPut(work, set.files, 1)
+              : side === 'put-4'
+                ? await overPut(work, set.files, 4)
+                : side === 'url'
+                  ? await overJobs(work, dir, 8)
+                  : ((await runLangChain(side, list, work)) as LangChainRun as Run);
+        runs.get(side)!.push(run);
       }
     }
-    const k = stats(runs.kilde.map((r) => r.seconds));
-    const l = stats(runs.langchain.map((r) => r.seconds));
-    const kIngest = stats(runs.kilde.map((r) => r.ingest ?? r.seconds));
-    const kStart = stats(runs.kilde.map((r) => r.startup ?? 0));
-    const kRss = Math.max(...runs.kilde.map((r) => r.peakRss));
-    const lRss = Math.max(...runs.langchain.map((r) => r.peakRss));
+    const of = (side: Side) => runs.get(side) as Run[];
+    const k = stats(of('kilde').map((r) => r.seconds));
+    const l = stats(of('bulk').map((r) => r.seconds));
+    const kIngest = stats(of('kilde').map((r) => r.ingest ?? r.seconds));
+    const kStart = stats(of('kilde').map((r) => r.startup ?? 0));
+    const kRss = Math.max(...of('kilde').map((r) => r.peakRss));
+    const lRss = Math.max(...of('bulk').map((r) => r.peakRss));
     // CPU, steadier than wall time on a loaded machine (each side's whole process, Kilde's workers too).
-    const kCpu = stats(runs.kilde.map((r) => r.cpu ?? Number.NaN));
-    const lCpu = stats(runs.langchain.map((r) => r.cpu ?? Number.NaN));
-    const f = stats(runs['langchain+fts'].map((r) => r.seconds));
-    const fCpu = stats(runs['langchain+fts'].map((r) => r.cpu ?? Number.NaN));
-    const fRss = Math.max(...runs['langchain+fts'].map((r) => r.peakRss));
-    const p = stats(runs['langchain-per-file'].map((r) => r.seconds));
-    const pCpu = stats(runs['langchain-per-file'].map((r) => r.cpu ?? Number.NaN));
-    const pRss = Math.max(...runs['langchain-per-file'].map((r) => r.peakRss));
-    // The floors: LangChain's loaders and splitters alone (most of its run), and LanceDB alone writing
-    // the chunks (and their full-text index). Any pipeline that ends in a LanceDB table pays the
-    // second, so it can be at most LangChain's time over the write's faster than LangChain.js.
-    const floors = runs['lancedb-floor'];
-    const rd = stats(floors.map((r) => r.loadSeconds ?? 0));
-    const w = stats(floors.map((r) => r.seconds));
-    const wf = stats(floors.map((r) => r.seconds + (r.ftsSeconds ?? 0)));
+    const kCpu = stats(of('kilde').map((r) => r.cpu ?? Number.NaN));
+    const lCpu = stats(of('bulk').map((r) => r.cpu ?? Number.NaN));
     console.log(
-      `${set.name.padEnd(18)} Kilde ${k.min.toFixed(1)}/${k.median.toFixed(1)} s (${runs.kilde[0]!.chunks} chunks, peak ${mib(kRss)}); ` +
-        `LangChain.js ${l.min.toFixed(1)}/${l.median.toFixed(1)} s (${runs.langchain[0]!.chunks} chunks, peak ${mib(lRss)}); ` +
-        `speed ratio min ${(l.min / k.min).toFixed(2)}×, median ${(l.median / k.median).toFixed(2)}×; RSS ratio ${(kRss / lRss).toFixed(2)}; load ${load()}\n` +
-        `${''.padEnd(18)} (Kilde's start-up ${kStart.median.toFixed(1)} s; its ingests alone ${kIngest.min.toFixed(1)}/${kIngest.median.toFixed(1)} s: ratio ${(l.min / kIngest.min).toFixed(2)}× / ${(l.median / kIngest.median).toFixed(2)}×; ` +
-        `peak RSS of its main process ${mib(Math.max(...runs.kilde.map((r) => r.peakMain ?? 0)))}, of its largest extraction worker ${mib(Math.max(...runs.kilde.map((r) => r.peakWorker ?? 0)))})\n` +
-        `${''.padEnd(18)} CPU (user + system, whole processes) Kilde ${kCpu.min.toFixed(2)}/${kCpu.median.toFixed(2)} s, LangChain.js ${lCpu.min.toFixed(2)}/${lCpu.median.toFixed(2)} s: ratio ${(lCpu.min / kCpu.min).toFixed(2)}× / ${(lCpu.median / kCpu.median).toFixed(2)}×\n` +
-        `${''.padEnd(18)} feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.min.toFixed(1)}/${f.median.toFixed(1)} s, CPU ${fCpu.min.toFixed(2)}/${fCpu.median.toFixed(2)} s, peak ${mib(fRss)}: speed ratio ${(f.min / k.min).toFixed(2)}× / ${(f.median / k.median).toFixed(2)}×\n` +
-        `${''.padEnd(18)} per file: LangChain.js adding each file to its table as it is loaded (as uploads arriving one by one) ${p.min.toFixed(1)}/${p.median.toFixed(1)} s, CPU ${pCpu.min.toFixed(2)}/${pCpu.median.toFixed(2)} s, peak ${mib(pRss)}: speed ratio ${(p.min / k.min).toFixed(2)}× / ${(p.median / k.median).toFixed(2)}×\n` +
-        `${''.padEnd(18)} floors: LangChain's loaders and splitters alone ${rd.min.toFixed(2)}/${rd.median.toFixed(2)} s; LanceDB alone writing their chunks ${w.min.toFixed(2)}/${w.median.toFixed(2)} s, with a full-text index ${wf.min.toFixed(2)}/${wf.median.toFixed(2)} s\n` +
-        `${''.padEnd(18)} so with nothing but LanceDB's write counted, a pipeline could reach at most ${(l.min / w.min).toFixed(2)}× LangChain.js, ${(f.min / wf.min).toFixed(2)}× the feature-matched run`,
+      `\n${set.name} (load ${load()})\n` +
+        `  Kilde CLI path  ${k.min.toFixed(2)}/${k.median.toFixed(2)} s min/median (${of('kilde')[0]!.chunks} chunks, peak ${mib(kRss)}, CPU ${kCpu.median.toFixed(2)} s, ${med(of('kilde').map((r) => r.versions ?? 0)).toFixed(0)} table versions)\n` +
+        `  LangChain.js bulk ${l.min.toFixed(2)}/${l.median.toFixed(2)} s (${of('bulk')[0]!.chunks} chunks, peak ${mib(lRss)}, CPU ${lCpu.median.toFixed(2)} s)\n` +
+        `  speed ratio (LangChain.js time / Kilde time) min ${x2(l.min / k.min)}, median ${x2(l.median / k.median)}; CPU ratio (Kilde / LangChain.js) ${x2(kCpu.median / lCpu.median)}; peak RSS ratio ${x2(kRss / lRss)}\n` +
+        `  (Kilde's start-up ${kStart.median.toFixed(2)} s; its ingests alone ${kIngest.median.toFixed(2)} s: ratio ${x2(l.median / kIngest.median)}; ` +
+        `peak RSS of its main process ${mib(Math.max(...of('kilde').map((r) => r.peakMain ?? 0)))}, of its largest extraction worker ${mib(Math.max(...of('kilde').map((r) => r.peakWorker ?? 0)))})`,
     );
+    summary.push(
+      `| local CLI, ${set.name} | ${x2(l.median / k.median)} of LangChain.js bulk (min ${x2(l.min / k.min)}), at ${x2(kCpu.median / lCpu.median)} its CPU |`,
+    );
+    rssRatios.push(`${set.name} ${x2(kRss / lRss)}`);
+    if (!QUICK) {
+      const f = stats(of('fts').map((r) => r.seconds));
+      const floors = of('floor');
+      const rd = stats(floors.map((r) => r.loadSeconds ?? 0));
+      const w = stats(floors.map((r) => r.seconds));
+      const wf = stats(floors.map((r) => r.seconds + (r.ftsSeconds ?? 0)));
+      console.log(
+        `  feature-matched: LangChain.js with a full-text index over its chunks (Kilde's table always has one) ${f.median.toFixed(2)} s: speed ratio ${x2(f.median / k.median)}\n` +
+          `  floors: LangChain's loaders and splitters alone ${rd.median.toFixed(2)} s; LanceDB alone writing their chunks ${w.median.toFixed(2)} s, with a full-text index ${wf.median.toFixed(2)} s`,
+      );
+    }
+    if (runs.has('per-file')) {
+      const p = stats(of('per-file').map((r) => r.seconds));
+      console.log(
+        `  LangChain.js per file (each file added to its table as it is loaded) ${p.median.toFixed(2)} s, CPU ${med(of('per-file').map((r) => r.cpu ?? Number.NaN)).toFixed(2)} s, peak ${mib(Math.max(...of('per-file').map((r) => r.peakRss)))}; ` +
+          `its time / the Kilde CLI path's ${x2(p.median / k.median)}`,
+      );
+      if (http) {
+        const n = set.files.length;
+        const hs = (side: Side) => runs.get(side) as HttpRun[];
+        for (const side of ['put-1', 'put-4', 'url'] as const) {
+          const rs = hs(side);
+          const sec = med(rs.map((r) => r.seconds));
+          const cpu = med(rs.map((r) => r.cpu));
+          const lance = med(rs.map((r) => r.lanceCpu));
+          const versions = (med(rs.map((r) => r.versions)) / n) * 1000;
+          const label =
+            side === 'url'
+              ? 'kilde ingest --url (jobs, c=8)'
+              : `PUT /api/v1/ingest per file, c=${side.slice(4)}`;
+          console.log(
+            `  ${label}: ${sec.toFixed(2)} s, ${(n / sec).toFixed(0)} files/s; server CPU ${((cpu / n) * 1000).toFixed(1)} ms a file, ` +
+              `${((lance / n) * 1000).toFixed(1)} ms of it in LanceDB's threads; ${versions.toFixed(0)} table versions per 1,000 files; peak ${mib(Math.max(...rs.map((r) => r.peakRss)))}`,
+          );
+          const vsLc = `${x2(p.median / sec)} of LangChain.js per file`;
+          summary.unshift(
+            side === 'url'
+              ? `| \`kilde ingest --url\` (bulk over HTTP, jobs) | ${vsLc}; ${x2(k.median / sec)} the CLI path's throughput (target ≥ 0.9); ${versions.toFixed(0)} table versions per 1,000 files (the CLI path ${((med(of('kilde').map((r) => r.versions ?? 0)) / n) * 1000).toFixed(0)}); ${lance.toFixed(2)} s of LanceDB CPU |`
+              : `| one \`PUT /api/v1/ingest\` per small file, c=${side.slice(4)} | ${vsLc} (target ≥ 1); ${((cpu / n) * 1000).toFixed(1)} ms of server CPU a file (target ≤ 5), ${((lance / n) * 1000).toFixed(1)} ms in LanceDB's threads; ${versions.toFixed(0)} table versions per 1,000 uploads (target ≤ 50) |`,
+          );
+        }
+      }
+    }
   }
+  // The rows of issue #32's table, in its order (one upload at a time first).
+  const order = (row: string) =>
+    row.includes('PUT') ? (row.includes('c=1 ') ? 0 : 1) : row.includes('--url') ? 2 : 3;
+  summary.sort((a, b) => order(a) - order(b));
+  console.log(
+    `\nissue #32's table (LangChain.js time / Kilde time: above 1 means Kilde is faster; medians of ${ROUNDS} round(s); load average now ${load()})\n` +
+      `| Path | Kilde vs LangChain.js |\n|---|---|\n${summary.join('\n')}\n| peak RSS, Kilde / LangChain.js bulk | ${rssRatios.join(', ')} (target ≤ 1.5×) |`,
+  );
 } finally {
   await rm(work, { recursive: true, force: true });
 }

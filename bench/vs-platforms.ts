@@ -239,6 +239,8 @@ try {
     }
     console.log(`\n${set.name} (load ${load()})`);
     const summary = new Map<Side, { sec: number; cpu: number; rss: number }>();
+    // Pages of the set's PDFs, as the Python sides count them (pypdf), for every side's pages/s.
+    const setPages = set.pages ?? Math.max(0, ...[...runs.values()].flat().map((x) => x.pages ?? 0));
     for (const side of SIDES) {
       const rs = runs.get(side)!;
       const sec = median(rs.map((x) => x.seconds));
@@ -247,7 +249,7 @@ try {
       const cpu = ownCpu + (qCpu ?? 0);
       const rss = Math.max(...rs.map((x) => x.peakRss));
       summary.set(side, { sec, cpu, rss });
-      const pages = set.pages ?? rs[0]!.pages;
+      const pages = setPages;
       console.log(
         `  ${LABEL[side].padEnd(27)} ${sec.toFixed(2).padStart(7)} s  ${(set.files.length / sec).toFixed(1).padStart(7)} files/s` +
           `${pages ? `  ${(pages / sec).toFixed(1).padStart(6)} pages/s` : ''}  CPU ${cpu.toFixed(2)} s` +
