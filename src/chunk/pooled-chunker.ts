@@ -1,5 +1,6 @@
 import type { WorkerPool } from '../pool/worker-pool.js';
 import type { Chunk, Chunker } from './chunker.js';
+import type { ChunkTasks } from './pool-task.js';
 import type { ChunkInput } from './segments.js';
 
 /** Chunks a request's documents at once, away from the caller's thread (the ingestion pipeline's form). */
@@ -13,7 +14,7 @@ export interface BatchChunker {
  * Chunking in the worker pool: tokenising a whole document and placing windows over it costs
  * seconds for a long one, which on the event loop would stall every other request.
  */
-export function createPooledChunker(pool: WorkerPool, mode: Chunker['mode']): BatchChunker {
+export function createPooledChunker(pool: WorkerPool<ChunkTasks>, mode: Chunker['mode']): BatchChunker {
   return {
     mode,
     chunkAll: (docs, signal) =>

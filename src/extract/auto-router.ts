@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WorkerPool } from '../pool/worker-pool.js';
 import type { ExtractionRoute, Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
+import type { ExtractTasks } from './pool-tasks.js';
 import { judgeSignals, type RouterThresholds } from './routing.js';
 
 export interface RouterOptions {
@@ -9,7 +10,7 @@ export interface RouterOptions {
   defaultEngine: Extractor;
   /** `EXTRACTION_ROUTER_DIAGRAM_ENGINE`. */
   diagramEngine: Extractor;
-  pool: WorkerPool;
+  pool: WorkerPool<ExtractTasks>;
   thresholds: RouterThresholds;
   log: Logger;
   /** Counts each decision (`extraction_route_total`). */

@@ -8,11 +8,13 @@ import {
   extractionLimits,
 } from '../config/extraction.js';
 import { ConfigError } from '../config/parse.js';
-import { WorkerPool } from '../pool/worker-pool.js';
+import { WorkerPool, workerEntry } from '../pool/worker-pool.js';
 import { createAutoRouter } from './auto-router.js';
 import { createDoclingExtractor } from './docling-engine.js';
 import type { Extractor } from './extractor.js';
 import { createKreuzbergExtractor } from './kreuzberg-engine.js';
+import { EXTRACTION_POOL_ERRORS } from './limits.js';
+import type { ExtractTasks } from './pool-tasks.js';
 import { createPooledExtractor, PDF_SPLIT } from './pooled-engine.js';
 import { routerThresholds } from './routing.js';
 import { createUnstructuredExtractor } from './unstructured-engine.js';
@@ -30,7 +32,7 @@ export interface ExtractorDeps {
   log: Logger;
   fetch?: typeof fetch;
   /** The worker pool the in-process engines run in; without one, the engine gets its own. */
-  pool?: WorkerPool;
+  pool?: WorkerPool<ExtractTasks>;
   /** Times an own pool's task limits and the outbound time-outs (tests pass a manual clock). */
   clock?: Clock;
   /** Counts the `auto` router's decisions. */
@@ -39,7 +41,7 @@ export interface ExtractorDeps {
 
 /** What the factories get: the pool is always there (the caller's, or one made for this engine). */
 interface FactoryDeps extends ExtractorDeps {
-  pool: WorkerPool;
+  pool: WorkerPool<ExtractTasks>;
   /** The vision engines' shared parts, made on first use. */
   vision: () => VisionKit;
 }
@@ -108,7 +110,7 @@ interface VisionKit {
 
 function visionKit(
   s: ExtractionSettings,
-  d: ExtractorDeps & { pool: WorkerPool },
+  d: ExtractorDeps & { pool: WorkerPool<ExtractTasks> },
   engine: string,
 ): VisionKit {
   const net = { ...fetchOf(d), ...(d.clock ? { clock: d.clock } : {}) };
@@ -241,9 +243,14 @@ type PoolConfig = Pick<
 >;
 
 /** A pool for extraction alone, sized and limited by the extraction settings. */
-export function ownPool(s: PoolConfig, deps: { log: Logger; clock?: Clock | undefined }): WorkerPool {
-  return new WorkerPool(
+export function ownPool(
+  s: PoolConfig,
+  deps: { log: Logger; clock?: Clock | undefined },
+): WorkerPool<ExtractTasks> {
+  return new WorkerPool<ExtractTasks>(
     {
+      worker: workerEntry(import.meta.url, 'pool-worker'),
+      errors: EXTRACTION_POOL_ERRORS,
       size: s.EXTRACTION_WORKERS,
       warm: s.EXTRACTION_WARM_WORKERS,
       heapMb: s.EXTRACTION_MAX_HEAP_MB,

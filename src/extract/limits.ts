@@ -1,5 +1,6 @@
 import { type ExtractionLimits, LIMIT_DEFAULTS } from '../config/extraction-limits.js';
-import type { KildeError } from '../errors.js';
+import { KildeError } from '../errors.js';
+import type { PoolErrors } from '../pool/worker-pool.js';
 import { extractionFailed } from './document.js';
 
 export type { ExtractionLimits };
@@ -24,3 +25,17 @@ export function checkTextSize(chars: number, limits: Pick<ExtractionLimits, 'max
 export function nestingExceeded(limits: Pick<ExtractionLimits, 'maxNesting'>): KildeError {
   return limitExceeded(`elements nested more than ${limits.maxNesting} deep`, 'EXTRACTION_MAX_NESTING');
 }
+
+/**
+ * What a caller of the extraction and ingestion pools gets when its worker had to go: the limit
+ * named by its setting, or EXTRACTION_FAILED 500 for a worker that stopped for any other reason.
+ */
+export const EXTRACTION_POOL_ERRORS: PoolErrors = {
+  overLimit: (what, limit) =>
+    limitExceeded(what, limit === 'timeout' ? 'EXTRACTION_TIMEOUT' : 'EXTRACTION_MAX_HEAP_MB'),
+  crashed: (cause) =>
+    new KildeError('EXTRACTION_FAILED', 'The extraction worker stopped unexpectedly', {
+      variant: 'crashed',
+      cause,
+    }),
+};

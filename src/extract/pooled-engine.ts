@@ -1,13 +1,13 @@
 import { stat } from 'node:fs/promises';
 import { availableParallelism, loadavg } from 'node:os';
 import { KildeError, revive } from '../errors.js';
-import type { TaskOutputs } from '../pool/tasks.js';
 import { timedOutItem, type WorkerPool } from '../pool/worker-pool.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { ExtractedDocument, Extractor, SourceFile } from './extractor.js';
 import { detectFileType, type FileKind, readerLibrary } from './file-type.js';
 import { openPlainText } from './inprocess/text-stream.js';
 import { checkTextSize, type ExtractionLimits } from './limits.js';
+import type { ExtractTasks } from './pool-tasks.js';
 
 export interface PooledExtractorOptions {
   /** Engine name, as in EXTRACTION_ENGINE. */
@@ -46,12 +46,17 @@ export const PDF_SPLIT: PdfSplit = { minBytes: 1024 * 1024, minPages: 64, spareC
  * its languages happen in the worker pool under the per-document limits (detection was a quarter of
  * the event loop's busy time when ingesting many small files; docs/performance.md).
  */
-export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOptions): Extractor {
+export function createPooledExtractor(
+  pool: WorkerPool<ExtractTasks>,
+  opts: PooledExtractorOptions,
+): Extractor {
   const only = opts.only ? { only: opts.only } : {};
   const split = opts.pdfSplit ?? false;
-  const documentOf = ({ content, mime, languages }: TaskOutputs['extract']): ExtractedDocument[] => [
-    toDocument(content, mime, [], languages),
-  ];
+  const documentOf = ({
+    content,
+    mime,
+    languages,
+  }: ExtractTasks['extract']['output']): ExtractedDocument[] => [toDocument(content, mime, [], languages)];
   /** Whether a file of this size may be read in parts now (the file type is judged after). */
   const maySplit = (bytes: number): boolean =>
     split !== false && bytes >= split.minBytes && pool.free >= 2 && (split.spareCore ?? spareCore)();
@@ -64,7 +69,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
     file: SourceFile,
     bytes: number,
     signal: AbortSignal | undefined,
-  ): Promise<TaskOutputs['extract'] | undefined> => {
+  ): Promise<ExtractTasks['extract']['output'] | undefined> => {
     if (!split || !maySplit(bytes)) return undefined;
     const type = await detectFileType(file.path, file.filename, file.mimeType);
     if (type.kind !== 'pdf' || (opts.only && !opts.only.includes('pdf')) || pool.free < 2) return undefined;
@@ -116,7 +121,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
         );
       const group = async (ids: readonly number[]): Promise<void> => {
         if (ids.length === 0) return;
-        let results: TaskOutputs['extract-many'];
+        let results: ExtractTasks['extract-many']['output'];
         try {
           const members = ids.map((i) => files[i]!);
           results = await pool.run(
@@ -146,7 +151,7 @@ export function createPooledExtractor(pool: WorkerPool, opts: PooledExtractorOpt
       const one = async (i: number): Promise<void> => {
         // Queued at once, before the small files' groups (the larger files start first), unless it may be split.
         if (!maySplit(sizes[i]!)) return group([i]);
-        let read: TaskOutputs['extract'] | undefined;
+        let read: ExtractTasks['extract']['output'] | undefined;
         try {
           read = await readSplit(files[i]!, sizes[i]!, signal);
         } catch (err) {

@@ -18,6 +18,7 @@ import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import { WorkerPool } from '../pool/worker-pool.js';
 import type { FileLock } from './lock.js';
+import { INGEST_POOL, type IngestTasks } from './pool.js';
 import { IngestService } from './service.js';
 import type { StageObserver } from './stages.js';
 
@@ -42,7 +43,7 @@ export interface BuiltPipeline {
   /** Any concrete engine by name, for the extraction probe. */
   extractorFor(engine: string): Extractor;
   /** The worker pool of extraction, chunking and BM25 encoding. */
-  pool: WorkerPool;
+  pool: WorkerPool<IngestTasks>;
   /**
    * Honours the settings recorded in the index and records this process's (index-settings.ts);
    * run once the collection exists, before any write. Throws `INDEX_SETTINGS_CONFLICT`.
@@ -99,8 +100,9 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     ? createSparseEncoder(config.SPARSE_EMBEDDING_MODEL, config.SPARSE_LANGUAGE).model
     : undefined;
   // Extraction, chunking and BM25 encoding of whole documents run in this pool, off the event loop.
-  const pool = new WorkerPool(
+  const pool = new WorkerPool<IngestTasks>(
     {
+      ...INGEST_POOL,
       size: config.EXTRACTION_WORKERS,
       warm: config.EXTRACTION_WARM_WORKERS,
       heapMb: config.EXTRACTION_MAX_HEAP_MB,

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import { KildeError } from '../errors.js';
-import { limitExceeded } from '../extract/limits.js';
+import type { PoolErrors } from './pool-settings.js';
 
 /*
  * What a pool task's caller gets when its worker had to go (worker-pool.ts): the task past its time
@@ -11,8 +10,8 @@ import { limitExceeded } from '../extract/limits.js';
 const timedOut = new WeakMap<object, number>();
 
 /** The error of a task stopped at its time limit of `seconds`, while item `item` of it ran. */
-export function timedOutError(seconds: number, item: number): KildeError {
-  const err = limitExceeded(`processing took longer than ${seconds} s`, 'EXTRACTION_TIMEOUT');
+export function timedOutError(errors: PoolErrors, seconds: number, item: number): Error {
+  const err = errors.overLimit(`processing took longer than ${seconds} s`, 'timeout');
   timedOut.set(err, item);
   return err;
 }
@@ -36,18 +35,16 @@ export function workerFailure(
     signal: NodeJS.Signals | null;
     err: Error | undefined;
   },
+  errors: PoolErrors,
   log: Logger,
-): KildeError {
+): Error {
   if (/heap out of memory|Reached heap limit/.test(w.stderr)) {
     log.warn({ task: w.task, heapMb: w.heapMb }, 'worker out of memory: worker replaced');
-    return limitExceeded(`processing needed more than ${w.heapMb} MiB of memory`, 'EXTRACTION_MAX_HEAP_MB');
+    return errors.overLimit(`processing needed more than ${w.heapMb} MiB of memory`, 'heap');
   }
   log.error(
     { err: w.err, task: w.task, exitCode: w.code, signal: w.signal, stderr: w.stderr.slice(-1000) },
     'worker stopped unexpectedly: worker replaced',
   );
-  return new KildeError('EXTRACTION_FAILED', 'The extraction worker stopped unexpectedly', {
-    variant: 'crashed',
-    cause: w.err,
-  });
+  return errors.crashed(w.err);
 }

@@ -4,8 +4,11 @@ import { type ChildProcess, fork } from 'node:child_process';
  * A pool worker as an operating-system process (worker-pool.ts schedules them). From `src/` (tests,
  * tsx) the worker entry is TypeScript and needs tsx's loader; from `dist/` it is plain JavaScript.
  */
-const FROM_SOURCE = import.meta.url.endsWith('.ts');
-const WORKER = new URL(FROM_SOURCE ? './pool-worker.ts' : './pool-worker.js', import.meta.url);
+
+/** The worker entry `name` (without extension) beside the module at `base` (its `import.meta.url`). */
+export function workerEntry(base: string, name: string): URL {
+  return new URL(`./${name}${base.endsWith('.ts') ? '.ts' : '.js'}`, base);
+}
 /**
  * A parent started with `--cpu-prof` (and its `--cpu-prof-dir`, `--cpu-prof-interval`) profiles its
  * workers too: each writes its own profile, under its own default name, when it exits
@@ -35,10 +38,10 @@ export function profileFlags(execArgv: readonly string[]): string[] {
  * V8's out-of-memory report). It inherits this process's environment: the memory settings and the
  * compile cache (src/cli/process-memory.ts, src/cli/compile-cache.ts).
  */
-export function forkWorker(heapMb: number): ChildProcess {
-  return fork(WORKER, [], {
+export function forkWorker(entry: URL, heapMb: number): ChildProcess {
+  return fork(entry, [], {
     execArgv: [
-      ...(FROM_SOURCE ? ['--import', 'tsx/esm'] : []),
+      ...(entry.pathname.endsWith('.ts') ? ['--import', 'tsx/esm'] : []),
       `--max-old-space-size=${heapMb}`,
       ...PROFILE_FLAGS,
     ],

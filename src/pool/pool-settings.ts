@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { WorkerSetup } from './tasks.js';
 
 /*
  * What a worker pool (worker-pool.ts) is made with and what its callers pass per task: its size and
@@ -14,7 +13,15 @@ export interface PoolSettings {
   heapMb: number;
   /** Wall time of one task once it runs (`EXTRACTION_TIMEOUT`). */
   timeoutMs: number;
-  setup: WorkerSetup;
+  /**
+   * The workers' entry module: it calls `serveTasks` (worker-runtime.ts) with the handlers of the
+   * tasks this pool runs (src/ingest/pool-worker.ts, src/extract/pool-worker.ts).
+   */
+  worker: URL;
+  /** Sent to every worker before its first task, for its handlers (the pool does not read it). */
+  setup: unknown;
+  /** The errors a caller gets when its worker had to go (they name the domain's settings). */
+  errors: PoolErrors;
   /**
    * Workers kept running while idle (`EXTRACTION_WARM_WORKERS`, at most `size`), so that work after a
    * quiet spell does not wait for a worker's start; the others stop after `IDLE_MS` idle. Default 0.
@@ -25,6 +32,14 @@ export interface PoolSettings {
    * is replaced by a fresh one once idle. Default `RECYCLE_GROWTH_MB` (pool-policy.ts).
    */
   recycleGrowthMb?: number;
+}
+
+/** The errors a task's caller gets when its worker had to go. */
+export interface PoolErrors {
+  /** The task ran past its time limit (`limit: 'timeout'`) or its worker out of heap (`'heap'`); `what` says by how much. */
+  overLimit(what: string, limit: 'timeout' | 'heap'): Error;
+  /** The worker stopped under the task for any other reason. */
+  crashed(cause: Error | undefined): Error;
 }
 
 export interface PoolDeps {

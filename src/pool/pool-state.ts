@@ -1,17 +1,16 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Timer } from '../clock.js';
 import type { Queued } from './pool-policy.js';
-import type { TaskInput } from './tasks.js';
 
 /** What the worker pool (worker-pool.ts) keeps for each task it was given and each worker it runs. */
 
 export interface Job extends Queued {
   id: number;
-  input: TaskInput;
+  input: { kind: string };
   signal: AbortSignal | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
-  /** The item running now, in a task over many (`extract-many`). */
+  /** The item running now, in a task over many (e.g. extraction's `extract-many`). */
   item?: number;
   settled?: true;
   /** How often a later task was started before this one (see `#pick`). */

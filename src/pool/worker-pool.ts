@@ -6,11 +6,19 @@ import { BACKLOG_MS, grown, mergeable, RECYCLE_GROWTH_MB, takeMergeable, warrant
 import { forkWorker, hold } from './pool-process.js';
 import { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
 import type { Job, Worker } from './pool-state.js';
-import type { FromWorker, TaskInput, TaskOutputs, TaskResult, ToWorker } from './tasks.js';
+import type { FromWorker, TaskMap, ToWorker } from './protocol.js';
 
 export { timedOutItem } from './pool-errors.js';
 export { BACKLOG_MS, BACKLOG_WEIGHT, HEAVY_WEIGHT, MERGE } from './pool-policy.js';
-export { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
+export { workerEntry } from './pool-process.js';
+export {
+  IDLE_MS,
+  type PoolDeps,
+  type PoolErrors,
+  type PoolSettings,
+  type RunOptions,
+} from './pool-settings.js';
+export type { TaskInput, TaskMap, TaskResult } from './protocol.js';
 
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
@@ -19,15 +27,16 @@ const STDERR_TAIL = 4096;
 const MAX_PASSED = 8;
 
 /**
- * The worker pool of the in-process heavy work: extraction, chunking and BM25 encoding of whole
- * documents run in child processes instead of on the event loop (see docs/decisions.md for why
- * processes rather than threads: a V8 heap-limit failure in a worker *thread* can abort the whole
- * process). Every worker has a hard heap limit (`--max-old-space-size`) and every task a wall-time
- * limit that starts when the task does; a worker that runs out of either is killed and replaced,
- * and its caller gets `EXTRACTION_FAILED` naming the limit. One task per worker at a time, so the
- * heap limit is the document's.
+ * A pool of worker processes for the in-process heavy work (Kilde's: extraction, chunking and BM25
+ * encoding of whole documents, src/ingest/pool-worker.ts) instead of the event loop (see
+ * docs/decisions.md for why processes rather than threads: a V8 heap-limit failure in a worker
+ * *thread* can abort the whole process). It knows the tasks `T` only by kind: the domain defines
+ * them and the workers' handlers (`settings.worker`). Every worker has a hard heap limit
+ * (`--max-old-space-size`) and every task a wall-time limit that starts when the task does; a worker
+ * that runs out of either is killed and replaced, and its caller gets `settings.errors`' error
+ * naming the limit. One task per worker at a time, so the heap limit is the task's.
  */
-export class WorkerPool {
+export class WorkerPool<T extends TaskMap = TaskMap> {
   readonly #settings: PoolSettings;
   readonly #log: Logger;
   readonly #clock: Clock;
@@ -46,14 +55,14 @@ export class WorkerPool {
   }
 
   /** Runs one task in a worker; `signal` (the caller going away) stops it wherever it is. */
-  run<K extends TaskInput['kind']>(
-    input: TaskInput & { kind: K },
+  run<K extends keyof T & string>(
+    input: T[K]['input'] & { kind: K },
     options: RunOptions = {},
-  ): Promise<TaskOutputs[K]> {
+  ): Promise<T[K]['output']> {
     const { signal, affinity, weight } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.#closed) return Promise.reject(new Error('the worker pool is closed'));
-    return new Promise<TaskOutputs[K]>((resolve, reject) => {
+    return new Promise<T[K]['output']>((resolve, reject) => {
       const onAbort = () => this.#abort(job, signal?.reason);
       const job: Job = {
         id: this.#nextId++,
@@ -65,7 +74,7 @@ export class WorkerPool {
         passed: 0,
         resolve: (value) => {
           signal?.removeEventListener('abort', onAbort);
-          resolve(value as TaskOutputs[K]);
+          resolve(value as T[K]['output']);
         },
         reject: (err) => {
           signal?.removeEventListener('abort', onAbort);
@@ -203,7 +212,7 @@ export class WorkerPool {
   }
 
   #spawn(): Worker {
-    const child = forkWorker(this.#settings.heapMb);
+    const child = forkWorker(this.#settings.worker, this.#settings.heapMb);
     const worker: Worker = { child, turn: [], merged: false, stderr: '', warm: new Set() };
     this.#workers.add(worker);
     child.stderr?.setEncoding('utf8');
@@ -240,7 +249,7 @@ export class WorkerPool {
     worker.deadline?.cancel();
     worker.deadline = undefined;
     worker.current = undefined;
-    const result = msg.result as TaskResult<TaskInput['kind']>;
+    const result = msg.result;
     if (result.ok) this.#settle(job, undefined, result.value);
     else this.#settle(job, revive(result.error));
     if (worker.turn.length > 0) return;
@@ -282,7 +291,7 @@ export class WorkerPool {
       { task: job.input.kind, limitSeconds: seconds },
       'worker task over its time limit: worker replaced',
     );
-    const err = timedOutError(seconds, job.item ?? 0);
+    const err = timedOutError(this.#settings.errors, seconds, job.item ?? 0);
     this.#settle(job, err);
     this.#stop(worker);
   }
@@ -333,6 +342,7 @@ export class WorkerPool {
           job,
           workerFailure(
             { stderr: worker.stderr, heapMb: this.#settings.heapMb, task: job.input.kind, code, signal, err },
+            this.#settings.errors,
             this.#log,
           ),
         );

@@ -11,6 +11,7 @@ import {
   YOUNG_GENERATION_FLAG,
 } from '../../src/cli/process-memory.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { ManualClock } from '../helpers/clock.js';
 
@@ -109,8 +110,9 @@ describe('the process memory settings', () => {
       delete process.env.GLIBC_TUNABLES;
       delete process.env.NODE_OPTIONS;
       applyProcessMemorySettings(process.env);
-      const pool = new WorkerPool(
+      const pool = new WorkerPool<IngestTasks>(
         {
+          ...INGEST_POOL,
           size: 1,
           heapMb: 128,
           timeoutMs: 60_000,

@@ -8,6 +8,7 @@ import { joinPdfParts, partPages, readPdf, readPdfPart } from '../../src/extract
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { makePdf } from '../helpers/make-pdf.js';
@@ -87,8 +88,8 @@ describe('the pooled extractor with two free workers', () => {
   const local = createInprocessExtractor();
 
   it('reads a large PDF in two parts on both workers, exactly as one worker reads it', async () => {
-    const pool = new WorkerPool(
-      { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+    const pool = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
       { log },
     );
     try {
@@ -114,8 +115,8 @@ describe('the pooled extractor with two free workers', () => {
       { minBytes: 1e9, minPages: 0, spareCore: () => true },
       { minBytes: 0, minPages: 0, spareCore: () => false },
     ]) {
-      const pool = new WorkerPool(
-        { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+      const pool = new WorkerPool<IngestTasks>(
+        { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
         { log },
       );
       try {
@@ -128,8 +129,8 @@ describe('the pooled extractor with two free workers', () => {
         await pool.close();
       }
     }
-    const one = new WorkerPool(
-      { size: 1, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+    const one = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 1, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
       { log },
     );
     try {
@@ -145,7 +146,10 @@ describe('the pooled extractor with two free workers', () => {
 
   it('fails a split read as the whole read fails: a corrupt PDF, a PDF over the page limit', async () => {
     const limits = { ...DEFAULT_LIMITS, maxPages: 50 };
-    const pool = new WorkerPool({ size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits } }, { log });
+    const pool = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits } },
+      { log },
+    );
     try {
       const extractor = createPooledExtractor(pool, {
         name: 'inprocess',

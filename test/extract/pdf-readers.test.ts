@@ -9,6 +9,7 @@ import { ownPool } from '../../src/extract/create-extractor.js';
 import { type PdfReader, readPdf } from '../../src/extract/inprocess/pdf-parts.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { makePdf } from '../helpers/make-pdf.js';
@@ -144,8 +145,9 @@ describe('EXTRACTION_PDF_READER in the worker pool', () => {
 
   it('holds PDFium’s memory to EXTRACTION_MAX_HEAP_MB: EXTRACTION_FAILED, and the worker goes on', async () => {
     // 16 MiB: less than PDFium's linear memory at its start, so the first page is over it.
-    const pool = new WorkerPool(
+    const pool = new WorkerPool<IngestTasks>(
       {
+        ...INGEST_POOL,
         size: 1,
         heapMb: 256,
         timeoutMs: 60_000,

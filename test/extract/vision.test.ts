@@ -6,6 +6,7 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createExtractor, ownPool } from '../../src/extract/create-extractor.js';
 import type { Extractor, SourceFile } from '../../src/extract/extractor.js';
+import type { ExtractTasks } from '../../src/extract/pool-tasks.js';
 import { createLocalOfficeRenderer } from '../../src/extract/vision/office-render.js';
 import type { WorkerPool } from '../../src/pool/worker-pool.js';
 import { type FakeGotenberg, startFakeGotenberg } from '../fakes/gotenberg.js';
@@ -38,7 +39,7 @@ let letterPdf: string;
  * One worker pool for every engine here (its worker loads pdf.js and Skia once); its package limit
  * is lowered so a small zip bomb trips it. Time-outs of the outbound calls run on each engine's clock.
  */
-let pool: WorkerPool;
+let pool: WorkerPool<ExtractTasks>;
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kilde-vision-'));

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 
@@ -32,8 +33,8 @@ function heldFile(name: string): { file: { path: string; filename: string }; rel
 
 describe('the worker pool with task affinities', () => {
   it('gives a freed worker the queued task of a library it has loaded, not the oldest one', async () => {
-    const pool = new WorkerPool(
-      { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+    const pool = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
       { log: pino({ level: 'silent' }) },
     );
     try {

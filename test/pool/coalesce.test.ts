@@ -8,6 +8,7 @@ import { createPooledChunker } from '../../src/chunk/pooled-chunker.js';
 import { createPooledLexicalStage } from '../../src/embed/bm25/lexical-stage.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { BACKLOG_MS, WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -27,8 +28,9 @@ afterAll(async () => {
 
 const settings = { mode: 'markdown' as const, size: 60, overlap: 10 };
 const poolOf = (o: { size?: number; heapMb?: number; clock?: ManualClock } = {}) =>
-  new WorkerPool(
+  new WorkerPool<IngestTasks>(
     {
+      ...INGEST_POOL,
       size: o.size ?? 1,
       heapMb: o.heapMb ?? 256,
       timeoutMs: 60_000,
@@ -70,7 +72,10 @@ const outcome = (p: Promise<unknown>): Promise<Outcome> =>
   );
 
 /** Holds one of `pool`'s workers on a file that cannot be read until `hold.release()`. */
-function holdWorker(pool: WorkerPool): { hold: ReturnType<typeof heldFile>; first: Promise<Outcome> } {
+function holdWorker(pool: WorkerPool<IngestTasks>): {
+  hold: ReturnType<typeof heldFile>;
+  first: Promise<Outcome>;
+} {
   const hold = heldFile();
   const first = outcome(pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }));
   return { hold, first };
@@ -78,7 +83,7 @@ function holdWorker(pool: WorkerPool): { hold: ReturnType<typeof heldFile>; firs
 
 /** Each caller's small work, as calls to make: a file read, its chunks, their terms. */
 function smallWork(
-  pool: WorkerPool,
+  pool: WorkerPool<IngestTasks>,
   files: Array<{ path: string; filename: string }>,
 ): Array<() => Promise<Outcome>> {
   const extractor = createPooledExtractor(pool, { name: 'inprocess' });

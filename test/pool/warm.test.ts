@@ -2,6 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startService } from '../../src/cli/serve.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { IDLE_MS, type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
 import { tempDir } from '../cli/helpers.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -12,8 +13,9 @@ import { ManualClock } from '../helpers/clock.js';
  */
 
 const poolOf = (o: Partial<PoolSettings>, idleClock: ManualClock) =>
-  new WorkerPool(
+  new WorkerPool<IngestTasks>(
     {
+      ...INGEST_POOL,
       size: 2,
       heapMb: 256,
       timeoutMs: 60_000,
@@ -27,7 +29,7 @@ const poolOf = (o: Partial<PoolSettings>, idleClock: ManualClock) =>
   );
 
 /** Chunking tasks of unknown size: each one is heavy, so two at once start both workers. */
-const chunk = (pool: WorkerPool, text: string) => pool.run({ kind: 'chunk', docs: [{ text }] });
+const chunk = (pool: WorkerPool<IngestTasks>, text: string) => pool.run({ kind: 'chunk', docs: [{ text }] });
 
 const alive = (pid: number) => {
   try {
@@ -149,7 +151,7 @@ describe('kept workers at start-up', () => {
     });
     try {
       const part = running.parts.find((p) => p.name === 'ingest') as unknown as {
-        pipeline(): { pool: WorkerPool };
+        pipeline(): { pool: WorkerPool<IngestTasks> };
       };
       expect(part.pipeline().pool.pids).toHaveLength(1);
     } finally {

@@ -14,14 +14,16 @@ import type { ExtractedDocument } from '../../src/extract/extractor.js';
 import { createInprocessExtractor } from '../../src/extract/inprocess-engine.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor, GROUP_MIN_BYTES } from '../../src/extract/pooled-engine.js';
+import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { ManualClock } from '../helpers/clock.js';
 
 const settings = { mode: 'markdown' as const, size: 60, overlap: 10 };
 const clock = new ManualClock();
-const pool = new WorkerPool(
+const pool = new WorkerPool<IngestTasks>(
   {
+    ...INGEST_POOL,
     size: 1,
     heapMb: 256,
     timeoutMs: 60_000,
@@ -129,8 +131,8 @@ describe('many files in one task (a pass of small files)', () => {
   it('reads a pass of small text files on one worker, and starts the second for a real extractor', async () => {
     const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-workers-'));
     // A manual clock: light work never waits long enough for its backlog to start a second worker.
-    const two = new WorkerPool(
-      { size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+    const two = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
       { log: pino({ level: 'silent' }), clock: new ManualClock() },
     );
     try {
@@ -178,8 +180,8 @@ describe('many files in one task (a pass of small files)', () => {
         return { cancel: () => undefined };
       },
     };
-    const late = new WorkerPool(
-      { size: 1, heapMb: 256, timeoutMs: 5_000, setup: { limits: DEFAULT_LIMITS } },
+    const late = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 1, heapMb: 256, timeoutMs: 5_000, setup: { limits: DEFAULT_LIMITS } },
       { log: pino({ level: 'silent' }), clock: lateSecond },
     );
     try {
@@ -211,8 +213,8 @@ describe('many files in one task (a pass of small files)', () => {
 describe('a worker process that dies under a task', () => {
   it('out of heap: EXTRACTION_FAILED naming EXTRACTION_MAX_HEAP_MB, and the pool goes on', async () => {
     const tmp = await mkdtemp(join(tmpdir(), 'kilde-pool-oom-'));
-    const small = new WorkerPool(
-      { size: 1, heapMb: 64, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+    const small = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 1, heapMb: 64, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
       { log: pino({ level: 'silent' }) },
     );
     try {

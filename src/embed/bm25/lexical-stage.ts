@@ -1,6 +1,7 @@
 import type { SparseVector } from '../../index/contract.js';
 import type { WorkerPool } from '../../pool/worker-pool.js';
 import { type Bm25Language, type ChunkContext, LexicalAnalyzer } from './analysis.js';
+import type { LexicalTasks } from './pool-task.js';
 
 /**
  * One chunk to analyse: its contextual text and the language to analyse it in, or (`LexicalChunk`)
@@ -110,7 +111,7 @@ export function createLexicalStage(o: { sparseModel?: string | undefined }): Lex
 
 /** The stage in the worker pool: a large document's chunks take seconds to stem and hash. */
 export function createPooledLexicalStage(
-  pool: WorkerPool,
+  pool: WorkerPool<LexicalTasks>,
   o: { sparseModel?: string | undefined },
 ): LexicalStage {
   const sparse = o.sparseModel !== undefined;

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WorkerPool } from '../../pool/worker-pool.js';
 import type { Extractor } from '../extractor.js';
 import { detectFileType } from '../file-type.js';
+import type { ExtractTasks } from '../pool-tasks.js';
 import { judgeSignals, type RouterThresholds } from '../routing.js';
 import type { PageRenderer } from './page-images.js';
 import { visionPrompt } from './prompts.js';
@@ -13,7 +14,7 @@ export interface HybridEngineOptions {
   vision: Extractor;
   renderPages: PageRenderer;
   client: VisionClient;
-  pool: WorkerPool;
+  pool: WorkerPool<ExtractTasks>;
   thresholds: RouterThresholds;
   languageHint: string | undefined;
   log: Logger;

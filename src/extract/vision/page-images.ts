@@ -6,6 +6,7 @@ import type { WorkerPool } from '../../pool/worker-pool.js';
 import { extractionFailed } from '../document.js';
 import type { SourceFile } from '../extractor.js';
 import { detectFileType, type FileKind } from '../file-type.js';
+import type { ExtractTasks } from '../pool-tasks.js';
 import { OFFICE_KINDS, type OfficeRenderer } from './office-render.js';
 import type { RenderedPdf } from './render-pdf.js';
 
@@ -19,7 +20,7 @@ export interface PageImages extends RenderedPdf {
 export type PageRenderer = (file: SourceFile, signal?: AbortSignal) => Promise<PageImages>;
 
 export interface PageRendererOptions {
-  pool: WorkerPool;
+  pool: WorkerPool<ExtractTasks>;
   /** Office → PDF; without one, office documents fail with a message saying what to configure. */
   office: OfficeRenderer;
   dpi: number;

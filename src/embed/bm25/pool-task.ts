@@ -1,0 +1,26 @@
+import type { TaskHandlers } from '../../pool/worker-runtime.js';
+import { LexicalAnalyzer } from './analysis.js';
+import { analyseItems, type LexicalItem, type PackedSparse, packSparse } from './lexical-stage.js';
+
+/*
+ * The lexical stage's task in the worker pool (src/pool/): chunks' terms, and BM25 vectors when
+ * `sparse` (lexical-stage.ts sends it). Callers import the types only; the handler loads in the workers.
+ */
+
+export type LexicalTasks = {
+  lexical: {
+    input: { items: LexicalItem[]; sparse: boolean };
+    output: { lexical: string[]; sparse?: PackedSparse };
+  };
+};
+
+let analyzer: LexicalAnalyzer | undefined;
+
+export const lexicalHandlers: TaskHandlers<LexicalTasks, unknown> = {
+  lexical(input) {
+    // Each item names its language; the analyzer's fallback is never used here.
+    analyzer ??= new LexicalAnalyzer('english');
+    const out = analyseItems(analyzer, input.items, input.sparse);
+    return out.sparse ? { lexical: out.lexical, sparse: packSparse(out.sparse) } : { lexical: out.lexical };
+  },
+};
