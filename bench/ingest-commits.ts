@@ -28,6 +28,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '1,4' },
     rounds: { type: 'string', default: '1' },
     'skip-bulk': { type: 'boolean', default: false },
+    /** `kilde ingest --url --concurrency`; unset: the command's default. */
+    'url-concurrency': { type: 'string' },
     'no-build': { type: 'boolean', default: false },
   },
 });
@@ -150,6 +152,9 @@ async function putAll(url: string, files: string[], concurrency: number): Promis
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
+/** CPU seconds of the last `kilde ingest --url` client run. */
+let lastClientCpu = 0;
+
 async function runKilde(args: string[], extra: Record<string, string>): Promise<number> {
   const child = spawn('/usr/bin/time', ['-f', 'kilde-cpu %U %S', LAUNCHER, ...args], {
     env: { ...env, ...extra },
@@ -162,7 +167,8 @@ async function runKilde(args: string[], extra: Record<string, string>): Promise<
   const [code] = (await once(child, 'close')) as [number | null];
   if (code !== 0) throw new Error(`kilde ${args.join(' ')} failed (${code}):\n${stderr.slice(-2000)}`);
   const m = /kilde-cpu ([\d.]+) ([\d.]+)/.exec(stderr);
-  return m ? Number(m[1]) + Number(m[2]) : Number.NaN;
+  lastClientCpu = m ? Number(m[1]) + Number(m[2]) : Number.NaN;
+  return lastClientCpu;
 }
 
 interface Run {
@@ -170,6 +176,8 @@ interface Run {
   /** CPU seconds: the server's tree (HTTP) or the CLI's (local). */
   cpu: number;
   versions: number;
+  /** `kilde ingest --url`: the client's CPU seconds. */
+  clientCpu?: number;
 }
 
 async function overHttp(client: (url: string, data: string) => Promise<void>): Promise<Run> {
@@ -227,12 +235,15 @@ try {
       { name: 'local kilde ingest', run: () => local(dir) },
       {
         name: 'kilde ingest --url',
-        run: () =>
-          overHttp(async (url, data) => {
-            await runKilde(['ingest', dir, '-c', 'bench', '--url', url], {
+        run: async () => ({
+          ...(await overHttp(async (url, data) => {
+            const c = values['url-concurrency'];
+            await runKilde(['ingest', dir, '-c', 'bench', '--url', url, ...(c ? ['--concurrency', c] : [])], {
               KILDE_DATA_DIR: join(data, 'client'),
             });
-          }),
+          })),
+          clientCpu: lastClientCpu,
+        }),
       },
     );
   }
@@ -242,7 +253,7 @@ try {
       const run = await v.run();
       runs.get(v.name)!.push(run);
       console.log(
-        `  ${v.name}: ${run.seconds.toFixed(2)} s, ${(n / run.seconds).toFixed(0)} files/s, CPU ${run.cpu.toFixed(2)} s (${((run.cpu / n) * 1000).toFixed(1)} ms a file), ${run.versions} table versions, load ${load()}`,
+        `  ${v.name}: ${run.seconds.toFixed(2)} s, ${(n / run.seconds).toFixed(0)} files/s, CPU ${run.cpu.toFixed(2)} s (${((run.cpu / n) * 1000).toFixed(1)} ms a file), ${run.versions} table versions${run.clientCpu === undefined ? '' : `, client CPU ${run.clientCpu.toFixed(2)} s`}, load ${load()}`,
       );
     }
   }
