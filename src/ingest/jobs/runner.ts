@@ -2,6 +2,7 @@ import { access, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { KildeError } from '../../errors.js';
+import { inSpan } from '../../telemetry/tracing.js';
 import type { BuiltPipeline } from '../build.js';
 import { tooLarge } from '../byte-limit.js';
 import type { ObjectStore } from '../object-store.js';
@@ -110,7 +111,14 @@ export interface RunnerDeps {
  * versioning, pipeline), the object fetched under the lock; its answer is the job's result.
  */
 export function createJobRunner(deps: RunnerDeps): JobHandler {
-  return async (payload, ctx) => {
+  // With tracing on, a job is a trace of its own (it runs apart from the request that queued it).
+  const traced: JobHandler = (payload, ctx) =>
+    inSpan(
+      'kilde.ingest.job',
+      { 'kilde.file_id': payload.target.fileId, 'kilde.collection': payload.target.collectionName },
+      () => run(payload, ctx),
+    );
+  const run: JobHandler = async (payload, ctx) => {
     const { service } = deps.pipeline();
     const { target, source } = payload;
     const onProgress = (p: { stage: Stage; chunksTotal?: number; chunksDone?: number }) =>
@@ -176,4 +184,5 @@ export function createJobRunner(deps: RunnerDeps): JobHandler {
     );
     return successBody(outcome);
   };
+  return traced;
 }
