@@ -2,6 +2,7 @@ import { copyFile, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DOCUMENTS } from '../fixtures/index.js';
+import { eventually } from '../helpers/eventually.js';
 import { cleanEnv, jsonLines, REPO, runCli, Server, tempDir } from './helpers.js';
 
 /**
@@ -174,11 +175,10 @@ describe('npm start (kilde quickstart) end to end', () => {
       ok: true,
       chunks: 1,
     });
-    let hits: string[] = [];
-    for (let i = 0; i < 40 && hits.length === 0; i += 1) {
-      hits = (await search(['Limfjorden Jutland'], ['local'])).documents[0] ?? [];
-      if (hits.length === 0) await new Promise((r) => setTimeout(r, 100));
-    }
+    const hits = await eventually(async () => {
+      const found = (await search(['Limfjorden Jutland'], ['local'])).documents[0] ?? [];
+      return found.length > 0 && found;
+    }, 100);
     expect(hits[0]).toContain('Limfjorden cuts through northern Jutland');
   });
 

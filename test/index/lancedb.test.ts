@@ -12,6 +12,7 @@ import { ftsIndex } from '../../src/index/lancedb-schema-check.js';
 import { engineFor, type IndexSettings, openIndex } from '../../src/index/open.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { ManualClock } from '../helpers/clock.js';
+import { eventually } from '../helpers/eventually.js';
 import { tempDirs } from '../helpers/temp-dirs.js';
 import { runVectorIndexContract } from './contract-suite.js';
 
@@ -309,14 +310,9 @@ describe('LanceDB adapter', () => {
     });
     // The child counted the parent's point before adding its own.
     expect(out.trim()).toBe('1');
-    // Visible once this reader re-checks the table (readConsistencySeconds); bounded by attempts.
-    let seen = 0;
-    for (let attempt = 0; attempt < 100; attempt++) {
-      seen = (await i.searchLexical({ text: 'child' }, {}, 5)).length;
-      if (seen === 1) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(seen).toBe(1);
+    // Visible once this reader re-checks the table (readConsistencySeconds).
+    await eventually(async () => (await i.searchLexical({ text: 'child' }, {}, 5)).length > 0, 100);
+    expect(await i.searchLexical({ text: 'child' }, {}, 5)).toHaveLength(1);
     expect(await i.count({})).toBe(2);
   });
 });

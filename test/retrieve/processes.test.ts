@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, Server } from '../cli/helpers.js';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { multipartBody } from '../ingest/helpers/harness.js';
 
 /**
@@ -42,19 +43,12 @@ async function search(query: string) {
   return (await res.json()) as { documents: string[][]; metadatas: { file_id: string }[][] };
 }
 
-/** Polls the retrieval process until `ok(result)`; returns the milliseconds it took. */
 /**
  * Searches until `ok` holds: the other process's commit becomes visible once the reader re-checks the
- * table (LanceDB's read-consistency interval, 1 s by default). Bounded by attempts, not by a clock.
+ * table (LanceDB's read-consistency interval, 1 s by default). No deadline of its own (the test's).
  */
-async function pollUntil(query: string, ok: (ids: string[]) => boolean, attempts = 200) {
-  let ids: string[] = [];
-  for (let i = 0; i < attempts; i++) {
-    ids = (await search(query)).metadatas[0]!.map((m) => m.file_id);
-    if (ok(ids)) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`not visible after ${attempts} searches: ${ids}`);
+async function pollUntil(query: string, ok: (ids: string[]) => boolean) {
+  return eventually(async () => ok((await search(query)).metadatas[0]!.map((m) => m.file_id)), 50);
 }
 
 async function upload(fileId: string, text: string) {
