@@ -206,6 +206,37 @@ describe('traces of an ingest', () => {
   });
 });
 
+describe('traces of concurrent ingests', () => {
+  it('files that share a pipeline pass: the pass is a trace of its own, linked to each file span', async () => {
+    // While one ingest runs, small text files arriving meanwhile join one shared pass.
+    const parents = ['a1', 'a2', 'a3', 'a4'].map(
+      (_id, i) => `00-${CALLER_TRACE.slice(0, 30)}1${i}-${CALLER_SPAN}-01`,
+    );
+    await Promise.all(
+      ['a1', 'a2', 'a3', 'a4'].map((id, i) =>
+        put(id, `Ferry timetable ${id}: the ferry leaves at ${i + 7} o'clock.`, { traceparent: parents[i]! }),
+      ),
+    );
+    const all = memory.exporter.getFinishedSpans();
+    const passes = all.filter((s) => s.name === 'kilde.ingest.pass');
+    if (passes.length === 0) return; // every file ran alone this time: nothing shared to check
+    for (const pass of passes) {
+      expect(pass.parentSpanContext).toBeUndefined();
+      expect(pass.links.length).toBe(pass.attributes['kilde.pass.files']);
+      for (const link of pass.links) {
+        const file = all.find((s) => s.spanContext().spanId === link.context.spanId);
+        expect(file?.name).toBe('kilde.ingest.file');
+        expect(file?.spanContext().traceId).toBe(link.context.traceId);
+      }
+      // The pass's stages are its children, in its own trace.
+      const stages = all
+        .filter((s) => s.parentSpanContext?.spanId === pass.spanContext().spanId)
+        .map((s) => s.name);
+      expect(stages).toEqual(expect.arrayContaining(['kilde.ingest.convert', 'kilde.ingest.write']));
+    }
+  });
+});
+
 describe('traces of POST /search', () => {
   const body = { queries: ['rye bread sourdough'], collection_names: ['kb'], k: 2 };
   const headers = { ...AUTH, traceparent: TRACEPARENT };
