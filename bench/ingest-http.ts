@@ -101,7 +101,16 @@ try {
         `${((median(hs.map((x) => x.versions)) / n) * 1000).toFixed(0)} table versions per 1,000 files`,
         `peak ${mib(Math.max(...hs.map((x) => x.peakRss)))}`,
       );
-      if (who === 'server') line.push(`client CPU ${median(hs.map((x) => x.clientCpu)).toFixed(2)} s`);
+      if (who === 'server') {
+        // The server's CPU a file by where it ran: LanceDB's threads, the rest of its main process
+        // (the HTTP server, the pipeline, Node), its worker processes.
+        const main = median(hs.map((x) => x.mainCpu ?? Number.NaN));
+        const perFile = (s: number) => ((s / n) * 1000).toFixed(1);
+        line.push(
+          `a file: LanceDB ${perFile(lance)} ms, the rest of the main process ${perFile(main - lance)} ms, the workers ${perFile(cpu - main)} ms`,
+          `client CPU ${median(hs.map((x) => x.clientCpu)).toFixed(2)} s`,
+        );
+      }
     } else {
       const ls = rs as LangChainRun[];
       line.push(

@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { lanceVersions } from './lance-versions.js';
+import { cpuMsOf } from './proc-cpu.js';
 import { treeRss } from './tree-rss.js';
 
 /*
@@ -127,8 +128,9 @@ export interface HttpRun {
   seconds: number;
   /** CPU seconds of the server's process tree (or the local CLI's, workers included). */
   cpu: number;
-  /** Of which LanceDB's threads. */
+  /** Of which LanceDB's threads, and the server's main process (all its threads, LanceDB's included; the rest is its workers). */
   lanceCpu: number;
+  mainCpu?: number;
   clientCpu: number;
   peakRss: number;
   /** LanceDB table versions the run made (every table in the data dir). */
@@ -240,16 +242,18 @@ async function againstServer(
     peak = Math.max(peak, treeRss(pid));
   }, 20);
   const before = treeCpu(pid);
+  const mainBefore = cpuMsOf(pid) ?? 0;
   const lance = watchLanceCpu(pid);
   try {
     const run = await client(server.url, data);
     const cpu = treeCpu(pid) - before;
+    const mainCpu = ((cpuMsOf(pid) ?? 0) - mainBefore) / 1000;
     const lanceCpu = lance.stop();
     clearInterval(sampler);
     server.child.kill('SIGTERM');
     await once(server.child, 'exit');
     const { versions } = await lanceVersions(data);
-    return { seconds: run.seconds, cpu, lanceCpu, clientCpu: run.cpu, peakRss: peak, versions };
+    return { seconds: run.seconds, cpu, lanceCpu, mainCpu, clientCpu: run.cpu, peakRss: peak, versions };
   } finally {
     clearInterval(sampler);
     if (server.child.exitCode === null) {
