@@ -106,9 +106,11 @@ export class CommitJournal {
     return [this.#current, ...this.#closed, ...this.#committing].some((s) => has(s) === true);
   }
 
-  /** Whether anything is journaled and not yet committed. */
+  /** Whether nothing is journaled and not yet committed (a commit running counts as not yet). */
   get empty(): boolean {
-    return (this.#current?.entries.length ?? 0) === 0 && this.#closed.length === 0;
+    return (
+      (this.#current?.entries.length ?? 0) === 0 && this.#closed.length === 0 && this.#committing.length === 0
+    );
   }
 
   /**

@@ -75,6 +75,17 @@ describe('LanceDB commit window for new files', () => {
     expect(await readdir(join(dir, `${TABLE}.kilde-journal`))).toEqual([]);
   });
 
+  it('reads arriving while the window commits wait for it', async () => {
+    const dir = await tempDir();
+    const i = await index(dir, { clock: new ManualClock() });
+    for (let k = 0; k < 8; k++) await i.writeVersion(fileVersion(`w${k}`, 'v1', 2));
+    // The first read starts the commit; the others find it running and must not read before it lands.
+    const counts = await Promise.all(
+      Array.from({ length: 8 }, (_, k) => i.count({ fileId: `w${k}`, chunksOnly: true })),
+    );
+    expect(counts).toEqual(Array.from({ length: 8 }, () => 2));
+  });
+
   it('one upload at a time: a window of them is one commit, made when the window closes', async () => {
     const dir = await tempDir();
     const clock = new ManualClock();
