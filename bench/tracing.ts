@@ -10,7 +10,8 @@
  * - `on`: `OTEL_TRACES_EXPORTER=otlp`, every span batched, encoded as protobuf and sent to a sink in
  *   the parent process that answers 200.
  *
- * Asserts nothing. Usage: npm run bench:tracing -- [--rounds 3 --searches 400]
+ * First, in this process, the cost of the spans alone (`micro`). Asserts nothing.
+ * Usage: npm run bench:tracing -- [--rounds 3 --searches 400 --micro 20000]
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,6 +27,7 @@ const { values } = parseArgs({
     sink: { type: 'string' },
     rounds: { type: 'string', default: '3' },
     searches: { type: 'string', default: '400' },
+    micro: { type: 'string', default: '20000' },
   },
 });
 const SEARCHES = Number(values.searches);
@@ -114,7 +116,63 @@ async function child(mode: 'off' | 'on', sink: string): Promise<void> {
   process.exit(0);
 }
 
+/**
+ * The spans of one search (9: request, queries, search, embed + its CLIENT span, analyse, hybrid,
+ * rerank + its CLIENT span) made around empty stages, CPU per tree: plain awaits (the floor),
+ * `inSpan` with tracing off, and on with a batching processor whose exporter drops the batches
+ * (encoding and sending are the child runs' business).
+ */
+async function micro(n: number): Promise<void> {
+  const { inSpan } = await import('../src/telemetry/tracing.js');
+  const { installTracing } = await import('../src/telemetry/sdk.js');
+  const { BatchSpanProcessor } = await import('@opentelemetry/sdk-trace');
+  const stage = async () => undefined;
+  const plain = async () => {
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+    await stage();
+  };
+  const spanned = () =>
+    inSpan('POST /search', {}, async () => {
+      await inSpan('kilde.search.queries', {}, stage);
+      await inSpan('kilde.search', { 'kilde.search.mode': 'hybrid' }, async () => {
+        await inSpan('kilde.search.embed', {}, () => inSpan('POST', {}, stage));
+        await inSpan('kilde.search.analyse', {}, stage);
+        await inSpan('kilde.search.hybrid', { 'kilde.hits.count': 10 }, stage);
+        await inSpan('kilde.search.rerank', {}, () => inSpan('POST', {}, stage));
+      });
+    });
+  const measure = async (fn: () => Promise<unknown>) => {
+    for (let i = 0; i < 2000; i++) await fn();
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < n; i++) await fn();
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / n;
+  };
+  const floor = await measure(plain);
+  const off = await measure(spanned);
+  const exporter = {
+    export: (_spans: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }),
+    shutdown: async () => undefined,
+  };
+  const tracing = installTracing({
+    processors: [new BatchSpanProcessor({ exporter, maxQueueSize: 100_000 })],
+  });
+  const on = await measure(spanned);
+  await tracing.shutdown();
+  console.log(
+    `one search's 9 spans around empty stages, CPU per search (${n} each): plain awaits ${floor.toFixed(1)} µs, tracing off ${off.toFixed(1)} µs, tracing on ${on.toFixed(1)} µs (spans made and batched, not sent)`,
+  );
+}
+
 async function parent(): Promise<void> {
+  await micro(Number(values.micro));
   let spansBytes = 0;
   const sink = createServer((req, res) => {
     req.on('data', (c: Buffer) => {
@@ -166,6 +224,7 @@ async function parent(): Promise<void> {
     }
   }
   sink.close();
+  if (results.off!.cpu.length === 0 || results.on!.cpu.length === 0) return;
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const off = median(results.off!.cpu);
   const on = median(results.on!.cpu);
