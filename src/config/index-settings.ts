@@ -80,12 +80,12 @@ export const indexPiece = {
   ),
   QDRANT_WRITE_CONSISTENCY_FACTOR: int(
     undefined,
-    "Qdrant only: replicas that must apply a write before it is acknowledged, set at creation (unset: Qdrant's default, 1). Equal to QDRANT_REPLICATION_FACTOR, an acknowledged ingest is on every replica, so any replica answers a search with it (docs/scaling.md).",
+    "Qdrant only: replicas that must apply a write before it is acknowledged, set at creation (unset: Qdrant's default, 1). A majority of QDRANT_REPLICATION_FACTOR (2 of 3) with QDRANT_READ_CONSISTENCY=quorum keeps ingests and searches working with a node down; equal to it, an acknowledged ingest is on every replica but every ingest fails while one is down (docs/scaling.md).",
     { min: 1 },
   ),
   QDRANT_WRITE_ORDERING: optionalOneOf(
     ['weak', 'medium', 'strong'],
-    "Qdrant only: `ordering` of every write (all writes also `wait` until applied). Unset: not sent (Qdrant's `weak`). `strong` routes writes through each shard's permanent leader, so a re-ingest's writes and deletes apply in the order Kilde sent them on every replica; recommended with replication (docs/scaling.md).",
+    "Qdrant only: `ordering` of every write (all writes also `wait` until applied). Unset: not sent (Qdrant's `weak`). `medium` and `strong` route writes through a leader, so a re-ingest's writes and deletes apply in the order Kilde sent them on every replica; `strong`'s leader is permanent, so no write succeeds while its node is down: `medium` is recommended with replication (docs/scaling.md).",
   ),
   QDRANT_READ_CONSISTENCY: documentedAs(
     optionalString('').superRefine((v, ctx) => {
@@ -96,7 +96,7 @@ export const indexPiece = {
         });
     }),
     optionalString(
-      "Qdrant only: `consistency` of every read (search, count, scroll): `majority`, `quorum`, `all` or a number of replicas. Unset: not sent (Qdrant's default, one replica). With a write consistency factor below the replication factor, `majority`/`all` gives read-your-writes (docs/scaling.md).",
+      "Qdrant only: `consistency` of every read (search, count, scroll): `majority`, `quorum`, `all` or a number of replicas. Unset: not sent (Qdrant's default, one replica). With a write consistency factor below the replication factor, `quorum` (a majority of the replicas) gives read-your-writes and keeps working with a node down; `majority` and `all` ask every replica and fail while one is down (Qdrant 1.18.3; docs/scaling.md).",
     ),
   ),
   LANCEDB_VECTOR_INDEX_MIN_ROWS: int(

@@ -30,7 +30,12 @@ describe('createQdrantHttp on the wire', () => {
       expect(asked.headers.get('content-encoding')).toBe('gzip');
       expect(await asked.json()).toMatchObject({ result: { exists: false } });
       // ...and Kilde's transport never accepts it.
-      const http = createQdrantHttp({ baseUrl: fake.url, timeoutMs: 5000, fetch, log: pino({ level: 'silent' }) });
+      const http = createQdrantHttp({
+        baseUrl: fake.url,
+        timeoutMs: 5000,
+        fetch,
+        log: pino({ level: 'silent' }),
+      });
       const exists = await http.call(
         { method: 'GET', path: '/collections/docs/exists' },
         z.object({ exists: z.boolean() }),
