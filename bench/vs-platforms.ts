@@ -1,6 +1,6 @@
 /**
  * `npm run bench:vs-platforms`: Kilde against what its users would run instead, each on its own
- * ground, over the same files (bench/lib/ingest-sets.ts: small .txt files, 26 mixed real documents,
+ * ground, over the same files (bench/lib/ingest-sets.ts: small .txt files, 61 mixed real documents,
  * one large PDF) with the same zero-cost dense embedder (one fixed unit vector per text):
  *
  * - Open WebUI 0.12.4's own knowledge ingestion (bench/vs-platforms/owui_ingest.py, in
@@ -13,8 +13,10 @@
  *   files, Haystack's best case), against Kilde into the same Qdrant (dense + BM25 sparse vectors in
  *   the same layout). Qdrant's own CPU is counted on both sides.
  *
- * Kilde's side is bench/vs-langchain-kilde.ts over the built dist/: the path `kilde ingest` runs (its
- * worker pool, passes of files, group commit). Every variant is a fresh process, rounds interleaved
+ * Kilde's bulk sides are bench/vs-langchain-kilde.ts over the built dist/: the path `kilde ingest` runs
+ * (its worker pool, passes of files, group commit). Its per-upload sides (`kilde-put`, `kilde-qdrant-put`)
+ * are a real `kilde serve ingest` taking one `PUT /api/v1/ingest` per file, one at a time, as Open
+ * WebUI's users and the reference service's callers send them (lexical only: no dense vector written). Every variant is a fresh process, rounds interleaved
  * (the order alternates). Prints, per set and side, the median wall seconds, files/s, pages/s, the
  * CPU seconds (whole process tree, plus Qdrant's where it is used), the peak RSS, and the ratio of
  * each platform's time to Kilde's (above 5 meets the goal of issue #32 item 4), with where each
@@ -28,7 +30,7 @@
  * skipped, saying why.
  *
  * Usage: npm run bench:vs-platforms [-- --quick] [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf
- *        --sides kilde,owui,kilde-qdrant,haystack,haystack-bulk]
+ *        --sides kilde,kilde-put,owui,kilde-qdrant,kilde-qdrant-put,haystack,haystack-bulk]
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -41,6 +43,7 @@ import { compileCacheDir } from '../src/cli/compile-cache.js';
 import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
 import { startQdrantNodes } from '../test/live/qdrant-nodes.js';
 import { writeIngestSets } from './lib/ingest-sets.js';
+import { overPut } from './lib/kilde-http.js';
 import { cpuMsOf } from './lib/proc-cpu.js';
 
 const { values } = parseArgs({
@@ -50,7 +53,10 @@ const { values } = parseArgs({
     files: { type: 'string' },
     pages: { type: 'string' },
     sets: { type: 'string', default: 'small,mixed,pdf' },
-    sides: { type: 'string', default: 'kilde,owui,kilde-qdrant,haystack,haystack-bulk' },
+    sides: {
+      type: 'string',
+      default: 'kilde,kilde-put,owui,kilde-qdrant,kilde-qdrant-put,haystack,haystack-bulk',
+    },
   },
 });
 // --quick: one round, 200 small files, a 100-page PDF (a few minutes on two busy cores).
@@ -64,14 +70,25 @@ const HAYSTACK_PY = join(ROOT, '.tmp/interop-venv/bin/python');
 const QDRANT_BIN = process.env.QDRANT_BIN ?? '/work/qdrant-src/v1.18.3/target/perf/qdrant';
 const STOPWORDS = join(ROOT, 'test/fixtures/contracts/bm25-stopwords/english');
 
-type Side = 'kilde' | 'owui' | 'kilde-qdrant' | 'haystack' | 'haystack-bulk';
+type Side =
+  | 'kilde'
+  | 'kilde-put'
+  | 'owui'
+  | 'kilde-qdrant'
+  | 'kilde-qdrant-put'
+  | 'haystack'
+  | 'haystack-bulk';
 const LABEL: Record<Side, string> = {
   kilde: 'Kilde → LanceDB',
+  'kilde-put': 'Kilde PUT per file → LanceDB',
   owui: 'Open WebUI → Chroma',
   'kilde-qdrant': 'Kilde → Qdrant',
+  'kilde-qdrant-put': 'Kilde PUT per file → Qdrant',
   haystack: 'Haystack per file → Qdrant',
   'haystack-bulk': 'Haystack bulk → Qdrant',
 };
+const KILDE_SIDES: Side[] = ['kilde', 'kilde-put', 'kilde-qdrant', 'kilde-qdrant-put'];
+const QDRANT_SIDES: Side[] = ['kilde-qdrant', 'kilde-qdrant-put', 'haystack', 'haystack-bulk'];
 
 interface Run {
   files: number;
@@ -106,9 +123,9 @@ for (const side of ['haystack', 'haystack-bulk'] as const) {
       `no ${haystackModules} in ${HAYSTACK_PY} (pip install haystack-ai==3.4.1 qdrant-haystack==13.1.0 fastembed==0.9.1 pypdf python-docx markdown-it-py mdit_plain)`;
   }
 }
-const needsQdrant = wanted.some((s) => s === 'kilde-qdrant' || s === 'haystack' || s === 'haystack-bulk');
+const needsQdrant = wanted.some((s) => QDRANT_SIDES.includes(s));
 if (needsQdrant && !existsSync(QDRANT_BIN)) {
-  for (const side of ['kilde-qdrant', 'haystack', 'haystack-bulk'] as const) {
+  for (const side of QDRANT_SIDES) {
     missing[side] = `no Qdrant binary at ${QDRANT_BIN} (set QDRANT_BIN; docs/qdrant.md)`;
   }
 }
@@ -149,6 +166,31 @@ async function runOnce(side: Side, list: string): Promise<Run> {
   try {
     let res: ReturnType<typeof spawnSync>;
     const opts = { encoding: 'utf8' as const, maxBuffer: 64 * 1024 * 1024 };
+    if (side === 'kilde-put' || side === 'kilde-qdrant-put') {
+      // Kilde's per-upload path: a real `kilde serve ingest`, one `PUT /api/v1/ingest` per file, one at
+      // a time, as a chat platform's users upload. Lexical only (`EMBEDDING_PROVIDER=none`): no dense
+      // vector is written on this side. Its CPU is the server's process tree over the uploads.
+      const put = await overPut(
+        work,
+        JSON.parse(await readFile(list, 'utf8')) as string[],
+        1,
+        side === 'kilde-qdrant-put'
+          ? { VECTORDB_URI: qdrantUrl!, VECTORDB_INDEX: collection, ENABLE_SPARSE_EMBEDDINGS: 'true' }
+          : {},
+      );
+      const q1 = cpuMsOf(qdrantPid);
+      return {
+        files: 0,
+        chunks: Number.NaN,
+        seconds: put.seconds,
+        cpu: put.cpu,
+        peakRss: put.peakRss,
+        ...(side === 'kilde-qdrant-put' && q0 !== undefined && q1 !== undefined
+          ? { qdrantCpu: (q1 - q0) / 1000 }
+          : {}),
+        stages: { "LanceDB's threads": put.lanceCpu, 'main process': put.mainCpu ?? Number.NaN },
+      };
+    }
     if (side === 'kilde' || side === 'kilde-qdrant') {
       // As bench:vs-langchain runs it: dist/, the launcher's memory settings and compile cache.
       const cache = compileCacheDir(process.env);
@@ -196,17 +238,17 @@ async function runOnce(side: Side, list: string): Promise<Run> {
     // Every side is timed as a server already up: Kilde's start-up (its pipeline built, the table or
     // collection created, its kept worker started as `kilde serve` starts it) leaves its time and
     // CPU as the platforms' imports and pipeline builds do.
-    if (side === 'kilde' || side === 'kilde-qdrant') {
+    if (KILDE_SIDES.includes(side)) {
       run.seconds -= run.startup ?? 0;
       run.cpu -= run.cpuReady ?? 0;
     }
     const q1 = cpuMsOf(qdrantPid);
-    if (side !== 'kilde' && side !== 'owui' && q0 !== undefined && q1 !== undefined) {
+    if (QDRANT_SIDES.includes(side) && q0 !== undefined && q1 !== undefined) {
       run.qdrantCpu = (q1 - q0) / 1000;
     }
     return run;
   } finally {
-    if (qdrantUrl && side !== 'kilde' && side !== 'owui') {
+    if (qdrantUrl && QDRANT_SIDES.includes(side)) {
       await fetch(`${qdrantUrl}/collections/${collection}`, {
         method: 'DELETE',
         headers: { connection: 'close' },
@@ -255,14 +297,16 @@ try {
       console.log(
         `  ${LABEL[side].padEnd(27)} ${sec.toFixed(2).padStart(7)} s  ${(set.files.length / sec).toFixed(1).padStart(7)} files/s` +
           `${pages ? `  ${(pages / sec).toFixed(1).padStart(6)} pages/s` : ''}  CPU ${cpu.toFixed(2)} s` +
-          `${qCpu === undefined ? '' : ` (Qdrant's ${qCpu.toFixed(2)})`}  peak ${mib(rss)}  ${rs[0]!.chunks} chunks`,
+          `${qCpu === undefined ? '' : ` (Qdrant's ${qCpu.toFixed(2)})`}  peak ${mib(rss)}${Number.isNaN(rs[0]!.chunks) ? '' : `  ${rs[0]!.chunks} chunks`}`,
       );
     }
     // Each platform against Kilde on the same store kind: Open WebUI (Chroma) against Kilde → LanceDB,
     // Haystack (Qdrant) against Kilde → Qdrant.
     const against: Array<[Side, Side]> = [
       ['owui', 'kilde'],
+      ['owui', 'kilde-put'],
       ['haystack', 'kilde-qdrant'],
+      ['haystack', 'kilde-qdrant-put'],
       ['haystack-bulk', 'kilde-qdrant'],
     ];
     for (const [other, kilde] of against) {
@@ -277,7 +321,15 @@ try {
     for (const side of SIDES) {
       const rs = runs.get(side)!;
       const parts: string[] = [];
-      if (side === 'kilde' || side === 'kilde-qdrant') {
+      if (side === 'kilde-put' || side === 'kilde-qdrant-put') {
+        const cpu = median(rs.map((x) => x.cpu));
+        const lance = median(rs.map((x) => x.stages?.["LanceDB's threads"] ?? 0));
+        const main = median(rs.map((x) => x.stages?.['main process'] ?? 0));
+        const ms = (v: number) => `${((v / set.files.length) * 1000).toFixed(1)} ms`;
+        parts.push(
+          `server CPU a file ${ms(cpu)}: LanceDB's threads ${ms(lance)}, the rest of the main process ${ms(main - lance)}, the workers ${ms(cpu - main)}`,
+        );
+      } else if (side === 'kilde' || side === 'kilde-qdrant') {
         parts.push(
           `start-up ${median(rs.map((x) => x.startup ?? 0)).toFixed(2)} s`,
           `ingest ${median(rs.map((x) => x.ingest ?? 0)).toFixed(2)} s`,

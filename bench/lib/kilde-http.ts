@@ -203,10 +203,13 @@ export async function putAll(
   return { seconds: (performance.now() - t0) / 1000, cpu: (c.user + c.system) / 1e6 };
 }
 
-async function startServer(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+async function startServer(
+  dataDir: string,
+  extra: Record<string, string>,
+): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = spawn(LAUNCHER, ['serve', 'ingest'], {
-    env: { ...kildeEnv(), KILDE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port) },
+    env: { ...kildeEnv(), KILDE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), ...extra },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -233,9 +236,10 @@ async function startServer(dataDir: string): Promise<{ url: string; child: Child
 async function againstServer(
   work: string,
   client: (url: string, data: string) => Promise<{ seconds: number; cpu: number }>,
+  extra: Record<string, string> = {},
 ): Promise<HttpRun> {
   const data = await mkdtemp(join(work, 'server-'));
-  const server = await startServer(data);
+  const server = await startServer(data, extra);
   const pid = server.child.pid as number;
   let peak = treeRss(pid);
   const sampler = setInterval(() => {
@@ -264,9 +268,16 @@ async function againstServer(
   }
 }
 
-/** One `PUT /api/v1/ingest` per file against a fresh server, `concurrency` in flight. */
-export const overPut = (work: string, files: string[], concurrency: number) =>
-  againstServer(work, (url) => putAll(url, files, concurrency));
+/**
+ * One `PUT /api/v1/ingest` per file against a fresh server, `concurrency` in flight; `extra` is the
+ * server's environment on top (bench:vs-platforms points it at a Qdrant: `VECTORDB_URI`, ...).
+ */
+export const overPut = (
+  work: string,
+  files: string[],
+  concurrency: number,
+  extra: Record<string, string> = {},
+) => againstServer(work, (url) => putAll(url, files, concurrency), extra);
 
 /** `kilde ingest --url`: the real client, one ingestion job per file, against a fresh server. */
 export const overJobs = (work: string, dir: string, concurrency: number) =>
