@@ -7,7 +7,7 @@ import {
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
-} from '@opentelemetry/semantic-conventions';
+} from './attributes.js';
 import { failed, kildeTracer } from './tracing.js';
 
 /**

@@ -8,6 +8,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -19,8 +20,7 @@ import {
   ATTR_URL_PATH,
   ATTR_URL_SCHEME,
   ATTR_USER_AGENT_ORIGINAL,
-} from '@opentelemetry/semantic-conventions';
-import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+} from './attributes.js';
 import { failed, kildeTracer } from './tracing.js';
 
 /*

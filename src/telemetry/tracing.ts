@@ -9,8 +9,8 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import { ATTR_ERROR_TYPE } from '@opentelemetry/semantic-conventions';
 import { kildeVersion } from '../version.js';
+import { ATTR_ERROR_TYPE } from './attributes.js';
 
 /*
  * The spans of every ingest and search stage (docs/operations.md, "Traces"). Code that marks a

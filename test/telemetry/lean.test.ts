@@ -8,7 +8,7 @@ import { tracingActive } from '../../src/telemetry/tracing.js';
 
 const SRC = new URL('../../src/', import.meta.url).pathname;
 const SDK =
-  /from '@opentelemetry\/(sdk-trace|context-async-hooks|core|resources|exporter-trace-otlp-[a-z]+)'/;
+  /from '@opentelemetry\/(sdk-trace|context-async-hooks|core|resources|semantic-conventions|exporter-trace-otlp-[a-z]+)'/;
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
@@ -17,7 +17,7 @@ function sources(dir: string): string[] {
 }
 
 describe('tracing off costs nothing', () => {
-  it('only src/telemetry/sdk.ts imports the SDK, and start.ts loads it only when tracing is on', () => {
+  it('only src/telemetry/sdk.ts imports the SDK (and the conventions package), and start.ts loads it only when tracing is on', () => {
     const importers = sources(SRC)
       .filter((f) => SDK.test(readFileSync(f, 'utf8')))
       .map((f) => f.slice(SRC.length));
@@ -41,5 +41,13 @@ describe('tracing off costs nothing', () => {
     // The API's own no-op provider: no SDK provider was registered.
     expect(trace.getTracerProvider().constructor.name).toBe('ProxyTracerProvider');
     expect(trace.getTracer('kilde').startSpan('x').isRecording()).toBe(false);
+  });
+});
+
+describe('the attribute names', () => {
+  it('are the semantic conventions’ own', async () => {
+    const ours = await import('../../src/telemetry/attributes.js');
+    const semconv = (await import('@opentelemetry/semantic-conventions')) as Record<string, unknown>;
+    for (const [name, value] of Object.entries(ours)) expect(value, name).toBe(semconv[name]);
   });
 });
