@@ -9,8 +9,9 @@ import { SERVICES } from '../../src/cli/services.js';
 import { parseConfig } from '../../src/config/parse.js';
 import { allSchema } from '../../src/embedded/all-config.js';
 import { composeAll } from '../../src/embedded/compose.js';
-import { buildApp, type KildeApp, type ServicePart, startParts } from '../../src/http/app.js';
+import { buildApp, closeParts, type KildeApp, type ServicePart, startParts } from '../../src/http/app.js';
 import { createLogger } from '../../src/http/logger.js';
+import { McpEndpoint } from '../../src/mcp/endpoint.js';
 import { type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { logSink } from '../helpers/app.js';
@@ -83,6 +84,35 @@ describe('kilde serve all', () => {
       'configured',
     );
     expect(seen).toEqual({ name: 'kilde', tools: ['rewrite_concisely', 'get_weather'] });
+  });
+
+  it('has one /mcp endpoint, the last part, which every service only contributes tools to', async () => {
+    const config = parseConfig(allSchema, {
+      API_KEY: 'test-key',
+      KILDE_DATA_DIR: join(dir, 'one-endpoint'),
+      EMBEDDING_PROVIDER: 'none',
+      AGENT_API_BASE_URL: llm.baseUrl,
+      WEATHER_API_BASE_URL: up.url,
+      WEATHER_API_KEY: FAKE_KEY,
+      MCP_SEARCH_COLLECTIONS: 'docs',
+    });
+    const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
+    const { parts } = await composeAll(config, log);
+    try {
+      expect(parts.filter((p) => p instanceof McpEndpoint)).toHaveLength(1);
+      expect(parts.at(-1)).toBeInstanceOf(McpEndpoint);
+      expect(parts.map((p) => p.name)).toEqual([
+        'embedded-index',
+        'ingest',
+        'retrieve',
+        'agent',
+        'knowledge',
+        'tools',
+        'mcp',
+      ]);
+    } finally {
+      await closeParts(parts, log);
+    }
   });
 });
 
