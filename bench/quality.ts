@@ -57,6 +57,16 @@ import {
  *                       the label and the sections it found (what to look at before changing the analysis)
  *   --pdf               also the Danish textbook as PDFs (LibreOffice prints each chapter; needs
  *                       `soffice`), read once by each `EXTRACTION_PDF_READER`: PDFium and pdf.js
+ *   --model DIR         also with a real dense model: each set ingested again with the in-process
+ *                       provider over DIR (an ONNX export, `.tmp/models/all-MiniLM-L6-v2` after
+ *                       `npm run test:models-live`) and searched dense-only and hybrid (RRF); with
+ *                       --rerank-url/--rerank-model, hybrid + rerank too (a Cohere/Jina/TEI endpoint)
+ *   --model-name NAME   the model's name in the tables (default: DIR's last part)
+ *   --model-dim 384 --model-max-tokens 256 --prefix-doc '' --prefix-query ''   the model's settings
+ *                       (defaults: all-MiniLM-L6-v2's; an e5 model wants 'passage: ' / 'query: ' and 512)
+ *   --corpus-sample N   SciFact: only N abstracts, every one the queries judge relevant and the
+ *                       corpus's first others (embedding all 5,183 takes hours on a loaded 2-core
+ *                       machine); every row of the run is over the same sample
  */
 const { values: args } = parseArgs({
   options: {
@@ -66,8 +76,20 @@ const { values: args } = parseArgs({
     runs: { type: 'string' },
     misses: { type: 'boolean', default: false },
     pdf: { type: 'boolean', default: false },
+    model: { type: 'string' },
+    'corpus-sample': { type: 'string' },
+    'model-name': { type: 'string' },
+    'model-dim': { type: 'string', default: '384' },
+    'model-max-tokens': { type: 'string', default: '256' },
+    'prefix-doc': { type: 'string', default: '' },
+    'prefix-query': { type: 'string', default: '' },
+    'rerank-url': { type: 'string' },
+    'rerank-model': { type: 'string', default: '' },
   },
 });
+const MODEL = args.model;
+const SAMPLE = args['corpus-sample'] === undefined ? Number.POSITIVE_INFINITY : Number(args['corpus-sample']);
+const MODEL_NAME = args['model-name'] ?? MODEL?.split('/').filter(Boolean).at(-1) ?? '';
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
 const CONCURRENCY = Number(args.concurrency);
 const RUNS = args.runs;
@@ -125,12 +147,58 @@ async function settle(dataDir: string): Promise<void> {
 
 type Search = (query: string, k: number) => Promise<ChunkMeta[]>;
 
+/** `pipeline` toggles (`POST /search`'s Kilde extension): dense-only, hybrid, rerank, per search. */
+type Toggles = { hybrid?: boolean; rerank?: boolean };
+
 const viaBackend =
-  (backend: Backend): Search =>
+  (backend: Backend, pipeline?: Toggles): Search =>
   async (query, k) => {
-    const r: SearchResult = await backend.search({ queries: [query], collection_names: [COLLECTION], k });
+    const body = { queries: [query], collection_names: [COLLECTION], k, ...(pipeline ? { pipeline } : {}) };
+    const r: SearchResult = await backend.search(body);
     return r.metadatas[0] ?? [];
   };
+
+/**
+ * The settings of the real-model runs (`--model`): the in-process provider over the ONNX export,
+ * hybrid configured (so a search can ask for dense-only or hybrid), reranking when an endpoint is given.
+ */
+function modelEnv(): Record<string, string> {
+  if (!MODEL) return {};
+  return {
+    EMBEDDING_PROVIDER: 'inprocess',
+    EMBEDDING_MODEL: MODEL,
+    EMBEDDING_OFFLINE: 'true',
+    EMBEDDING_DIM: args['model-dim'],
+    // all-MiniLM-L6-v2 and the like take no e5-style prefixes, and read at most 256 tokens.
+    EMBEDDING_PREFIX_DOC: args['prefix-doc'],
+    EMBEDDING_PREFIX_QUERY: args['prefix-query'],
+    EMBEDDING_MAX_TOKENS: args['model-max-tokens'],
+    ENABLE_HYBRID_SEARCH: 'true',
+    ...(args['rerank-url']
+      ? {
+          RERANK_API_BASE_URL: args['rerank-url'],
+          RERANK_MODEL: args['rerank-model'],
+          ENABLE_RERANKING: 'true',
+          RERANK_TIMEOUT: '120',
+        }
+      : {}),
+  };
+}
+
+/** The searches of a real-model run: dense-only, hybrid, and hybrid + rerank when configured. */
+function modelSearches(backend: Backend): [string, Search][] {
+  const rows: [string, Search][] = [
+    [`dense (${MODEL_NAME}, in process)`, viaBackend(backend, { hybrid: false, rerank: false })],
+    [`hybrid: full-text + ${MODEL_NAME}, RRF`, viaBackend(backend, { hybrid: true, rerank: false })],
+  ];
+  if (args['rerank-url']) {
+    rows.push([
+      `hybrid + rerank (${args['rerank-model'] || 'endpoint'})`,
+      viaBackend(backend, { hybrid: true, rerank: true }),
+    ]);
+  }
+  return rows;
+}
 
 /**
  * The retrieval service layer in `client-bm25` mode over the same table: the collection is described
@@ -224,7 +292,11 @@ async function scifact(): Promise<void> {
     const files = join(work, 'files');
     await mkdir(files);
     const docs: { name: string; id: string }[] = [];
+    // --corpus-sample N: every abstract the queries judge relevant, then the corpus's first others up to N.
+    const judged = new Set(queries.flatMap((q) => [...(qrels.get(q.id)?.keys() ?? [])]));
+    let others = SAMPLE - judged.size;
     for await (const d of readCorpus(`${dir}corpus.jsonl`)) {
+      if (!judged.has(d.id) && others-- <= 0) continue;
       await writeFile(join(files, `${d.id}.txt`), documentText(d));
       docs.push({ name: `${d.id}.txt`, id: d.id });
     }
@@ -262,6 +334,29 @@ async function scifact(): Promise<void> {
         ['published BM25 (BEIR, test split, one doc per hit)', '', '0.665', '', '', ''],
       ],
     );
+    if (MODEL) {
+      const modelDir = join(work, 'kilde-model');
+      const env = envFor(modelDir, 'english', modelEnv());
+      const ingesting = createLocalBackend(env, log);
+      const t1 = performance.now();
+      const modelChunks = await ingestAll(ingesting, files, docs, 'scifact (model)');
+      const modelS = (performance.now() - t1) / 1000;
+      await ingesting.close();
+      await settle(modelDir);
+      const backend = createLocalBackend(env, log);
+      const rows: string[][] = [
+        ['lexical (the offline default, above)', ...METRICS.map((m) => lexical[m].toFixed(3))],
+      ];
+      for (const [name, search] of modelSearches(backend)) {
+        const scores = await evalScifact(name.split(' ')[0]!, search, queries, qrels);
+        rows.push([name, ...METRICS.map((m) => scores[m].toFixed(3))]);
+      }
+      await backend.close();
+      console.log(
+        `\nSciFact with a real model: ${MODEL_NAME} (${MODEL}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s; documents pooled from 100 chunks`,
+      );
+      printTable(['search', 'nDCG@10', 'Recall@10', 'Recall@100', 'MRR@10'], rows);
+    }
   } finally {
     await rm(work, { recursive: true, force: true });
   }
@@ -437,6 +532,48 @@ async function danish(): Promise<void> {
       ],
     );
     for (const p of problems) console.log(`audit entry no longer holds, not used: ${p}`);
+    if (MODEL) {
+      const modelDir = join(work, 'model');
+      const env = envFor(modelDir, 'english', modelEnv());
+      const ingesting = createLocalBackend(env, log);
+      const t1 = performance.now();
+      const modelChunks = await ingestAll(
+        ingesting,
+        corpus,
+        names.map((name) => ({ name, id: name })),
+        'danish (model)',
+      );
+      const modelS = (performance.now() - t1) / 1000;
+      await ingesting.close();
+      await settle(modelDir);
+      const backend = createLocalBackend(env, log);
+      const cells = (r: Awaited<ReturnType<typeof evalDanish>>) => [
+        ...r.audited.map(pct),
+        ...r.answerable.map(pct),
+        pct(r.scores[0]!),
+        pct(r.scores[1]!),
+      ];
+      const rows: string[][] = [['lexical (the offline default, above)', ...cells(lexical)]];
+      for (const [name, search] of modelSearches(backend)) {
+        rows.push([name, ...cells(await evalDanish(search, questions, nearest, audit))]);
+      }
+      await backend.close();
+      console.log(
+        `\nDanish textbook with a real model: ${MODEL_NAME} (${MODEL}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s`,
+      );
+      printTable(
+        [
+          'search',
+          'top-1 (audited)',
+          'top-5 (audited)',
+          `top-1 (${lexical.answerableN} answerable)`,
+          `top-5 (${lexical.answerableN} answerable)`,
+          'top-1 (labels)',
+          'top-5 (labels)',
+        ],
+        rows,
+      );
+    }
     if (args.pdf) await danishPdf(corpus, names, questions, nearest, audit, lexical.scores);
   } finally {
     await rm(work, { recursive: true, force: true });

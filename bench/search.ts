@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,10 @@ import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.j
  * `--grid 100,200,400,800 [--refines none,2,5,10]` adds, at each size, recall@10 and p50/p99 of the
  * raw dense query over every ef × refine factor (bench/lib/vector-grid.ts); `--grid-only` skips the
  * service measurements.
+ * `--vectors PREFIX` takes real embeddings instead of the clustered random vectors: the chunks' from
+ * `PREFIX.docs.f32`, the queries' from `PREFIX.queries.f32` (float32 rows of `--dim`; written by
+ * `bench/search-vectors.ts` with a real model over SciFact), so recall is measured on a real
+ * embedding space.
  */
 const { values: args } = parseArgs({
   options: {
@@ -59,6 +64,7 @@ const { values: args } = parseArgs({
     refines: { type: 'string', default: 'none,2,5,10' },
     'grid-only': { type: 'boolean', default: false },
     dir: { type: 'string' },
+    vectors: { type: 'string' },
   },
 });
 const CHUNKS = Number(args.chunks);
@@ -77,6 +83,23 @@ const VECTOR_INDEX: VectorIndexSettings = {
 const STEPS = CHUNKS > 100_000 ? [100_000, CHUNKS] : [CHUNKS];
 
 const rand = mulberry32(7);
+
+/** Real embeddings (`--vectors`): float32 rows, read once. */
+function readRows(path: string): Float32Array {
+  const bytes = readFileSync(path);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+}
+const REAL = args.vectors
+  ? { docs: readRows(`${args.vectors}.docs.f32`), queries: readRows(`${args.vectors}.queries.f32`) }
+  : undefined;
+if (REAL && REAL.docs.length / DIM < CHUNKS) {
+  throw new Error(
+    `${args.vectors}.docs.f32 holds ${REAL.docs.length / DIM} vectors of dim ${DIM}, fewer than --chunks ${CHUNKS}`,
+  );
+}
+const realRow = (rows: Float32Array, n: number) => Array.from(rows.subarray(n * DIM, (n + 1) * DIM));
+/** What the dense vectors are, for the printed titles. */
+const VECTORS = REAL ? `real embeddings from ${args.vectors}` : 'clustered vectors';
 
 // Pseudo-words drawn with a Zipf-like skew: a few very common words (low IDF) and a long tail of
 // rare ones (high IDF), so BM25 has real term statistics to work with.
@@ -124,7 +147,7 @@ function chunk(n: number): IndexPoint {
       split_id: splitId,
       name: `${fileId}.md`,
     },
-    dense: clustered(0.6),
+    dense: REAL ? realRow(REAL.docs, n) : clustered(0.6),
   };
 }
 
@@ -433,10 +456,16 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
     ],
     out,
   );
-  if (modes.includes('dense')) {
+  // Recall at every size, beside the latencies: the index Kilde built at this size against exact search.
+  if (modes.includes('dense') || args['grid-only']) {
+    const indexKind =
+      (await table.listIndices())
+        .filter(isDenseIndex)
+        .map((i) => `${i.name} ${i.indexType}`)
+        .join(', ') || 'no dense index: exact scan';
     const r = await recall(dir, table, queries.slice(0, 100));
     console.log(
-      `dense recall@10 vs exact search at ${rows} chunks: ${r.recall.toFixed(3)} (100 queries; ef ${VECTOR_INDEX.ef}); exact search p50 ${r.exactP50.toFixed(1)} ms, p99 ${r.exactP99.toFixed(1)} ms`,
+      `dense recall@10 vs exact search at ${rows} chunks (${VECTORS}; ${indexKind}): ${r.recall.toFixed(3)} (100 queries; ef ${VECTOR_INDEX.ef}, refine ${VECTOR_INDEX.refine}); exact search p50 ${r.exactP50.toFixed(1)} ms, p99 ${r.exactP99.toFixed(1)} ms`,
     );
   }
   if (args.grid !== undefined) {
@@ -448,7 +477,7 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
     );
     printGrid(
       grid,
-      `ef × refine at ${rows} chunks (clustered vectors; 100 queries × 2 rounds, tenant-filtered, limit 10; load ${loadavg()[0]!.toFixed(1)}):`,
+      `ef × refine at ${rows} chunks (${VECTORS}; 100 queries × 2 rounds, tenant-filtered, limit 10; load ${loadavg()[0]!.toFixed(1)}):`,
     );
   }
   table.close();
@@ -465,7 +494,7 @@ async function main(): Promise<void> {
     return {
       text,
       terms: analyzer.query(text, ['english']).terms.join(' '),
-      vector: clustered(0.8),
+      vector: REAL ? realRow(REAL.queries, i % (REAL.queries.length / DIM)) : clustered(0.8),
       tenant: `tenant-${i % TENANTS}`,
     };
   });
