@@ -277,15 +277,27 @@ try {
     const list = join(work, 'files.json');
     await writeFile(list, JSON.stringify(set.files));
     const runs = new Map<Side, Run[]>(SIDES.map((s) => [s, []]));
+    // A run that fails is reported with its error and left out; the other rounds and sides go on.
+    const failures: string[] = [];
     for (let r = 0; r < ROUNDS; r++) {
-      for (const side of r % 2 === 0 ? SIDES : [...SIDES].reverse())
-        runs.get(side)!.push(await runOnce(side, list));
+      for (const side of r % 2 === 0 ? SIDES : [...SIDES].reverse()) {
+        try {
+          runs.get(side)!.push(await runOnce(side, list));
+        } catch (err) {
+          const text = String((err as Error).message ?? err);
+          const cause =
+            text.match(/\[cause\]: (.*)/)?.[1] ?? text.split('\n').find((l) => /Error/.test(l)) ?? text;
+          failures.push(`${LABEL[side]}, round ${r + 1}: ${cause.trim().slice(0, 300)}`);
+        }
+      }
     }
+    for (const side of SIDES) if (runs.get(side)!.length === 0) runs.delete(side);
     console.log(`\n${set.name} (load ${load()})`);
+    for (const f of failures) console.log(`  FAILED ${f}`);
     const summary = new Map<Side, { sec: number; cpu: number; rss: number }>();
     // Pages of the set's PDFs, as the Python sides count them (pypdf), for every side's pages/s.
     const setPages = set.pages ?? Math.max(0, ...[...runs.values()].flat().map((x) => x.pages ?? 0));
-    for (const side of SIDES) {
+    for (const side of runs.keys()) {
       const rs = runs.get(side)!;
       const sec = median(rs.map((x) => x.seconds));
       const ownCpu = median(rs.map((x) => x.cpu));
@@ -318,7 +330,7 @@ try {
       );
     }
     // Where the time goes: each side's stages (median seconds over the rounds).
-    for (const side of SIDES) {
+    for (const side of runs.keys()) {
       const rs = runs.get(side)!;
       const parts: string[] = [];
       if (side === 'kilde-put' || side === 'kilde-qdrant-put') {
