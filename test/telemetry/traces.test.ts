@@ -1,3 +1,6 @@
+import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -11,6 +14,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/parse.js';
 import { tracingPiece } from '../../src/config/telemetry.js';
+import { allSchema } from '../../src/embedded/all-config.js';
+import { composeAll } from '../../src/embedded/compose.js';
+import { buildApp, startParts } from '../../src/http/app.js';
+import { createLogger } from '../../src/http/logger.js';
 import { samplerOf, tracesUrl } from '../../src/telemetry/sdk.js';
 import { tracingWanted } from '../../src/telemetry/start.js';
 import { tracingActive } from '../../src/telemetry/tracing.js';
@@ -18,7 +25,7 @@ import { chatBody, type FakeChatServer, startFakeChatServer } from '../fakes/ope
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import type { RecordedRequest } from '../fakes/recording-server.js';
 import { type FakeRerankServer, startFakeRerankServer } from '../fakes/rerank.js';
-import { AUTH } from '../helpers/app.js';
+import { AUTH, logSink } from '../helpers/app.js';
 import { type Harness, multipartBody, startIngest } from '../ingest/helpers/harness.js';
 import { ONE_CHUNK } from '../retrieve/helpers/labelled.js';
 import { type RetrieveHarness, startRetrieve } from '../retrieve/helpers/retrieve.js';
@@ -356,6 +363,48 @@ describe('traces of POST /search', () => {
     for (const call of calls) expect(parentOf(list, clientSpanOf(list, call))).toBe(agent);
     // The tree an operator sees (docs/operations.md shows one).
     expect(renderTree(list)[0]).toBe('POST /search');
+  });
+});
+
+describe('traces of an MCP tool call', () => {
+  it('search_knowledge: the search span under the POST /mcp request that called the tool', async () => {
+    const config = parseConfig(allSchema, {
+      API_KEY: 'test-key',
+      KILDE_DATA_DIR: ingest.dataDir,
+      ...EMBEDDING,
+      EMBEDDING_API_BASE_URL: embed.baseUrl,
+      MCP_SEARCH_COLLECTIONS: '["kb"]',
+    });
+    const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, logSink().stream);
+    const all = await composeAll(config, log);
+    const app = await buildApp(config, { logger: log, parts: all.parts });
+    try {
+      await startParts(all.parts);
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      const url = new URL(`http://127.0.0.1:${(app.server.address() as AddressInfo).port}/mcp`);
+      const client = new Client({ name: 'traces-test', version: '1.0.0' });
+      await client.connect(
+        new StreamableHTTPClientTransport(url, {
+          requestInit: { headers: { ...AUTH, traceparent: TRACEPARENT } },
+        }),
+      );
+      try {
+        await client.callTool({
+          name: 'search_knowledge',
+          arguments: { query: 'rye bread' },
+        });
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await app.close();
+    }
+    const list = spans();
+    const search = only(list, 'kilde.search');
+    const request = parentOf(list, search);
+    expect(request?.name).toBe('POST /mcp');
+    expect(request?.kind).toBe(SpanKind.SERVER);
+    expect(request?.parentSpanContext?.spanId).toBe(CALLER_SPAN);
   });
 });
 
