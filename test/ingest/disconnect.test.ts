@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { type Harness, multipartBody, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
 
 /**
@@ -37,12 +38,9 @@ const DOC = (tag: string) =>
     '\n\n',
   );
 
-async function until(what: string, check: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`never happened: ${what}`);
+/** Until `what` has happened (no deadline of its own: the test's). */
+async function until(_what: string, check: () => boolean | Promise<boolean>): Promise<void> {
+  await eventually(check);
 }
 
 describe('a client that disconnects mid-ingest', () => {

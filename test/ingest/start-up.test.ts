@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { AUTH } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
+import { eventually } from '../helpers/eventually.js';
 import { multipartBody, startIngest } from './helpers/harness.js';
 
 /** Qdrant starting after Kilde (compose, Kubernetes): connections are refused until `down` is false. */
@@ -36,13 +37,12 @@ async function untilReady(
   h: { app: { inject: (o: { url: string }) => Promise<{ statusCode: number }> } },
   clock: ManualClock,
 ) {
-  for (let step = 0; step < 200; step++) {
+  return eventually(async () => {
     if ((await h.app.inject({ url: '/health/ready' })).statusCode === 200) return true;
     // A back-off wait pending on the clock passes at once; the retry's own I/O then runs.
     if (clock.pending > 0) clock.advance(clock.nextDelay() ?? 0);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return false;
+    return false;
+  });
 }
 
 describe('start-up while the vector index is unreachable', () => {
