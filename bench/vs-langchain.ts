@@ -235,11 +235,14 @@ try {
             `  ${label}: ${sec.toFixed(2)} s, ${(n / sec).toFixed(0)} files/s; server CPU ${((cpu / n) * 1000).toFixed(1)} ms a file, ` +
               `${((lance / n) * 1000).toFixed(1)} ms of it in LanceDB's threads; ${versions.toFixed(0)} table versions per 1,000 files; peak ${mib(Math.max(...rs.map((r) => r.peakRss)))}`,
           );
-          const vsLc = `${x2(p.median / sec)} of LangChain.js per file`;
+          // CPU too, steadier than wall time under load: LangChain's whole per-file process against the
+          // server's process tree (the client's own CPU left out, as LangChain has none).
+          const lcCpu = med(of('per-file').map((r) => r.cpu ?? Number.NaN));
+          const vsLc = `${x2(p.median / sec)} of LangChain.js per file (CPU ${x2(lcCpu / cpu)}: ${lcCpu.toFixed(2)} s against the server's ${cpu.toFixed(2)} s)`;
           summary.unshift(
             side === 'url'
               ? `| \`kilde ingest --url\` (bulk over HTTP, jobs) | ${vsLc}; ${x2(k.median / sec)} the CLI path's throughput (target ≥ 0.9); ${versions.toFixed(0)} table versions per 1,000 files (the CLI path ${((med(of('kilde').map((r) => r.versions ?? 0)) / n) * 1000).toFixed(0)}); ${lance.toFixed(2)} s of LanceDB CPU |`
-              : `| one \`PUT /api/v1/ingest\` per small file, c=${side.slice(4)} | ${vsLc} (target ≥ 1); ${((cpu / n) * 1000).toFixed(1)} ms of server CPU a file (target ≤ 5), ${((lance / n) * 1000).toFixed(1)} ms in LanceDB's threads; ${versions.toFixed(0)} table versions per 1,000 uploads (target ≤ 50) |`,
+              : `| one \`PUT /api/v1/ingest\` per small file, c=${side.slice(4)} | ${vsLc}, target ≥ 1; ${((cpu / n) * 1000).toFixed(1)} ms of server CPU a file (target ≤ 5), ${((lance / n) * 1000).toFixed(1)} ms in LanceDB's threads; ${versions.toFixed(0)} table versions per 1,000 uploads (target ≤ 50) |`,
           );
         }
       }
@@ -250,7 +253,7 @@ try {
     row.includes('PUT') ? (row.includes('c=1 ') ? 0 : 1) : row.includes('--url') ? 2 : 3;
   summary.sort((a, b) => order(a) - order(b));
   console.log(
-    `\nissue #32's table (LangChain.js time / Kilde time: above 1 means Kilde is faster; medians of ${ROUNDS} round(s); load average now ${load()})\n` +
+    `\nissue #32's table (LangChain.js time / Kilde time, and LangChain.js CPU / Kilde CPU: above 1 means Kilde is faster or cheaper; medians of ${ROUNDS} round(s); load average now ${load()})\n` +
       `| Path | Kilde vs LangChain.js |\n|---|---|\n${summary.join('\n')}\n| peak RSS, Kilde / LangChain.js bulk | ${rssRatios.join(', ')} (target ≤ 1.5×) |`,
   );
 } finally {
