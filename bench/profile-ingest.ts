@@ -10,7 +10,7 @@
  * it was running, so read the shares on a quiet machine and the CPU seconds on a busy one (the load
  * average is printed). Asserts nothing.
  *
- * Usage: npm run build && npx tsx bench/profile-ingest.ts [-- --set small|mixed|pdf --files 1000 --top 25]
+ * Usage: npm run build && npx tsx bench/profile-ingest.ts [--set small|mixed|pdf --files 1000 --top 25]
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
