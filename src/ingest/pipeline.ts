@@ -19,6 +19,7 @@ import {
   asStageError,
   cancelled,
   cancelledIf,
+  inStage,
   opt,
   type PipelineProgress,
   publishAttributes,
@@ -114,8 +115,17 @@ const CONVERT_FAILURE = {
   message: 'Extraction failed',
 } as const;
 
-/** The convert stage of one file. */
-export async function extractFile(
+/** The convert stage of one file (one span, however many steps read it). */
+export function extractFile(
+  parts: PipelineParts,
+  target: IngestTarget,
+  file: SourceFile,
+  signal: AbortSignal | undefined,
+): Promise<Extracted> {
+  return inStage('convert', () => extractOne(parts, target, file, signal));
+}
+
+async function extractOne(
   parts: PipelineParts,
   target: IngestTarget,
   file: SourceFile,
@@ -143,7 +153,15 @@ export async function extractFile(
  * (`Extractor.extractMany`: a few worker-pool round trips for the whole pass instead of one per
  * file). Each file's time is observed once, as its share of the shared read.
  */
-export async function extractFiles(
+export function extractFiles(
+  parts: PipelineParts,
+  items: ReadonlyArray<{ target: IngestTarget; file: SourceFile }>,
+  signal: AbortSignal | undefined,
+): Promise<Array<PromiseSettledResult<Extracted>>> {
+  return inStage('convert', () => extractPassFiles(parts, items, signal));
+}
+
+async function extractPassFiles(
   parts: PipelineParts,
   items: ReadonlyArray<{ target: IngestTarget; file: SourceFile }>,
   signal: AbortSignal | undefined,

@@ -1,3 +1,4 @@
+import { context, createContextKey } from '@opentelemetry/api';
 import { ERRORS, type ErrorCode, type ErrorVariant, KildeError, variantFor } from '../errors.js';
 import { inSpan, tracingActive } from '../telemetry/tracing.js';
 
@@ -52,11 +53,22 @@ export async function timed<T>(
     }
   };
   try {
-    // With tracing on, each stage is a span (`kilde.ingest.convert`...) under the file's.
-    return await (tracingActive() ? inSpan(`kilde.ingest.${stage}`, {}, run) : run());
+    return await inStage(stage, run);
   } finally {
     observer?.stage(stage, (performance.now() - started) / 1000);
   }
+}
+
+const STAGE = createContextKey('kilde.ingest.stage');
+
+/**
+ * With tracing on, `fn` as the span of one stage (`kilde.ingest.convert`...), a child of the
+ * file's; a step of the stage already being spanned (the check whether to stream a file, inside its
+ * convert) adds no span of its own. With tracing off, `fn()`.
+ */
+export function inStage<T>(stage: Stage, fn: () => Promise<T>): Promise<T> {
+  if (!tracingActive() || context.active().getValue(STAGE) === stage) return fn();
+  return inSpan(`kilde.ingest.${stage}`, {}, () => context.with(context.active().setValue(STAGE, stage), fn));
 }
 
 /** What `timed` makes of an error thrown in a stage (exported for stages that settle many files). */
