@@ -49,6 +49,13 @@ const MEDIA = join(ROOT, 'media', 'integrations');
 const MAIN_KEY = 'platforms-live-main-key-0123456789';
 const OWUI_KEY = 'platforms-live-open-webui-key-0123456789';
 const PASSWORD = 'Kilde-live-test-1!';
+/**
+ * Open WebUI's FORWARD_USER_INFO_HEADER_JWT_SECRET and Kilde's USER_ACCESS_JWT_SECRET: the users
+ * reach Kilde as a signed X-OpenWebUI-User-Jwt (OWUI_PLAIN_USER_HEADERS=1: the plain headers).
+ */
+const USER_JWT_SECRET = process.env.OWUI_PLAIN_USER_HEADERS
+  ? undefined
+  : 'platforms-live-user-jwt-secret-0123456789';
 
 /** Which parts run (PLATFORMS=fork,qdrant…); all by default. */
 const PLATFORMS = new Set(
@@ -886,6 +893,7 @@ async function main() {
         API_KEYS: JSON.stringify({
           [OWUI_KEY]: { collections: ['eng-docs', 'sales-docs'], name: 'open-webui' },
         }),
+        ...(USER_JWT_SECRET ? { USER_ACCESS_JWT_SECRET: USER_JWT_SECRET } : {}),
         USER_ACCESS:
           'trusted_keys: [open-webui]\ngroups:\n  Engineering: [eng-docs]\n  Sales: [sales-docs]\n',
         MCP_SEARCH_COLLECTIONS: 'eng-docs,sales-docs',
@@ -972,6 +980,7 @@ async function main() {
           EXTERNAL_DOCUMENT_LOADER_API_KEY: MAIN_KEY,
           TOOL_SERVER_CONNECTIONS: JSON.stringify(toolServers),
           ENABLE_FORWARD_USER_INFO_HEADERS: 'true',
+          ...(USER_JWT_SECRET ? { FORWARD_USER_INFO_HEADER_JWT_SECRET: USER_JWT_SECRET } : {}),
         },
         owuiLog,
       );
@@ -1028,10 +1037,15 @@ async function main() {
             const whole = JSON.stringify(answer);
             const cited = [...new Set(text.match(/(eng|sales)-\d\.md/g) ?? [])];
             const cross = (whole.match(new RegExp(u.other, 'g')) ?? []).length;
+            // Kilde's request lines name the user it read from Open WebUI's headers.
+            const named = readFileSync(kildeLog, 'utf8')
+              .split('\n')
+              .filter((l) => l.includes(`"user":"${u.id}"`)).length;
+            const via = USER_JWT_SECRET ? 'signed X-OpenWebUI-User-Jwt' : 'X-OpenWebUI-User-Id';
             check(
-              `mcp search_knowledge as ${name} (group ${u.group})`,
-              text.includes(u.marker) && cross === 0 && cited.length > 0,
-              `answer has ${u.marker}: ${text.includes(u.marker)}, sources cited: ${cited.join(', ') || 'none'}, cross-user hits (${u.other}): ${cross}${answer.error ? `, error ${JSON.stringify(answer.error)}` : ''}`,
+              `mcp search_knowledge as ${name} (group ${u.group}, ${via})`,
+              text.includes(u.marker) && cross === 0 && cited.length > 0 && named > 0,
+              `answer has ${u.marker}: ${text.includes(u.marker)}, sources cited: ${cited.join(', ') || 'none'}, cross-user hits (${u.other}): ${cross}, Kilde request lines naming ${name}'s Open WebUI id: ${named}${answer.error ? `, error ${JSON.stringify(answer.error)}` : ''}`,
             );
             screens.push({ chatId, email: `${name}@example.com`, file: `open-webui-mcp-${name}.png` });
           } catch (err) {
