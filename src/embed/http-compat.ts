@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
-import { type HttpAnswer, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
+import { excerpt, type HttpAnswer, jsonHeaders, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
 
 export interface HttpCompatOptions {
   /** EMBEDDING_API_BASE_URL, usually ending in `/v1`. */
@@ -43,11 +43,6 @@ export function decodeBase64Embedding(text: string): number[] | undefined {
   return out;
 }
 
-/** Upstream error text is kept short: it goes into logs and (with DEBUG) error bodies. */
-function excerpt(text: string): string {
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}
-
 /**
  * OpenAI-compatible embeddings: `POST {base}/embeddings` with `{model, input: string[]}` (OpenAI,
  * vLLM, LiteLLM, Ollama's `/v1`, TEI's `/v1`...). The answer's `data` is re-ordered by `index`, since
@@ -55,8 +50,7 @@ function excerpt(text: string): string {
  */
 export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend {
   const url = joinUrl(o.baseUrl, 'embeddings');
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-  if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
+  const headers = jsonHeaders(o.apiKey);
 
   function read(answer: HttpAnswer, inputs: number): number[][] {
     if (answer.status < 200 || answer.status >= 300) {

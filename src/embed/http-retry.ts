@@ -38,3 +38,15 @@ export async function postJsonWithRetry(r: PostJsonRequest): Promise<HttpAnswer>
     );
   }
 }
+
+/** Headers of a JSON POST to an embedding server; the API key, when set, as a bearer token. */
+export function jsonHeaders(apiKey: string): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  return headers;
+}
+
+/** Upstream error text is kept short: it goes into logs and (with DEBUG) error bodies. */
+export function excerpt(text: string): string {
+  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
+}

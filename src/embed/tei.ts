@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
 import { joinUrl } from '../llm/join-url.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
-import { type HttpAnswer, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
+import { excerpt, type HttpAnswer, jsonHeaders, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
 
 export interface TeiOptions {
   /** EMBEDDING_API_BASE_URL of the text-embeddings-inference server (no `/v1`). */
@@ -28,10 +28,6 @@ const errorResponse = z.object({ error: z.string(), error_type: z.string() });
  */
 const LENGTH_MESSAGE = /less than \d+ tokens|too long|exceed|maximum|max_input_length|max_batch_tokens/i;
 
-function excerpt(text: string): string {
-  return text.length > 500 ? `${text.slice(0, 500)}…` : text;
-}
-
 /**
  * Hugging Face text-embeddings-inference: `POST {base}/embed` with
  * `{inputs: string[], truncate: false, normalize: true}`. `truncate: false` because TEI would cut an
@@ -41,8 +37,7 @@ function excerpt(text: string): string {
  */
 export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
   const url = joinUrl(o.baseUrl, 'embed');
-  const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-  if (o.apiKey) headers.authorization = `Bearer ${o.apiKey}`;
+  const headers = jsonHeaders(o.apiKey);
 
   function failure(answer: HttpAnswer): KildeError {
     const err = errorResponse.safeParse(safeJson(answer.text));

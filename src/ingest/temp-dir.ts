@@ -35,12 +35,7 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
  */
 export async function sweepTempDirs(alive: (pid: number) => boolean = isAlive): Promise<string[]> {
   const root = uploadsRoot();
-  let names: string[];
-  try {
-    names = await readdir(root);
-  } catch {
-    return [];
-  }
+  const names = await readdir(root).catch(() => [] as string[]);
   const removed: string[] = [];
   for (const name of names) {
     const pid = Number(/^(\d+)-/.exec(name)?.[1]);

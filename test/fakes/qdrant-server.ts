@@ -130,19 +130,7 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
     reply(res, status, { status: { error: message }, time: 0 });
 
   const server = createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const url = new URL(req.url ?? '/', 'http://fake');
-    const rec: QdrantFakeRequest = {
-      method: req.method ?? 'GET',
-      path: url.pathname,
-      query: url.search,
-      headers: req.headers,
-      status: 0,
-    };
-    requests.push(rec);
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const { text, url, rec } = await record(req, requests, delay);
     const answer = (status: number, body: unknown) => {
       rec.status = status;
       if (!res.destroyed) reply(res, status, body);
@@ -213,6 +201,29 @@ export async function startQdrantFake(options: { apiKey?: string } = {}): Promis
   };
 }
 
+/**
+ * Reads a request, records it in `requests` (its status is filled in when it is answered) and waits
+ * `delay` ms, as both fakes do before answering.
+ */
+async function record(
+  req: IncomingMessage,
+  requests: QdrantFakeRequest[],
+  delay: number,
+): Promise<{ text: string; url: URL; rec: QdrantFakeRequest }> {
+  const text = await readBody(req);
+  const url = new URL(req.url ?? '/', 'http://fake');
+  const rec: QdrantFakeRequest = {
+    method: req.method ?? 'GET',
+    path: url.pathname,
+    query: url.search,
+    headers: req.headers,
+    status: 0,
+  };
+  requests.push(rec);
+  if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+  return { text, url, rec };
+}
+
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
@@ -269,17 +280,7 @@ async function startQdrantProxy(
   };
 
   const server = createServer(async (req, res) => {
-    const text = await readBody(req);
-    const url = new URL(req.url ?? '/', 'http://proxy');
-    const rec: QdrantFakeRequest = {
-      method: req.method ?? 'GET',
-      path: url.pathname,
-      query: url.search,
-      headers: req.headers,
-      status: 0,
-    };
-    requests.push(rec);
-    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    const { text, url, rec } = await record(req, requests, delay);
     const send = (status: number, body: string) => {
       rec.status = status;
       if (res.destroyed) return;

@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allService, SERVICES, type Service } from '../../src/cli/services.js';
 import { ERRORS } from '../../src/errors.js';
 import { buildApp, type KildeApp } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
-import { logSink } from '../helpers/app.js';
+import { openApiParts } from '../helpers/openapi-service.js';
 
 /**
  * The OpenAPI document is a valid OpenAPI 3.1 document (issue #30): importers such as Open WebUI's
@@ -37,19 +36,11 @@ afterAll(async () => {
 });
 
 async function documentOf(service: Service): Promise<{ app: KildeApp; doc: Doc }> {
-  const configured = service.configure({
-    API_KEY: 'openapi-key',
-    KILDE_DATA_DIR: join(dir, service.name),
-    EMBEDDING_PROVIDER: 'none',
-    MCP_SEARCH_COLLECTIONS: 'docs',
-    WEATHER_API_BASE_URL: 'http://127.0.0.1:9',
-    WEATHER_API_KEY: 'weather-key',
-    // Mounts LibreChat's routes too (only with their secret).
+  // Mounts LibreChat's routes too (only with their secret).
+  const { kernel, log, parts } = await openApiParts(service, dir, {
     LIBRECHAT_JWT_SECRET: 'librechat-secret-0123456789abcdef0123456789',
-    ...(service.name === 'worker' ? { REDIS_URL: 'redis://127.0.0.1:9' } : {}),
   });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
-  const app = await buildApp(configured.kernel, { logger: log, parts: await configured.create(log) });
+  const app = await buildApp(kernel, { logger: log, parts });
   await app.ready();
   const res = await app.inject({ method: 'GET', url: '/openapi.json' });
   expect(res.statusCode).toBe(200);

@@ -5,8 +5,7 @@ import type { RouteOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allService, SERVICES, type Service } from '../../src/cli/services.js';
 import { buildApp, type KildeApp } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
-import { logSink } from '../helpers/app.js';
+import { openApiParts } from '../helpers/openapi-service.js';
 
 /**
  * The OpenAPI document (issue #15 item 7): every route each service registers, whoever adds it and
@@ -38,25 +37,14 @@ afterAll(async () => {
 });
 
 async function build(service: Service) {
-  const configured = service.configure({
-    API_KEY: 'openapi-key',
-    KILDE_DATA_DIR: join(dir, service.name),
-    EMBEDDING_PROVIDER: 'none',
-    MCP_SEARCH_COLLECTIONS: 'docs',
-    WEATHER_API_BASE_URL: 'http://127.0.0.1:9',
-    WEATHER_API_KEY: 'weather-key',
-    // `serve worker` requires Redis; nothing connects here (the parts are not started).
-    ...(service.name === 'worker' ? { REDIS_URL: 'redis://127.0.0.1:9' } : {}),
-  });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'warn' }, logSink().stream);
-  const parts = await configured.create(log);
+  const { kernel, log, parts } = await openApiParts(service, dir);
   const routes: Collected[] = [];
   const onRoute = (r: RouteOptions) => {
     const methods = Array.isArray(r.method) ? r.method : [r.method];
     const hidden = (r.schema as { hide?: boolean } | undefined)?.hide === true;
     for (const method of methods) routes.push({ method: String(method), url: r.url, hidden });
   };
-  const app: KildeApp = await buildApp(configured.kernel, { logger: log, parts, onRoute });
+  const app: KildeApp = await buildApp(kernel, { logger: log, parts, onRoute });
   await app.ready();
   return { app, routes };
 }

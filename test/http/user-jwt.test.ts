@@ -1,17 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config/parse.js';
-import { allSchema } from '../../src/embedded/all-config.js';
-import { composeAll } from '../../src/embedded/compose.js';
-import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
+import { ConfigError } from '../../src/config/parse.js';
+import type { KildeApp } from '../../src/http/app.js';
 import { loadUserAccess } from '../../src/http/user-access.js';
 import { logSink } from '../helpers/app.js';
-import { multipartBody } from '../ingest/helpers/harness.js';
+import { putMarkdown, type ServeAll, startServeAll } from '../helpers/serve-all.js';
 import { MCP_HEADERS, messagesOf, rpc } from '../tools/harness.js';
 
 /**
@@ -44,62 +37,46 @@ async function owuiJwt(
 const ALICE = { id: '3b1f0c2e-alice', email: 'alice@example.com', name: 'Alice' };
 const BOB = { id: '9d8e7f6a-bob', email: 'bob@example.com', name: 'Bob' };
 
+let server: ServeAll;
 let app: KildeApp;
 let url: string;
-let dir: string;
 const logs = logSink();
 
-async function put(fileId: string, collection: string, content: string) {
-  const { body, headers } = multipartBody(
-    { file_id: fileId, collection_name: collection, user_id: 'u1' },
-    { name: `${fileId}.md`, content, type: 'text/markdown' },
-  );
-  const res = await app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...bearer(MAIN), ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
+const put = (fileId: string, collection: string, content: string) =>
+  putMarkdown(app, MAIN, fileId, collection, content);
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'kilde-user-jwt-'));
-  const config = parseConfig(allSchema, {
-    API_KEY: MAIN,
-    API_KEYS: JSON.stringify({
-      [OWUI]: { collections: ['eng-docs', 'sales-docs', 'bob-notes'], name: 'open-webui' },
-      [OTHER]: { collections: ['eng-docs', 'sales-docs'], name: 'other' },
-    }),
-    USER_ACCESS: [
-      'trusted_keys: [open-webui]',
-      'groups:',
-      '  Engineering: [eng-docs]',
-      '  Sales: [sales-docs]',
-      'users:',
-      '  bob@example.com: [bob-notes]',
-    ].join('\n'),
-    USER_ACCESS_JWT_SECRET: SECRET,
-    KILDE_DATA_DIR: join(dir, 'data'),
-    EMBEDDING_PROVIDER: 'none',
-    MCP_SEARCH_COLLECTIONS: 'eng-docs, sales-docs, bob-notes',
-    MCP_BEARER_AUTH: 'true',
-    MCP_JSON_RESPONSE: 'true',
-  });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, logs.stream);
-  const all = await composeAll(config, log);
-  app = await buildApp(config, { logger: log, parts: all.parts });
-  await startParts(all.parts);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  server = await startServeAll(
+    {
+      API_KEY: MAIN,
+      API_KEYS: JSON.stringify({
+        [OWUI]: { collections: ['eng-docs', 'sales-docs', 'bob-notes'], name: 'open-webui' },
+        [OTHER]: { collections: ['eng-docs', 'sales-docs'], name: 'other' },
+      }),
+      USER_ACCESS: [
+        'trusted_keys: [open-webui]',
+        'groups:',
+        '  Engineering: [eng-docs]',
+        '  Sales: [sales-docs]',
+        'users:',
+        '  bob@example.com: [bob-notes]',
+      ].join('\n'),
+      USER_ACCESS_JWT_SECRET: SECRET,
+      EMBEDDING_PROVIDER: 'none',
+      MCP_SEARCH_COLLECTIONS: 'eng-docs, sales-docs, bob-notes',
+      MCP_BEARER_AUTH: 'true',
+      MCP_JSON_RESPONSE: 'true',
+    },
+    { prefix: 'kilde-user-jwt-', logs, listen: true },
+  );
+  ({ app, url } = server);
   await put('eng-1', 'eng-docs', '# Engineering\n\nThe quarterly budget plan for the platform team.');
   await put('sales-1', 'sales-docs', '# Sales\n\nThe quarterly budget plan for the sales team.');
   await put('bob-1', 'bob-notes', "# Bob's notes\n\nMy own budget plan draft.");
 });
 
 afterAll(async () => {
-  await app?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await server?.close();
 });
 
 type Meta = { collection_name: string };

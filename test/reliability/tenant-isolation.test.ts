@@ -1,17 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/parse.js';
-import { allSchema } from '../../src/embedded/all-config.js';
-import { composeAll } from '../../src/embedded/compose.js';
-import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
-import { createLogger } from '../../src/http/logger.js';
+import type { KildeApp } from '../../src/http/app.js';
 import { RpcCode } from '../../src/mcp/json-rpc.js';
 import { FAKE_KEY, type FakeWeather, startFakeWeather } from '../fakes/weather.js';
 import { logSink } from '../helpers/app.js';
-import { multipartBody } from '../ingest/helpers/harness.js';
+import { putMarkdown, type ServeAll, startServeAll } from '../helpers/serve-all.js';
 import { INIT_PARAMS, MCP_HEADERS, messagesOf, rpc } from '../tools/harness.js';
 
 /**
@@ -24,53 +16,38 @@ const ALICE = 'alice-key-0123456789';
 const BOB = 'bob-key-0123456789';
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
+let server: ServeAll;
 let app: KildeApp;
 let url: string;
 let weather: FakeWeather;
-let dataDir: string;
 const logs = logSink();
 
-async function put(fileId: string, collection: string, content: string) {
-  const { body, headers } = multipartBody(
-    { file_id: fileId, collection_name: collection, user_id: 'u1' },
-    { name: `${fileId}.md`, content, type: 'text/markdown' },
-  );
-  const res = await app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...bearer(MAIN), ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
+const put = (fileId: string, collection: string, content: string) =>
+  putMarkdown(app, MAIN, fileId, collection, content);
 
 beforeAll(async () => {
   weather = await startFakeWeather();
-  dataDir = mkdtempSync(join(tmpdir(), 'kilde-tenant-isolation-'));
-  const config = parseConfig(allSchema, {
-    API_KEY: MAIN,
-    API_KEYS: JSON.stringify({
-      [ALICE]: { collections: ['alice-kb'], name: 'alice' },
-      [BOB]: { collections: ['bob-kb'], name: 'bob' },
-    }),
-    KILDE_DATA_DIR: dataDir,
-    EMBEDDING_PROVIDER: 'none',
-    MCP_SEARCH_COLLECTIONS: 'alice-kb, bob-kb',
-    MCP_BEARER_AUTH: 'true',
-    MCP_JSON_RESPONSE: 'true',
-    WEATHER_API_BASE_URL: weather.url,
-    WEATHER_API_KEY: FAKE_KEY,
-    // An LLM configured, so `rewrite_concisely` is listed (serve all lists it only then); nothing
-    // here calls it: a tenant's call is refused before any upstream.
-    AGENT_API_BASE_URL: 'http://127.0.0.1:9/v1',
-    KEEP_VERSIONS: '2',
-  });
-  const log = createLogger({ DEBUG: false, LOG_LEVEL_APP: 'info' }, logs.stream);
-  const all = await composeAll(config, log);
-  app = await buildApp(config, { logger: log, parts: all.parts });
-  await startParts(all.parts);
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  server = await startServeAll(
+    {
+      API_KEY: MAIN,
+      API_KEYS: JSON.stringify({
+        [ALICE]: { collections: ['alice-kb'], name: 'alice' },
+        [BOB]: { collections: ['bob-kb'], name: 'bob' },
+      }),
+      EMBEDDING_PROVIDER: 'none',
+      MCP_SEARCH_COLLECTIONS: 'alice-kb, bob-kb',
+      MCP_BEARER_AUTH: 'true',
+      MCP_JSON_RESPONSE: 'true',
+      WEATHER_API_BASE_URL: weather.url,
+      WEATHER_API_KEY: FAKE_KEY,
+      // An LLM configured, so `rewrite_concisely` is listed (serve all lists it only then); nothing
+      // here calls it: a tenant's call is refused before any upstream.
+      AGENT_API_BASE_URL: 'http://127.0.0.1:9/v1',
+      KEEP_VERSIONS: '2',
+    },
+    { prefix: 'kilde-tenant-isolation-', logs, listen: true },
+  );
+  ({ app, url } = server);
   await put('alice-doc', 'alice-kb', '# Alice\n\nAlice keeps notes on rye bread.');
   // Bob's file has a kept version too, so a restore of it would succeed for Bob.
   await put('bob-doc', 'bob-kb', '# Bob\n\nThe first draft of the merger plan.');
@@ -81,9 +58,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await app?.close();
+  await server?.close();
   await weather?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function mcp(key: string, body: string) {

@@ -47,12 +47,7 @@ export interface SpoolSweep {
  */
 export async function sweepSpool(root: string, queue: JobQueue, o: SpoolSweep): Promise<string[]> {
   const alive = o.alive ?? isAlive;
-  let names: string[];
-  try {
-    names = await readdir(root);
-  } catch {
-    return [];
-  }
+  const names = await readdir(root).catch(() => [] as string[]);
   const removed: string[] = [];
   for (const name of names) {
     const m = /^(\d+)-(.+)$/.exec(name);
