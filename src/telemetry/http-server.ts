@@ -70,6 +70,9 @@ export function registerRequestSpans(app: FastifyInstance): void {
     );
     const traced: Traced = { span, ctx: trace.setSpan(parent, span), ended: false };
     request[TRACED] = traced;
+    // Every log line of the request names its trace, so a backend can go from one to the other.
+    const { traceId, spanId } = span.spanContext();
+    request.log = request.log.child({ trace_id: traceId, span_id: spanId });
     context.with(traced.ctx, done);
   });
 

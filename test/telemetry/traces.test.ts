@@ -271,10 +271,13 @@ describe('traces of POST /search', () => {
       search.attributes['kilde.hits.ids'],
     );
     // The query embedding request carried the trace from its CLIENT span under the embed stage.
-    const client = clientSpanOf(list, embed.embeddingRequests()[0]!);
+    const client = clientSpanOf(list, embed.embeddingRequests().at(-1)!);
     expect(parentOf(list, client)?.name).toBe('kilde.search.embed');
     // Never the query's text.
     expect(JSON.stringify(list.map((s) => s.attributes))).not.toContain('sourdough');
+    // The request's log line names its trace and span.
+    const line = r.logs.lines.find((l) => String(l.msg).startsWith('POST /search 200'));
+    expect(line).toMatchObject({ trace_id: CALLER_TRACE, span_id: server.spanContext().spanId });
   });
 
   it('hybrid: the lexical analysis and the fused search in the index', async () => {
