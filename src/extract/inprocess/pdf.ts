@@ -1,24 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { getDocumentProxy, getMeta } from 'unpdf';
 import type { ExtractionLimits } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
+import { PDF_OPTIONS } from '../pdfjs-options.js';
 import type { OutlineEntry, PdfLine } from './pdf-headings.js';
 import { checkPageCount, type PdfPart, type PdfSplit, partPages, WHOLE, withPage } from './pdf-parts.js';
-
-/**
- * pdf.js needs the Adobe CMaps to decode CJK fonts with predefined encodings; without them those
- * pages come out empty or garbled. They ship with pdfjs-dist, read from disk (never fetched).
- */
-const pdfjsDir = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
-const PDF_OPTIONS = {
-  verbosity: 0,
-  cMapUrl: `${join(pdfjsDir, 'cmaps')}/`,
-  cMapPacked: true,
-  standardFontDataUrl: `${join(pdfjsDir, 'standard_fonts')}/`,
-  isEvalSupported: false,
-};
 
 type PdfDocument = Awaited<ReturnType<typeof getDocumentProxy>>;
 

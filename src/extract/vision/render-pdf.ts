@@ -1,6 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { createCanvas } from '@napi-rs/canvas';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import { KildeError } from '../../errors.js';
@@ -8,6 +6,7 @@ import { extractionFailed, reasonOf } from '../document.js';
 import type { ReadMetadata } from '../inprocess/content.js';
 import { type ExtractionLimits, limitExceeded } from '../limits.js';
 import { pdfInfo } from '../pdf-info.js';
+import { PDF_OPTIONS } from '../pdfjs-options.js';
 
 /** One rendered page: the PNG, its size in pixels, the page's size in points and the density used. */
 export interface RenderedPage {
@@ -33,15 +32,6 @@ export interface RenderedPdf {
  * so no page can make the worker's native memory grow without bound.
  */
 export const MAX_PAGE_PIXELS = 4096 * 4096;
-
-const pdfjsDir = dirname(createRequire(import.meta.url).resolve('pdfjs-dist/package.json'));
-const PDF_OPTIONS = {
-  verbosity: 0,
-  cMapUrl: `${join(pdfjsDir, 'cmaps')}/`,
-  cMapPacked: true,
-  standardFontDataUrl: `${join(pdfjsDir, 'standard_fonts')}/`,
-  isEvalSupported: false,
-};
 
 /**
  * Rasterises the first `maxPages` pages of a PDF at `dpi` to PNG with pdf.js on a Skia canvas
