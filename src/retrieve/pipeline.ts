@@ -65,7 +65,7 @@ export interface SearchOptions {
 
 /**
  * The linear pipeline for one query: embed → search (filtered to the caller's collections and the
- * request's filter) → optional rerank → dedup by content MD5 → top k. Higher scores are always better.
+ * request's filter) → dedup by content MD5 → optional rerank → top k. Higher scores are always better.
  */
 export function searchOne(
   d: PipelineDeps,
