@@ -23,6 +23,7 @@ import { tracingWanted } from '../../src/telemetry/start.js';
 import { tracingActive } from '../../src/telemetry/tracing.js';
 import { chatBody, type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
+import { startQdrantFake } from '../fakes/qdrant-server.js';
 import type { RecordedRequest } from '../fakes/recording-server.js';
 import { type FakeRerankServer, startFakeRerankServer } from '../fakes/rerank.js';
 import { AUTH, logSink } from '../helpers/app.js';
@@ -365,6 +366,60 @@ describe('traces of POST /search', () => {
     for (const call of calls) expect(parentOf(list, clientSpanOf(list, call))).toBe(agent);
     // The tree an operator sees (docs/operations.md shows one).
     expect(renderTree(list)[0]).toBe('POST /search');
+  });
+});
+
+describe('traces with Qdrant as the index', () => {
+  it('the index requests carry the trace: upserts under the write stage, the query under the dense stage', async () => {
+    const qdrant = await startQdrantFake();
+    const env = {
+      ...EMBEDDING,
+      EMBEDDING_API_BASE_URL: embed.baseUrl,
+      VECTORDB_URI: qdrant.url,
+      ...ONE_CHUNK,
+    };
+    const q = await startIngest(env);
+    try {
+      const { body, headers } = multipartBody(
+        { file_id: 'ferry', filename: 'ferry.txt', collection_name: 'kb', user_id: 'u1' },
+        { name: 'ferry.txt', content: 'The ferry to Samsø leaves at nine.', type: 'text/plain' },
+      );
+      const res = await q.app.inject({
+        method: 'PUT',
+        url: '/api/v1/ingest',
+        headers: { ...AUTH, ...headers, traceparent: TRACEPARENT },
+        payload: body,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const r = await retrieve({ VECTORDB_URI: qdrant.url });
+      expect(
+        (
+          await r.search(
+            { queries: ['ferry'], collection_names: ['kb'], k: 2 },
+            { ...AUTH, traceparent: TRACEPARENT },
+          )
+        ).status,
+      ).toBe(200);
+      const list = spans();
+      const traced = qdrant.requests.filter((rec) =>
+        String(rec.headers.traceparent ?? '').includes(CALLER_TRACE),
+      );
+      const stagesOf = (method: string, path: RegExp) =>
+        traced
+          .filter((rec) => rec.method === method && path.test(rec.path))
+          .map((rec) => {
+            const client = list.find(
+              (s) => s.spanContext().spanId === String(rec.headers.traceparent).split('-')[2],
+            );
+            expect(client?.kind).toBe(SpanKind.CLIENT);
+            return parentOf(list, client!)?.name;
+          });
+      expect(stagesOf('PUT', /\/points$/)).toContain('kilde.ingest.publish');
+      expect(stagesOf('POST', /\/points\/query$/)).toContain('kilde.search.dense');
+    } finally {
+      await q.close();
+      await qdrant.close();
+    }
   });
 });
 
