@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
-import { joinUrl } from '../llm/join-url.js';
+import { joinUrl } from '../net/join-url.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
 import { excerpt, type HttpAnswer, jsonHeaders, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
 

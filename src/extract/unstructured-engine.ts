@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { joinUrl } from '../llm/join-url.js';
+import { joinUrl } from '../net/join-url.js';
 import { detailOf } from './docling-engine.js';
 import { extractionFailed, toDocument } from './document.js';
 import type { Extractor } from './extractor.js';

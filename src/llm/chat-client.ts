@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
 import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../net/http.js';
-import { joinUrl } from './join-url.js';
+import { joinUrl } from '../net/join-url.js';
 
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';

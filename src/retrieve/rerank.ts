@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { joinUrl } from '../llm/join-url.js';
 import { httpRequest } from '../net/http.js';
+import { joinUrl } from '../net/join-url.js';
 
 export interface RerankOptions {
   baseUrl: string;

@@ -1,8 +1,8 @@
 import { Agent, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Clock } from '../clock.js';
-import { joinUrl } from '../llm/join-url.js';
 import { type HttpAnswer, HttpFailure, httpRequest } from '../net/http.js';
+import { joinUrl } from '../net/join-url.js';
 
 /** One upstream call gets 10 s in total and 3 s to connect: a synchronous tool must answer within a chat turn. */
 export const WEATHER_TOTAL_TIMEOUT_MS = 10_000;

@@ -7,8 +7,8 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../../clock.js';
 import { describeCause, type ErrorVariant, KildeError } from '../../errors.js';
-import { joinUrl } from '../../llm/join-url.js';
 import { HttpFailure, httpExchange, readBytes } from '../../net/http.js';
+import { joinUrl } from '../../net/join-url.js';
 import type { SourceFile } from '../extractor.js';
 import { type FileKind, KIND_MIME } from '../file-type.js';
 

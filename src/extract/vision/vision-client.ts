@@ -2,8 +2,8 @@ import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import type { Clock } from '../../clock.js';
 import { describeCause, type ErrorVariant, KildeError } from '../../errors.js';
-import { joinUrl } from '../../llm/join-url.js';
 import { type HttpAnswer, HttpFailure, httpRequest, jsonOf } from '../../net/http.js';
+import { joinUrl } from '../../net/join-url.js';
 
 export interface VisionClientOptions {
   /** `VISION_LLM_API_BASE_URL` (an OpenAI-compatible base, keeping its `/v1`). */
