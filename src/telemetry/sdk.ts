@@ -1,4 +1,4 @@
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, DiagLogLevel, diag, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   CompositePropagator,
@@ -19,6 +19,7 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { Logger } from 'pino';
 import type { TracingConfig } from '../config/telemetry.js';
 import { kildeVersion } from '../version.js';
 import { setTracingActive } from './tracing.js';
@@ -31,7 +32,7 @@ import { setTracingActive } from './tracing.js';
 
 export interface InstalledTracing {
   provider: TracerProvider;
-  /** Flushes what is buffered and unregisters everything (tracing is off again). */
+  /** Flushes what is buffered and unregisters everything (tracing is off again); never throws. */
   shutdown(): Promise<void>;
 }
 
@@ -67,11 +68,13 @@ export function installTracing(o: {
       done ??= (async () => {
         setTracingActive(false);
         try {
-          await provider.shutdown();
+          // A receiver that cannot take the last spans costs them, never the shutdown.
+          await provider.shutdown().catch((err: unknown) => diag.warn('the last spans were not sent', err));
         } finally {
           trace.disable();
           propagation.disable();
           context.disable();
+          diag.disable();
         }
       })();
       return done;
@@ -128,8 +131,16 @@ export async function otlpExporter(config: TracingConfig): Promise<SpanExporter>
   return new OTLPTraceExporter(options);
 }
 
-/** Installs tracing as the configuration says: the OTLP exporter behind a batching processor. */
-export async function installFromConfig(config: TracingConfig): Promise<InstalledTracing> {
+/**
+ * Installs tracing as the configuration says: the OTLP exporter behind a batching processor. The
+ * SDK's own complaints (a receiver that refuses or cannot be reached: its spans are dropped) go to
+ * `log` as warnings, not to the standard error stream.
+ */
+export async function installFromConfig(config: TracingConfig, log: Logger): Promise<InstalledTracing> {
+  const warn = (message: string, ...args: unknown[]) =>
+    log.warn({ otel: args.map((a) => (a instanceof Error ? a.message : a)) }, `tracing: ${message}`);
+  const quiet = () => undefined;
+  diag.setLogger({ error: warn, warn, info: quiet, debug: quiet, verbose: quiet }, DiagLogLevel.WARN);
   const exporter = await otlpExporter(config);
   return installTracing({
     processors: [new BatchSpanProcessor({ exporter })],

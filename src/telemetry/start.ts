@@ -20,7 +20,7 @@ export function tracingWanted(
 export async function startTracing(config: TracingConfig, log: Logger): Promise<Tracing | undefined> {
   if (!tracingWanted(config)) return undefined;
   const sdk = await import('./sdk.js');
-  const installed = await sdk.installFromConfig(config);
+  const installed = await sdk.installFromConfig(config, log);
   log.info(
     {
       exporter: config.OTEL_TRACES_EXPORTER,
