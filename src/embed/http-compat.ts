@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
 import { joinUrl } from '../net/join-url.js';
 import type { EmbeddingBackend } from './embedding-backend.js';
-import { excerpt, type HttpAnswer, jsonHeaders, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
+import { excerpt, type HttpAnswer, jsonPoster, type RetryPolicy } from './http-retry.js';
 
 export interface HttpCompatOptions {
   /** EMBEDDING_API_BASE_URL, usually ending in `/v1`. */
@@ -50,7 +50,7 @@ export function decodeBase64Embedding(text: string): number[] | undefined {
  */
 export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend {
   const url = joinUrl(o.baseUrl, 'embeddings');
-  const headers = jsonHeaders(o.apiKey);
+  const postJson = jsonPoster({ ...o, url });
 
   function read(answer: HttpAnswer, inputs: number): number[][] {
     if (answer.status < 200 || answer.status >= 300) {
@@ -100,21 +100,14 @@ export function createHttpCompatBackend(o: HttpCompatOptions): EmbeddingBackend 
   }
 
   async function post(input: string[], retry: RetryPolicy, signal: AbortSignal | undefined) {
-    const answer = await postJsonWithRetry({
-      url,
-      headers,
+    const answer = await postJson(
       // Without EMBEDDING_ENCODING_FORMAT=base64 the request is the plain `{model, input}` it always was.
-      body:
-        o.encodingFormat === 'base64'
-          ? { model: o.model, input, encoding_format: 'base64' }
-          : { model: o.model, input },
-      timeoutMs: o.timeoutMs,
+      o.encodingFormat === 'base64'
+        ? { model: o.model, input, encoding_format: 'base64' }
+        : { model: o.model, input },
       retry,
-      fetch: o.fetch,
-      clock: o.clock,
-      log: o.log,
       signal,
-    });
+    );
     return read(answer, input.length);
   }
 

@@ -39,11 +39,36 @@ export async function postJsonWithRetry(r: PostJsonRequest): Promise<HttpAnswer>
   }
 }
 
-/** Headers of a JSON POST to an embedding server; the API key, when set, as a bearer token. */
-export function jsonHeaders(apiKey: string): Record<string, string> {
+/** Where an embedding backend posts: its endpoint, key and transport settings. */
+export interface JsonEndpoint {
+  url: string;
+  /** Sent as a bearer token when set. */
+  apiKey: string;
+  timeoutMs: number;
+  fetch: typeof fetch;
+  log: Logger;
+  clock?: Clock | undefined;
+}
+
+/**
+ * A backend's POST: `body` as JSON to `e.url` through `postJsonWithRetry`, with the JSON headers and
+ * the key; `retry` per call (a readiness probe retries nothing).
+ */
+export function jsonPoster(e: JsonEndpoint) {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
-  return headers;
+  if (e.apiKey) headers.authorization = `Bearer ${e.apiKey}`;
+  return (body: unknown, retry: RetryPolicy, signal?: AbortSignal): Promise<HttpAnswer> =>
+    postJsonWithRetry({
+      url: e.url,
+      headers,
+      body,
+      timeoutMs: e.timeoutMs,
+      retry,
+      fetch: e.fetch,
+      log: e.log,
+      clock: e.clock,
+      signal,
+    });
 }
 
 /** Upstream error text is kept short: it goes into logs and (with DEBUG) error bodies. */

@@ -4,7 +4,7 @@ import type { Clock } from '../clock.js';
 import { KildeError } from '../errors.js';
 import { joinUrl } from '../net/join-url.js';
 import { type EmbeddingBackend, InputTooLongError } from './embedding-backend.js';
-import { excerpt, type HttpAnswer, jsonHeaders, postJsonWithRetry, type RetryPolicy } from './http-retry.js';
+import { excerpt, type HttpAnswer, jsonPoster, type RetryPolicy } from './http-retry.js';
 
 export interface TeiOptions {
   /** EMBEDDING_API_BASE_URL of the text-embeddings-inference server (no `/v1`). */
@@ -37,7 +37,7 @@ const LENGTH_MESSAGE = /less than \d+ tokens|too long|exceed|maximum|max_input_l
  */
 export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
   const url = joinUrl(o.baseUrl, 'embed');
-  const headers = jsonHeaders(o.apiKey);
+  const postJson = jsonPoster({ ...o, url });
 
   function failure(answer: HttpAnswer): KildeError {
     const err = errorResponse.safeParse(safeJson(answer.text));
@@ -55,19 +55,8 @@ export function createTeiBackend(o: TeiOptions): EmbeddingBackend {
     return LENGTH_MESSAGE.test(err.success ? err.data.error : answer.text);
   }
 
-  async function post(texts: string[], retry: RetryPolicy, signal: AbortSignal | undefined) {
-    return postJsonWithRetry({
-      url,
-      headers,
-      body: { inputs: texts, truncate: false, normalize: true },
-      timeoutMs: o.timeoutMs,
-      retry,
-      fetch: o.fetch,
-      clock: o.clock,
-      log: o.log,
-      signal,
-    });
-  }
+  const post = (texts: string[], retry: RetryPolicy, signal: AbortSignal | undefined) =>
+    postJson({ inputs: texts, truncate: false, normalize: true }, retry, signal);
 
   function read(answer: HttpAnswer, inputs: number): number[][] {
     const parsed = embedResponse.safeParse(safeJson(answer.text));
