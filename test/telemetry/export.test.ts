@@ -70,7 +70,9 @@ describe('the OTLP exporter as the OTEL_* variables configure it', () => {
   });
 
   it('a receiver that cannot be reached costs the spans, never the shutdown: a warning says so', async () => {
-    const receiver = await startRecordingServer((_req, res) => res.end());
+    const receiver = await startRecordingServer((_req, res) => {
+      res.end();
+    });
     const url = receiver.url;
     await receiver.close();
     const logs = logSink();
