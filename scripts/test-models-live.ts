@@ -103,7 +103,7 @@ async function exportOnnx(from: string, to: string): Promise<void> {
   const tmp = `${to}.export`;
   const run = spawnSync(
     join(VENV, 'bin/optimum-cli'),
-    ['export', 'onnx', '--model', from, '--task', 'feature-extraction', tmp],
+    ['export', 'onnx', '--model', from, '--task', 'feature-extraction', '--opset', '17', tmp],
     { stdio: 'inherit', env: { ...process.env, HF_HUB_OFFLINE: '1' } },
   );
   if (run.status !== 0) throw new Error(`optimum-cli export onnx failed (exit ${run.status})`);
