@@ -1,13 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import type { Writable } from 'node:stream';
-import { expect } from 'vitest';
 import { parseConfig } from '../../src/config/parse.js';
 import { allSchema } from '../../src/embedded/all-config.js';
 import { composeAll } from '../../src/embedded/compose.js';
 import { buildApp, type KildeApp, startParts } from '../../src/http/app.js';
 import { createLogger } from '../../src/http/logger.js';
 import { tempDir } from '../cli/helpers.js';
-import { multipartBody } from '../ingest/helpers/harness.js';
+import { uploadFile } from '../ingest/helpers/harness.js';
 import { logSink } from './app.js';
 
 export interface ServeAll {
@@ -59,22 +58,11 @@ export async function startServeAll(
 }
 
 /** Uploads `content` as `<fileId>.md` into `collection` with PUT /api/v1/ingest and key `key`; expects 200. */
-export async function putMarkdown(
-  app: KildeApp,
-  key: string,
-  fileId: string,
-  collection: string,
-  content: string,
-) {
-  const { body, headers } = multipartBody(
+export function putMarkdown(app: KildeApp, key: string, fileId: string, collection: string, content: string) {
+  return uploadFile(
+    app,
     { file_id: fileId, collection_name: collection, user_id: 'u1' },
     { name: `${fileId}.md`, content, type: 'text/markdown' },
+    { authorization: `Bearer ${key}` },
   );
-  const res = await app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { authorization: `Bearer ${key}`, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH } from '../helpers/app.js';
-import { type Harness, multipartBody, pointsOf, startIngest } from './helpers/harness.js';
+import { type Harness, pointsOf, startIngest, uploadFile } from './helpers/harness.js';
 
 /**
  * Deleting from the knowledge API (docs/api.md): a document of a collection and a whole collection,
@@ -18,19 +18,12 @@ beforeAll(async () => {
 });
 afterAll(() => h?.close());
 
-async function ingest(fileId: string, collection: string, text: string) {
-  const { body, headers } = multipartBody(
+const ingest = (fileId: string, collection: string, text: string) =>
+  uploadFile(
+    h.app,
     { file_id: fileId, filename: `${fileId}.txt`, collection_name: collection, user_id: 'u1' },
     { name: `${fileId}.txt`, content: text, type: 'text/plain' },
   );
-  const res = await h.app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...AUTH, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
 
 const del = (url: string, headers: Record<string, string> = AUTH) =>
   h.app.inject({ method: 'DELETE', url, headers });

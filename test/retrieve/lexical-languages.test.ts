@@ -4,8 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LexicalAnalyzer } from '../../src/embed/bm25/analysis.js';
 import { createQueryLexical } from '../../src/retrieve/query-lexical.js';
 import { DANISH_CORPUS } from '../fixtures/index.js';
-import { AUTH } from '../helpers/app.js';
-import { type Harness, multipartBody, pointsOf, startIngest } from '../ingest/helpers/harness.js';
+import { type Harness, pointsOf, startIngest, uploadFile } from '../ingest/helpers/harness.js';
 import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
 
 const ENGLISH = `# Cycling in Copenhagen
@@ -19,19 +18,12 @@ the roads. Most commuters own a sturdy bike with mudguards and lights.
 let ingest: Harness;
 let retrieve: RetrieveHarness;
 
-async function put(fileId: string, collection: string, name: string, text: string) {
-  const { body, headers } = multipartBody(
+const put = (fileId: string, collection: string, name: string, text: string) =>
+  uploadFile(
+    ingest.app,
     { file_id: fileId, filename: name, collection_name: collection, user_id: 'u' },
     { name, content: text, type: 'text/markdown' },
   );
-  const res = await ingest.app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...AUTH, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
 
 const search = async (query: string, collections: string[], k = 5) => {
   const { status, json } = await retrieve.search({ queries: [query], collection_names: collections, k });

@@ -3,7 +3,7 @@ import { RRF_K } from '../../src/index/rrf.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type FakeRerankServer, startFakeRerankServer } from '../fakes/rerank.js';
 import { AUTH } from '../helpers/app.js';
-import { type Harness, multipartBody, startIngest } from '../ingest/helpers/harness.js';
+import { type Harness, startIngest, uploadFile } from '../ingest/helpers/harness.js';
 import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
 
 /**
@@ -43,19 +43,12 @@ let rerank: FakeRerankServer;
 let ingest: Harness;
 const open: RetrieveHarness[] = [];
 
-async function put(fileId: string, collection: string, name: string, type: string, text: string) {
-  const { body, headers } = multipartBody(
+const put = (fileId: string, collection: string, name: string, type: string, text: string) =>
+  uploadFile(
+    ingest.app,
     { file_id: fileId, filename: name, collection_name: collection, collection_type: type, user_id: 'u1' },
     { name, content: text, type: 'text/markdown' },
   );
-  const res = await ingest.app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...AUTH, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
 
 async function retrieve(env: Record<string, string> = {}) {
   const r = await startRetrieve({

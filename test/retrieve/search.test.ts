@@ -3,7 +3,7 @@ import { type FakeChatServer, startFakeChatServer } from '../fakes/openai-chat.j
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type FakeRerankServer, startFakeRerankServer } from '../fakes/rerank.js';
 import { AUTH } from '../helpers/app.js';
-import { type Harness, multipartBody, startIngest } from '../ingest/helpers/harness.js';
+import { type Harness, startIngest, uploadFile } from '../ingest/helpers/harness.js';
 import { type RetrieveHarness, startRetrieve } from './helpers/retrieve.js';
 
 /** A small labelled corpus: each query has one document that answers it. */
@@ -19,19 +19,12 @@ let embed: FakeEmbeddingsServer;
 let ingest: Harness;
 const open: RetrieveHarness[] = [];
 
-async function put(fileId: string, collection: string, text: string) {
-  const { body, headers } = multipartBody(
+const put = (fileId: string, collection: string, text: string) =>
+  uploadFile(
+    ingest.app,
     { file_id: fileId, filename: `${fileId}.md`, collection_name: collection, user_id: 'u1' },
     { name: `${fileId}.md`, content: text, type: 'text/markdown' },
   );
-  const res = await ingest.app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...AUTH, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
-}
 
 async function retrieve(env: Record<string, string> = {}) {
   const r = await startRetrieve({

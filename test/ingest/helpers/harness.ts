@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import type { Clock } from '../../../src/clock.js';
 import { type IngestConfig, ingestSchema } from '../../../src/config/ingest.js';
 import { buildApp, type KildeApp } from '../../../src/http/app.js';
@@ -8,7 +9,7 @@ import { createLogger } from '../../../src/http/logger.js';
 import type { StoredPoint } from '../../../src/index/contract.js';
 import type { VectorIndex } from '../../../src/index/store.js';
 import { createIngestPart, type IngestPart } from '../../../src/ingest/part.js';
-import { logSink, testConfig } from '../../helpers/app.js';
+import { AUTH, logSink, testConfig } from '../../helpers/app.js';
 
 export { DANISH_CORPUS as DANISH, DOCUMENTS as FIXTURES, TOKENIZER } from '../../fixtures/index.js';
 
@@ -117,4 +118,24 @@ export function multipartBody(
     body: Buffer.concat(chunks),
     headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
   };
+}
+
+/**
+ * Uploads one file with `PUT /api/v1/ingest` as the chat platform does (the form's `fields`, then
+ * the file part) and expects 200; `auth` is the bearer header, the test key by default.
+ */
+export async function uploadFile(
+  app: KildeApp,
+  fields: Record<string, string>,
+  file: { name: string; content: Buffer | string; type?: string },
+  auth: Record<string, string> = AUTH,
+): Promise<void> {
+  const { body, headers } = multipartBody(fields, file);
+  const res = await app.inject({
+    method: 'PUT',
+    url: '/api/v1/ingest',
+    headers: { ...auth, ...headers },
+    payload: body,
+  });
+  expect(res.statusCode, res.body).toBe(200);
 }

@@ -1,6 +1,4 @@
-import { expect } from 'vitest';
-import { AUTH } from '../../helpers/app.js';
-import { type Harness, multipartBody } from '../../ingest/helpers/harness.js';
+import { type Harness, uploadFile } from '../../ingest/helpers/harness.js';
 
 /**
  * A small labelled set where the lexical side must change the order. The query asks for a rare
@@ -23,17 +21,11 @@ export const ONE_CHUNK = { CHUNK_SPLIT_BY: 'word', CHUNK_SIZE: '200', CHUNK_OVER
 
 /** Uploads one text file through the ingestion service, as the chat platform does. */
 export async function ingestText(h: Harness, fileId: string, collection: string, text: string) {
-  const { body, headers } = multipartBody(
+  await uploadFile(
+    h.app,
     { file_id: fileId, filename: `${fileId}.txt`, collection_name: collection, user_id: 'u1' },
     { name: `${fileId}.txt`, content: text, type: 'text/plain' },
   );
-  const res = await h.app.inject({
-    method: 'PUT',
-    url: '/api/v1/ingest',
-    headers: { ...AUTH, ...headers },
-    payload: body,
-  });
-  expect(res.statusCode, res.body).toBe(200);
 }
 
 export async function ingestLabelled(h: Harness, collection: string) {
