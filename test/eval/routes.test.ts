@@ -42,6 +42,7 @@ beforeAll(async () => {
     });
     expect(res.statusCode, res.body).toBe(200);
   }
+  await ingest.settle(); // the retrieval app opens its own index on the data directory
   retrieve = await startRetrieve({ KILDE_DATA_DIR: ingest.dataDir, EMBEDDING_PROVIDER: 'none' });
 });
 

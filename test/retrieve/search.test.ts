@@ -52,6 +52,8 @@ beforeAll(async () => {
   // The same text in another tenant's collection must never leak into kb-main's results.
   await put('flu-copy', 'kb-other', DOCS.flu!);
   await put('secret', 'kb-other', '# Secret\n\nThe secret plan mentions the Spanish flu of 1918 in Denmark.');
+  // The retrieval apps below open their own index on the data directory.
+  await ingest.settle();
 });
 
 afterAll(async () => {

@@ -32,6 +32,7 @@ beforeAll(async () => {
     payload: body,
   });
   expect(res.statusCode, res.body).toBe(200);
+  await ingest.settle(); // the retrieval app opens its own index on the data directory
 });
 
 afterAll(async () => {

@@ -20,6 +20,12 @@ export interface Harness {
   index: VectorIndex;
   logs: ReturnType<typeof logSink>;
   dataDir: string;
+  /**
+   * What another process sees once this one's commit window has passed: on LanceDB, new files are
+   * journaled and appended together (src/index/lancedb-journal.ts); a read in this process commits
+   * them now. Call it before opening a second index (a retrieval app) on the same data directory.
+   */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -67,6 +73,9 @@ export async function startIngest(
     },
     logs,
     dataDir,
+    async settle() {
+      await part.pipeline().index.count({});
+    },
     async close() {
       await app.close();
       if (!opts.dataDir) await rm(dataDir, { recursive: true, force: true });
