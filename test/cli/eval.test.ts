@@ -135,6 +135,7 @@ describe('kilde eval --url against a running server', () => {
       });
       expect(res.statusCode, res.body).toBe(200);
     }
+    await ingest.settle(); // the retrieval app opens its own index on the data directory
     retrieve = await startRetrieve({ KILDE_DATA_DIR: ingest.dataDir, EMBEDDING_PROVIDER: 'none' });
     await writeFile(join(tmp.dir, 'q.jsonl'), jsonl(QUERIES));
     await writeFile(join(tmp.dir, 'r.tsv'), QRELS);

@@ -50,6 +50,7 @@ beforeAll(async () => {
     ...ONE_CHUNK,
   });
   for (const [id, text] of Object.entries(DOCS)) await ingestText(ingest, id, 'kb', text);
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterEach(async () => {

@@ -28,6 +28,7 @@ beforeAll(async () => {
   expect(res.statusCode, res.body).toBe(200);
   const [doc] = await createInprocessExtractor().extract({ path, filename: 'multi_page.pdf' });
   pageTexts = (doc?.pages ?? []).map((p) => doc!.text.slice(p.start, p.end).replace(/\s+/g, ' '));
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
   retrieve = await startRetrieve({ KILDE_DATA_DIR: ingest.dataDir, EMBEDDING_PROVIDER: 'none' });
 });
 

@@ -31,6 +31,7 @@ beforeAll(async () => {
     EMBEDDING_API_BASE_URL: embed.baseUrl,
   });
   await ingestText(ingest, 'owls', 'kb', 'Owls hunt at night and sleep during the day.');
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterAll(async () => {

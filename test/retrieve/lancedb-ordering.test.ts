@@ -28,6 +28,7 @@ beforeAll(async () => {
   embed = await startFakeOpenAIEmbeddings({ dim: 128 });
   ingest = await startIngest({ ...denseEnv, EMBEDDING_API_BASE_URL: embed.baseUrl, ...ONE_CHUNK });
   await ingestLabelled(ingest, 'kb');
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterAll(async () => {

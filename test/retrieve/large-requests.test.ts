@@ -10,6 +10,7 @@ let r: RetrieveHarness;
 beforeAll(async () => {
   ingest = await startIngest(ONE_CHUNK);
   await ingestLabelled(ingest, 'kb');
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
   r = await startRetrieve({ KILDE_DATA_DIR: ingest.dataDir, EMBEDDING_PROVIDER: 'none' });
 });
 

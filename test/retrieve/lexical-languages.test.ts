@@ -36,6 +36,7 @@ beforeAll(async () => {
   ingest = await startIngest({ CHUNK_SPLIT_BY: 'markdown', SPARSE_LANGUAGE: 'english' });
   await put('da-1', 'da', '1.1.md', await readFile(join(DANISH_CORPUS, '1.1.md'), 'utf8'));
   await put('en-1', 'en', 'cycling.md', ENGLISH);
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
   retrieve = await startRetrieve({
     KILDE_DATA_DIR: ingest.dataDir,
     EMBEDDING_PROVIDER: 'none',

@@ -62,6 +62,7 @@ beforeAll(async () => {
     ],
   ]);
   await put('handbook', 'kb', 'handbook.pdf', pdf, 'application/pdf');
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterEach(async () => {

@@ -25,6 +25,7 @@ beforeAll(async () => {
   for (let i = 0; i < 12; i++) {
     await ingestText(ingest, `kb${i}`, 'big-kb', `Note ${i}: the ferry to Aarhus leaves at dawn.`);
   }
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
   r = await startRetrieve({
     KILDE_DATA_DIR: ingest.dataDir,
     EMBEDDING_PROVIDER: 'none',

@@ -79,6 +79,7 @@ beforeAll(async () => {
   for (const d of DOCS) await put(d.id, 'kb', d.name, d.type, d.text);
   // The same texts in another tenant: a filter never widens the tenant filter.
   for (const d of DOCS) await put(`other-${d.id}`, 'kb-other', d.name, d.type, d.text);
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterAll(async () => {

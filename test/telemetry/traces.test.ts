@@ -72,6 +72,7 @@ beforeAll(async () => {
   memory = traceInMemory();
   ingest = await startIngest({ ...EMBEDDING, EMBEDDING_API_BASE_URL: embed.baseUrl, ...ONE_CHUNK });
   for (const [id, text] of Object.entries(DOCS)) await put(id, text);
+  await ingest.settle(); // the retrieval apps open their own index on the data directory
 });
 
 afterEach(async () => {
