@@ -70,6 +70,9 @@ export function qdrantBaseUrl(uri: string): string {
   return `${url.protocol}//${host}${url.pathname.replace(/\/+$/, '')}`;
 }
 
+/** Network errors of a reused connection the server had closed (undici's `other side closed`, a reset). */
+const STALE_CONNECTION = new Set(['UND_ERR_SOCKET', 'ECONNRESET']);
+
 export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
   const base = qdrantBaseUrl(opts.baseUrl);
   // `identity`: asked for gzip (fetch asks by default), Qdrant streams the compressed answer in two
@@ -82,9 +85,8 @@ export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
     const op = `${c.method} ${c.path}`;
     const qs = c.query ? `?${new URLSearchParams(c.query).toString()}` : '';
     const started = performance.now();
-    let res: HttpAnswer;
-    try {
-      res = await httpRequest(
+    const request = () =>
+      httpRequest(
         {
           url: base + c.path + qs,
           method: c.method,
@@ -95,6 +97,18 @@ export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
         },
         { fetch: opts.fetch, ...(opts.clock ? { clock: opts.clock } : {}) },
       );
+    let res: HttpAnswer;
+    try {
+      try {
+        res = await request();
+      } catch (err) {
+        // A kept-alive connection the server closed while idle fails the next request sent on it
+        // before any byte of it was read ("other side closed"): sent again, once, on a fresh one.
+        // Every call Kilde makes is idempotent (points by id, deletes and reads by filter).
+        if (!(err instanceof HttpFailure) || !STALE_CONNECTION.has(err.networkCode ?? '')) throw err;
+        opts.log.debug({ op, code: err.networkCode }, 'qdrant connection closed by the server; sent again');
+        res = await request();
+      }
     } catch (err) {
       if (!(err instanceof HttpFailure)) throw err;
       if (err.kind === 'timeout') {

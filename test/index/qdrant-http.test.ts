@@ -1,4 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { pino } from 'pino';
+import { Agent } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createQdrantHttp, qdrantBaseUrl } from '../../src/index/qdrant-http.js';
@@ -45,6 +48,48 @@ describe('createQdrantHttp on the wire', () => {
       expect(sent?.headers['accept-encoding']).toBe('identity');
     } finally {
       await fake.close();
+    }
+  });
+});
+
+describe('createQdrantHttp and kept-alive connections', () => {
+  it('sends a call again, once, when the server closed the kept-alive connection it went out on', async () => {
+    // Answers the first request of each connection and keeps it open; a second request on the same
+    // connection finds it closed (as Qdrant closes idle ones), before any answer.
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      const socket = req.socket as Socket & { served?: number };
+      socket.served = (socket.served ?? 0) + 1;
+      seen.push(`${req.method} ${req.url} #${socket.served}`);
+      if (socket.served > 1) return socket.destroy();
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ result: { exists: true }, status: 'ok', time: 0 }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      // One connection at most, so the second call must go out on the first call's connection.
+      const agent = new Agent({ connections: 1 });
+      const oneConnection: typeof fetch = (url, init) =>
+        fetch(url, { ...init, dispatcher: agent as unknown as NonNullable<RequestInit['dispatcher']> });
+      const http = createQdrantHttp({
+        baseUrl: `http://127.0.0.1:${port}`,
+        timeoutMs: 5000,
+        fetch: oneConnection,
+        log: pino({ level: 'silent' }),
+      });
+      const exists = z.object({ exists: z.boolean() });
+      const call = { method: 'POST', path: '/collections/docs/points/query', body: {} } as const;
+      expect(await http.call(call, exists)).toEqual({ exists: true });
+      expect(await http.call(call, exists)).toEqual({ exists: true });
+      expect(seen).toEqual([
+        'POST /collections/docs/points/query #1',
+        'POST /collections/docs/points/query #2',
+        'POST /collections/docs/points/query #1',
+      ]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
