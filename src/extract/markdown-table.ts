@@ -1,7 +1,9 @@
 /** Renders rows as a GFM table; the first row is the header. Pipes and line breaks are escaped. */
 export function markdownTable(rows: readonly (readonly string[])[]): string {
   if (rows.length === 0) return '';
-  const width = Math.max(...rows.map((r) => r.length));
+  // A loop, not Math.max(...): a spread of half a million rows overflows the call stack.
+  let width = 0;
+  for (const r of rows) if (r.length > width) width = r.length;
   const cell = (s: string | undefined) => (s ?? '').replace(/\|/g, '\\|').replace(/\r?\n/g, ' ').trim();
   const line = (r: readonly string[]) =>
     `| ${Array.from({ length: width }, (_, i) => cell(r[i])).join(' | ')} |`;
