@@ -67,6 +67,8 @@ export interface Responsiveness {
   search: number;
   /** Requests that failed or answered other than 200. */
   failed: number;
+  /** What each failed request was and what it got (`ready 503 {...}`), for the assertion's message. */
+  failures?: string[];
   /** Highest resident set size seen, bytes. */
   peakRss: number;
 }
@@ -89,11 +91,14 @@ export async function whileRunning<T>(
   const probe = async (name: 'health' | 'ready' | 'search', init: () => Promise<Response>) => {
     try {
       const res = await init();
-      await res.arrayBuffer();
-      if (res.status !== 200) during.failed++;
-      else if (!settled) during[name]++;
-    } catch {
+      const body = await res.text();
+      if (res.status !== 200) {
+        during.failed++;
+        (during.failures ??= []).push(`${name} ${res.status} ${body.slice(0, 300)}`);
+      } else if (!settled) during[name]++;
+    } catch (err) {
       during.failed++;
+      (during.failures ??= []).push(`${name} ${String(err)} ${String((err as Error).cause ?? '')}`);
     }
   };
   while (!settled) {

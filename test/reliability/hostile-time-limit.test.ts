@@ -42,7 +42,7 @@ describe('a document that runs past EXTRACTION_TIMEOUT', () => {
     expect(fired).toBe(true);
     expect(during.health).toBeGreaterThanOrEqual(20);
     expect(during.search).toBeGreaterThanOrEqual(20);
-    expect(during.failed).toBe(0);
+    expect(during.failed, JSON.stringify(during.failures)).toBe(0);
     expect(result.status, JSON.stringify(result.body)).toBe(422);
     expect(result.body).toMatchObject({ code: 'EXTRACTION_FAILED' });
     expect(result.body.error).toBe(
