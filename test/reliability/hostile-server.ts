@@ -87,18 +87,19 @@ export async function whileRunning<T>(
   const watched = job.finally(() => {
     settled = true;
   });
-  const during: Responsiveness = { health: 0, ready: 0, search: 0, failed: 0, peakRss: 0 };
+  const failures: string[] = [];
+  const during: Responsiveness = { health: 0, ready: 0, search: 0, failed: 0, peakRss: 0, failures };
   const probe = async (name: 'health' | 'ready' | 'search', init: () => Promise<Response>) => {
     try {
       const res = await init();
       const body = await res.text();
       if (res.status !== 200) {
         during.failed++;
-        (during.failures ??= []).push(`${name} ${res.status} ${body.slice(0, 300)}`);
+        failures.push(`${name} ${res.status} ${body.slice(0, 300)}`);
       } else if (!settled) during[name]++;
     } catch (err) {
       during.failed++;
-      (during.failures ??= []).push(`${name} ${String(err)} ${String((err as Error).cause ?? '')}`);
+      failures.push(`${name} ${String(err)} ${String((err as Error).cause ?? '')}`);
     }
   };
   while (!settled) {
