@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
 import { benchData } from './lib/data.js';
+import { putAll } from './lib/kilde-http.js';
 
 const { values } = parseArgs({
   options: {
@@ -129,29 +130,6 @@ async function startServer(dataDir: string): Promise<{ url: string; child: Child
   return { url, child };
 }
 
-async function putAll(url: string, files: string[], concurrency: number): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < files.length; i = next++) {
-      const path = files[i]!;
-      const name = path.split('/').at(-1)!;
-      const form = new FormData();
-      form.set('file_id', `put-${name}`);
-      form.set('collection_name', 'bench');
-      form.set('user_id', 'bench');
-      form.set('file', await openAsBlob(path), name);
-      const res = await fetch(`${url}/api/v1/ingest`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${KEY}` },
-        body: form,
-      });
-      const body = await res.text();
-      if (!res.ok) throw new Error(`PUT ${name}: ${res.status} ${body}`);
-    }
-  };
-  await Promise.all(Array.from({ length: concurrency }, worker));
-}
-
 /** CPU seconds of the last `kilde ingest --url` client run. */
 let lastClientCpu = 0;
 
@@ -227,7 +205,7 @@ try {
   const variants: Array<{ name: string; run: () => Promise<Run> }> = [
     ...LEVELS.map((c) => ({
       name: `PUT /api/v1/ingest, c=${c}`,
-      run: () => overHttp((url) => putAll(url, files, c)),
+      run: () => overHttp(async (url) => void (await putAll(url, files, c))),
     })),
   ];
   if (!values['skip-bulk']) {
