@@ -10,17 +10,16 @@
  *
  * Usage: npx tsx bench/ingest-commits.ts [--files 1000 --concurrency 1,4 --rounds 1 --skip-bulk]
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { connect } from '@lancedb/lancedb';
 import { benchData } from './lib/data.js';
-import { putAll } from './lib/kilde-http.js';
+import { kildeEnv, putAll, startServer } from './lib/kilde-http.js';
 
 const { values } = parseArgs({
   options: {
@@ -38,7 +37,6 @@ const LEVELS = values.concurrency.split(',').map(Number);
 const ROUNDS = Number(values.rounds);
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const LAUNCHER = here('../bin/kilde');
-const KEY = 'bench-key-not-served-anywhere';
 const TABLE = 'ingestion_files';
 
 if (!values['no-build']) {
@@ -50,15 +48,7 @@ if (!values['no-build']) {
 }
 
 const work = await mkdtemp(join(tmpdir(), 'kilde-bench-commits-'));
-const env = {
-  ...process.env,
-  PATH: `${join(process.execPath, '..')}:${process.env.PATH ?? ''}`,
-  EMBEDDING_PROVIDER: 'none',
-  API_KEY: KEY,
-  KILDE_API_KEY: KEY,
-  LOG_LEVEL: 'warn',
-  LOG_FORMAT: 'json',
-};
+const env = kildeEnv();
 
 /** CPU seconds (user + system) of `pid` and every live process below it. */
 function treeCpu(pid: number): number {
@@ -83,14 +73,6 @@ function treeCpu(pid: number): number {
   return ticks / 100;
 }
 
-async function freePort(): Promise<number> {
-  const probe = createServer().listen(0, '127.0.0.1');
-  await once(probe, 'listening');
-  const port = (probe.address() as { port: number }).port;
-  probe.close();
-  return port;
-}
-
 /** The table's version number (0: no table yet). */
 async function tableVersion(dataDir: string): Promise<number> {
   const db = await connect(join(dataDir, 'lancedb'));
@@ -103,30 +85,6 @@ async function tableVersion(dataDir: string): Promise<number> {
   } finally {
     db.close();
   }
-}
-
-async function startServer(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(LAUNCHER, ['serve', 'ingest'], {
-    env: { ...env, KILDE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port) },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let output = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    output = (output + d.toString('utf8')).slice(-5000);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`kilde serve exited:\n${output}`);
-    const ok = await fetch(`${url}/health`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (i > 600) throw new Error(`kilde serve did not come up:\n${output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url, child };
 }
 
 /** CPU seconds of the last `kilde ingest --url` client run. */
@@ -159,7 +117,7 @@ interface Run {
 
 async function overHttp(client: (url: string, data: string) => Promise<void>): Promise<Run> {
   const data = await mkdtemp(join(work, 'server-'));
-  const server = await startServer(data);
+  const server = await startServer(data, {});
   const pid = server.child.pid as number;
   try {
     const v0 = await tableVersion(data);

@@ -203,7 +203,8 @@ export async function putAll(
   return { seconds: (performance.now() - t0) / 1000, cpu: (c.user + c.system) / 1e6 };
 }
 
-async function startServer(
+/** A real `kilde serve ingest` on a free port over `dataDir`, once its `/health` answers. */
+export async function startServer(
   dataDir: string,
   extra: Record<string, string>,
 ): Promise<{ url: string; child: ChildProcess }> {
