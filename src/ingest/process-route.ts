@@ -124,7 +124,8 @@ export function toOpenWebUi(doc: ExtractedDocument, filename: string, engine: st
     const text = doc.text.trim();
     return text === '' ? [] : [{ page_content: text, metadata: common }];
   }
-  const total = typeof m.page_count === 'number' ? m.page_count : pages.reduce((most, p) => Math.max(most, p.page), 0);
+  const total =
+    typeof m.page_count === 'number' ? m.page_count : pages.reduce((most, p) => Math.max(most, p.page), 0);
   const perPage = pages.map((p) => ({
     page_content: doc.text.slice(p.start, p.end).trim(),
     // pypdf's loader: `page` is the 0-based index, `page_label` the printed number.
