@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +65,9 @@ import {
  *   --model-name NAME   the model's name in the tables (default: DIR's last part)
  *   --model-dim 384 --model-max-tokens 256 --prefix-doc '' --prefix-query ''   the model's settings
  *                       (defaults: all-MiniLM-L6-v2's; an e5 model wants 'passage: ' / 'query: ' and 512)
+ *   --index-dir DIR     keep each set's ingested index in DIR/scifact, DIR/danish, and reuse it when a
+ *                       run with the same DIR finds it complete (ingestion skipped: SciFact's takes
+ *                       minutes); delete the folder after a change to extraction, chunking or analysis
  *   --corpus-sample N   SciFact: only N abstracts, every one the queries judge relevant and the
  *                       corpus's first others (embedding all 5,183 takes hours on a loaded 2-core
  *                       machine); every row of the run is over the same sample
@@ -78,6 +82,7 @@ const { values: args } = parseArgs({
     pdf: { type: 'boolean', default: false },
     model: { type: 'string' },
     'corpus-sample': { type: 'string' },
+    'index-dir': { type: 'string' },
     'model-name': { type: 'string' },
     'model-dim': { type: 'string', default: '384' },
     'model-max-tokens': { type: 'string', default: '256' },
@@ -143,6 +148,35 @@ async function settle(dataDir: string): Promise<void> {
     table.close();
   }
   db.close();
+}
+
+/**
+ * The set's ingested index: reused from `--index-dir` when a run finished it there (its `ingested.json`
+ * says how many chunks and how long), else ingested (and kept there with `--index-dir`, else in `work`).
+ */
+async function ingestedIndex(
+  set: string,
+  work: string,
+  ingest: (dataDir: string) => Promise<number>,
+): Promise<{ dataDir: string; chunks: number; seconds: number; reused: boolean }> {
+  const kept = args['index-dir'];
+  const dataDir = kept ? join(kept, set) : join(work, set);
+  const done = join(dataDir, 'ingested.json');
+  if (kept && existsSync(done)) {
+    const { chunks, seconds } = JSON.parse(await readFile(done, 'utf8')) as {
+      chunks: number;
+      seconds: number;
+    };
+    return { dataDir, chunks, seconds, reused: true };
+  }
+  await rm(dataDir, { recursive: true, force: true });
+  await mkdir(dataDir, { recursive: true });
+  const t0 = performance.now();
+  const chunks = await ingest(dataDir);
+  const seconds = (performance.now() - t0) / 1000;
+  await settle(dataDir);
+  await writeFile(done, JSON.stringify({ chunks, seconds }));
+  return { dataDir, chunks, seconds, reused: false };
 }
 
 type Search = (query: string, k: number) => Promise<ChunkMeta[]>;
@@ -300,13 +334,18 @@ async function scifact(): Promise<void> {
       await writeFile(join(files, `${d.id}.txt`), documentText(d));
       docs.push({ name: `${d.id}.txt`, id: d.id });
     }
-    const dataDir = join(work, 'kilde');
-    const backend = createLocalBackend(envFor(dataDir, 'english'), log);
-    const t0 = performance.now();
-    const chunks = await ingestAll(backend, files, docs, 'scifact');
-    const ingestS = (performance.now() - t0) / 1000;
-    await backend.close();
-    await settle(dataDir);
+    const built = await ingestedIndex(
+      SAMPLE < Number.POSITIVE_INFINITY ? `scifact-${SAMPLE}` : 'scifact',
+      work,
+      async (dataDir) => {
+        const backend = createLocalBackend(envFor(dataDir, 'english'), log);
+        const n = await ingestAll(backend, files, docs, 'scifact');
+        await backend.close();
+        return n;
+      },
+    );
+    const { dataDir, chunks } = built;
+    const ingestS = built.seconds;
     const settledBackend = createLocalBackend(envFor(dataDir, 'english'), log);
     const lexical = await evalScifact('lexical', viaBackend(settledBackend), queries, qrels);
     await settledBackend.close();
@@ -315,7 +354,7 @@ async function scifact(): Promise<void> {
     await client.close();
 
     console.log(
-      `\nSciFact (BEIR), train split: ${docs.length} abstracts → ${chunks} chunks (ingested in ${ingestS.toFixed(0)} s), ${queries.length} queries` +
+      `\nSciFact (BEIR), train split: ${docs.length} abstracts → ${chunks} chunks (${built.reused ? 'index reused from --index-dir, ingested' : 'ingested'} in ${ingestS.toFixed(0)} s), ${queries.length} queries` +
         `\n  nDCG@10 (10 chunks): documents among the first 10 chunks, this bench's measure since issue 7;` +
         `\n  the others as \`kilde eval\` measures: documents pooled from the first 100 chunks. Cells: before → now.`,
     );
@@ -470,19 +509,21 @@ async function danish(): Promise<void> {
   // analysed so, whatever the default.
   const work = await mkdtemp(join(tmpdir(), 'kilde-bench-quality-da-'));
   try {
-    const backend = createLocalBackend(envFor(work, 'english'), log);
-    const chunks = await ingestAll(
-      backend,
-      corpus,
-      names.map((name) => ({ name, id: name })),
-      'danish',
-    );
-    await backend.close();
-    await settle(work);
-    const settled = createLocalBackend(envFor(work, 'english'), log);
+    const { dataDir, chunks } = await ingestedIndex('danish', work, async (dir) => {
+      const backend = createLocalBackend(envFor(dir, 'english'), log);
+      const n = await ingestAll(
+        backend,
+        corpus,
+        names.map((name) => ({ name, id: name })),
+        'danish',
+      );
+      await backend.close();
+      return n;
+    });
+    const settled = createLocalBackend(envFor(dataDir, 'english'), log);
     const lexical = await evalDanish(viaBackend(settled), questions, nearest, audit, args.misses);
     await settled.close();
-    const client = await clientBm25(work, 'english');
+    const client = await clientBm25(dataDir, 'english');
     const clientScores = await evalDanish(client.search, questions, nearest, audit);
     await client.close();
     const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
