@@ -1,8 +1,9 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runMeasured } from './measured.js';
 
 /*
  * The LangChain.js pipeline a TypeScript user would build instead (bench/vs-langchain/runner.mjs:
@@ -33,7 +34,10 @@ export type LangChainMode = 'bulk' | 'per-file' | 'fts' | 'floor';
 export interface LangChainRun {
   files: number;
   chunks: number;
+  /** From the first file to the end, timed inside the process (its start and imports left out). */
   seconds: number;
+  /** From the spawn to the exit, as a user waits for it (Node's start and the imports included). */
+  processSeconds: number;
   peakRss: number;
   cpu?: number;
   ftsSeconds?: number;
@@ -47,16 +51,20 @@ export async function runLangChain(mode: LangChainMode, list: string, work: stri
     mode
   ];
   try {
-    const res = spawnSync(process.execPath, [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'], {
-      encoding: 'utf8',
-      maxBuffer: 64 * 1024 * 1024,
-      env: { ...process.env, ...flag },
+    const res = await runMeasured(process.execPath, [join(LC_DIR, 'runner.mjs'), list, dir, '1600', '320'], {
+      ...process.env,
+      ...flag,
     });
     const line = res.stdout.trim().split('\n').at(-1) ?? '';
-    if (res.status !== 0 || !line.startsWith('{')) {
-      throw new Error(`LangChain.js ${mode} failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
-    }
-    return JSON.parse(line) as LangChainRun;
+    if (!line.startsWith('{'))
+      throw new Error(`LangChain.js ${mode} printed no result: ${res.stderr.slice(-2000)}`);
+    const inside = JSON.parse(line) as Omit<LangChainRun, 'processSeconds'>;
+    return {
+      ...inside,
+      processSeconds: res.seconds,
+      cpu: res.cpu,
+      peakRss: Math.max(inside.peakRss, res.peakRss),
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
