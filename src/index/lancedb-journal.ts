@@ -9,10 +9,11 @@ import type { LanceRow } from './lancedb-rows.js';
  * The commit window of a LanceDB table's new files (docs/decisions.md, "One commit per window for
  * new files"). Every Lance commit is a table version (a manifest, a fragment, and later compaction
  * and index work), so one upload per commit made 1,070 versions per 1,000 uploads sent one at a
- * time. A version of a file with nothing in the table yet (`VersionWrite.exclusive`, no chunk, no
- * `committed` entry: the append case of `writeVersion`) is instead written to this journal, one
- * line per version, and acknowledged; the rows of every version journaled within `windowMs` are
- * appended to the table in one commit, after which their journal segment is removed.
+ * time. An upsert with `append` (every id new to the table) of one file's rows (the version
+ * protocol's new files, src/versions/write.ts) is instead written to this journal, one line per
+ * upsert, and acknowledged; the rows of every line journaled within `windowMs` are appended to the
+ * table in one commit, after which their journal segment is removed. To the protocol it is storage:
+ * an atomic, durable append of a batch.
  *
  * What stays true:
  * - Atomic per file: a version's rows are one journal line and land in one commit, never in part.

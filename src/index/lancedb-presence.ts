@@ -3,7 +3,8 @@ import { sqlString } from './lancedb-filter.js';
 import { RESERVED_TENANTS } from './reserved.js';
 
 /**
- * "What does this file already have in this collection?" — asked by every `writeVersion`: a file
+ * "What does this file already have in this collection?" (`PointStore.presence`) — asked by every
+ * version the protocol writes (src/versions/write.ts): a file
  * with no other version needs no `writing` entry and nothing retired, and one with no row at all
  * there (no chunk, no `committed` ledger entry) may be appended instead of merged by id. One
  * `countRows` per file cost about 25 ms on a small table and far more under load, per file, so

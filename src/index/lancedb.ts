@@ -7,9 +7,10 @@ import { ConfigError } from '../config/parse.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
 import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
-import { filterToSql, sqlString } from './lancedb-filter.js';
+import { filterToSql } from './lancedb-filter.js';
 import { CommitJournal, type CommitRows } from './lancedb-journal.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
+import { filesOf, moveRows } from './lancedb-move.js';
 import { DEFAULT_COMMIT_WINDOW_MS, keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
 import { PresenceProbe } from './lancedb-presence.js';
 import {
@@ -18,7 +19,6 @@ import {
   type LexicalLayout,
   lanceSchema,
   lexicalLayoutOf,
-  movedRow,
   pointToRow,
 } from './lancedb-rows.js';
 import { scrollPage, tenantCounts } from './lancedb-scan.js';
@@ -35,32 +35,21 @@ import { sessionFor } from './lancedb-session.js';
 import { DEFAULT_VECTOR_INDEX, DenseKindCache, type VectorIndexSettings } from './lancedb-vector-index.js';
 import { acquireWriter, releaseWriter, type TableWriter } from './lancedb-writer.js';
 import type { IndexSettings } from './open.js';
-import { RESERVED_TENANTS } from './reserved.js';
 import { fuseRrf } from './rrf.js';
 import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
   hybridBranchLimit,
+  type Presence,
+  type PresenceQuery,
   type ScrollPage,
-  type StagedBatch,
   type TenantCount,
+  type UpsertOptions,
   type VectorIndex,
-  type VersionWrite,
 } from './store.js';
 
 export { keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
-
-/** Every file_id the filters confine an operation to; undefined when one of them names none. */
-function filesOf(filters: readonly IndexFilter[]): string[] | undefined {
-  const files: string[] = [];
-  for (const f of filters) {
-    if (f.fileId === undefined && f.fileIds === undefined) return undefined;
-    if (f.fileId !== undefined) files.push(f.fileId);
-    else files.push(...(f.fileIds ?? []));
-  }
-  return files;
-}
 
 /** The embedded `VectorIndex`: one LanceDB table in a local directory. */
 export async function createLanceIndex(
@@ -86,6 +75,7 @@ export async function createLanceIndex(
 
 class LanceIndex implements VectorIndex {
   readonly engine = 'lancedb' as const;
+  readonly atomicUpsert = true;
   private table: Table | undefined;
   /** The open table's lexical layout (read with its schema when the table is opened). */
   private layout: LexicalLayout = 'terms';
@@ -100,8 +90,8 @@ class LanceIndex implements VectorIndex {
   private readonly language: FtsLanguage;
   private readonly exec: { timeoutMs: number };
   private readonly vectorIndex: VectorIndexSettings;
-  /** Whether a file has chunks in a collection, for `writeVersion`: concurrent questions share one read. */
-  private readonly presence: PresenceProbe;
+  /** Whether a file has chunks in a collection (`presence`): concurrent questions share one read. */
+  private readonly probe: PresenceProbe;
   private closed = false;
   private readonly maintenance: TableMaintenance;
   /** New files' versions waiting for their window's commit (lancedb-journal.ts), shared per table. */
@@ -118,7 +108,7 @@ class LanceIndex implements VectorIndex {
     this.denseDim = settings.denseDim;
     this.language = settings.language ?? 'english';
     this.exec = { timeoutMs: settings.timeoutMs };
-    this.presence = new PresenceProbe(this.exec);
+    this.probe = new PresenceProbe(this.exec);
     this.vectorIndex = { ...DEFAULT_VECTOR_INDEX, ...settings.vectorIndex };
     this.denseKind = new DenseKindCache(options.clock ?? systemClock);
     this.writer = acquireWriter(directory, settings.collection, options.batchSize ?? 2000);
@@ -195,102 +185,44 @@ class LanceIndex implements VectorIndex {
     return this.fts;
   }
 
-  /** `append`: every id is new to the table (see `writeVersion`); else (the default) a merge by id. */
-  async upsert(points: readonly IndexPoint[], options: { append?: boolean } = {}): Promise<void> {
-    const append = options.append === true;
+  /**
+   * One call is one merge-insert, one commit (group-committed with concurrent calls, lancedb-batch.ts):
+   * its points appear together. `append` (every id new to the table) appends instead of merging by
+   * id (at 100k rows 8.7 against 29 ms a commit); the rows of one file are then journaled (one
+   * line, all or nothing) and committed with their window's others (lancedb-journal.ts).
+   */
+  async upsert(given: readonly IndexPoint[], options: UpsertOptions = {}): Promise<void> {
+    options.signal?.throwIfAborted();
+    const points = options.withEach ? [...given, options.withEach()] : given;
     if (points.length === 0) return;
+    const fileId = points[0]!.meta.file_id;
+    if (options.append === true && this.journal.enabled && points.every((p) => p.meta.file_id === fileId)) {
+      await this.rawTable();
+      const rows = lastById(points).map((p) => pointToRow(p, this.denseDim, this.layout));
+      await this.journal.add(fileId, rows, this.commitJournaled);
+      this.writer.epoch += 1;
+      return;
+    }
     const table = await this.requireTable(points.map((p) => p.meta.file_id));
     const unique = lastById(points);
     const rows = unique.map((p) => pointToRow(p, this.denseDim, this.layout));
     const schema = lanceSchema(this.denseDim, this.layout);
     const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec, {
-      append: append && unique.length === points.length,
+      append: options.append === true && unique.length === points.length,
     });
     this.writer.epoch += 1;
     this.maintenance.wrote(table, outcome);
   }
 
   /**
-   * One upsert call is one merge-insert, one commit: points and ledger entries appear together. A
-   * file with no other version in the collection needs no `writing` entry: its one commit is all
-   * or nothing, and nothing is left to retire (the caller holds the file's lock). A file with no row
-   * at all yet (no chunk in the collection and no `committed` entry, whose id is fixed per file and
-   * collection), written under a lock no other process shares (`exclusive`), is appended: its ids
-   * are all new (the version id is fresh), and an append commit does not read the table's ids as a
-   * merge does (at 100k rows 8.7 against 29 ms a commit).
-   *
-   * A version streamed in batches (`staged` > 0) was written under the staging tenant; its last
-   * batch is staged too, then one update (one commit) moves every staged point of the version into
-   * its collection, its `meta` JSON with it. The count is checked before `committed` is written.
+   * Rows of this file still journaled are committed first, so the read sees them; other files'
+   * journaled rows cannot change its answer. Concurrent questions share one read (lancedb-presence.ts).
    */
-  async writeVersion(v: VersionWrite): Promise<{ writing: boolean }> {
-    v.signal?.throwIfAborted();
-    const staged = v.staged ?? 0;
-    if (staged > 0) {
-      await this.stageVersion({ ...v, points: v.points });
-      v.signal?.throwIfAborted();
-      await this.publishStaged(v.fileId, v.version, v.collectionName);
-      const total = staged + v.points.length;
-      const visible = await this.count({
-        fileId: v.fileId,
-        ingestVersion: v.version,
-        collectionNames: [v.collectionName],
-      });
-      if (visible !== total) {
-        throw new Error(
-          `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
-        );
-      }
-      await this.upsert([v.committed]);
-      return { writing: true };
-    }
-    // The versions written in one pass (or by concurrent requests) ask together: one read, and their
-    // upserts below are group-committed into one merge-insert (lancedb-batch.ts).
-    // Rows of this file still journaled are committed first, so the presence read sees them; other
-    // files' journaled rows cannot change its answer.
+  async presence(q: PresenceQuery): Promise<Presence> {
     const table = await this.rawTable();
-    if (this.journal.pending(v.fileId)) await this.journal.flush();
-    const found = await this.presence.has(table, v.fileId, v.collectionName, v.committed.id);
-    v.signal?.throwIfAborted();
-    const others = found.chunks;
-    const append = v.exclusive === true && !found.chunks && !found.committed;
-    if (append && this.journal.enabled) {
-      // A new file: journaled (one line, all or nothing) and committed with its window's others.
-      const rows = lastById([...v.points, v.committed]).map((p) => pointToRow(p, this.denseDim, this.layout));
-      await this.journal.add(v.fileId, rows, this.commitJournaled);
-      this.writer.epoch += 1;
-      return { writing: false };
-    }
-    await this.upsert([...v.points, ...(others ? [v.writing()] : []), v.committed], { append });
-    return { writing: others };
-  }
-
-  async stageVersion(b: StagedBatch): Promise<void> {
-    b.signal?.throwIfAborted();
-    const staging = RESERVED_TENANTS.staging;
-    await this.upsert([
-      ...b.points.map((p) => ({ ...p, meta: { ...p.meta, collection_name: staging } })),
-      b.writing(),
-    ]);
-  }
-
-  /** One commit: every staged point of the version moves into its collection (column and meta JSON). */
-  private async publishStaged(fileId: string, version: string, collectionName: string): Promise<void> {
-    const table = await this.requireTable([fileId]);
-    const staging = RESERVED_TENANTS.staging;
-    const where = filterToSql({ fileId, ingestVersion: version, reserved: 'staging' });
-    const from = `"collection_name":${JSON.stringify(staging)}`;
-    const to = `"collection_name":${JSON.stringify(collectionName)}`;
-    const result = await this.writer.queue.run(() =>
-      table.update({
-        where: where ?? 'false',
-        valuesSql: {
-          collection_name: sqlString(collectionName),
-          meta: `replace(meta, ${sqlString(from)}, ${sqlString(to)})`,
-        },
-      }),
-    );
-    this.maintenance.wrote(table, { commits: 1, rows: result.rowsUpdated });
+    if (this.journal.pending(q.fileId)) await this.journal.flush();
+    const found = await this.probe.has(table, q.fileId, q.collectionName, q.id);
+    return { chunks: found.chunks, id: found.committed };
   }
 
   async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {
@@ -314,22 +246,10 @@ class LanceIndex implements VectorIndex {
     return where === undefined ? table.countRows() : table.countRows(where);
   }
 
-  /**
-   * Reads the matching rows whole (vectors and lexical terms included) and merges them back under
-   * the new tenant: one merge-insert by id, so one commit moves them all.
-   */
   async moveTo(filter: IndexFilter, collectionName: string): Promise<number> {
-    const where = filterToSql(filter);
-    if (where === undefined) throw new Error('refusing to move every point: moveTo needs a filter');
-    if (where === 'false') return 0;
     const table = await this.requireTable(filesOf([filter]));
-    const raw: unknown[] = await table.query().where(where).toArray(this.exec);
-    if (raw.length === 0) return 0;
-    const rows = raw.map((r) => movedRow(r, collectionName));
-    const schema = lanceSchema(this.denseDim, this.layout);
-    const outcome = await this.writer.batcher.upsert(table, schema, rows, this.exec);
-    this.maintenance.wrote(table, outcome);
-    return rows.length;
+    const { writer, maintenance, exec, denseDim, layout } = this;
+    return moveRows({ writer, maintenance, exec, denseDim, layout }, table, filter, collectionName);
   }
 
   /** One column scan of the chunks' tenant key (the embedded index is one machine's corpus). */

@@ -32,14 +32,13 @@ import {
   updateResult,
 } from './qdrant-points.js';
 import { resolveSourcePrefix as resolveSourcePrefixBy, sourcePage } from './qdrant-source-prefix.js';
-import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from './reserved.js';
+import { RESERVED_TENANT_VALUES } from './reserved.js';
 import {
   type CollectionInfo,
   filterList,
   type HybridQuery,
   hybridBranchLimit,
   type ScrollPage,
-  type StagedBatch,
   type VectorIndex,
 } from './store.js';
 
@@ -150,26 +149,6 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     body,
   });
 
-  /**
-   * Writes points under the staging tenant; the `writing` entry rides along with every request: it
-   * exists before the first staged point and its time says the writer is alive (the sweep leaves a
-   * recent one alone).
-   */
-  async function stage(v: StagedBatch): Promise<void> {
-    const staged = v.points.map((p) =>
-      toPointStruct(
-        { ...p, meta: { ...p.meta, collection_name: RESERVED_TENANTS.staging } },
-        settings.denseDim,
-      ),
-    );
-    for (let i = 0; i < staged.length || i === 0; i += batchSize) {
-      v.signal?.throwIfAborted();
-      const writing = toPointStruct(v.writing(), settings.denseDim);
-      const body: Schemas['PointsList'] = { points: [...staged.slice(i, i + batchSize), writing] };
-      await http.call(write('PUT', `${base}/points`, body), updateResult);
-    }
-  }
-
   return {
     engine: 'qdrant',
 
@@ -214,39 +193,21 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
 
     hasSparse: () => sparseKnown ?? settings.sparse,
 
-    async upsert(points) {
+    // Requests of `batchSize` points, each applied on its own: `withEach` rides along with every one.
+    atomicUpsert: false,
+
+    async upsert(points, options = {}) {
       const all = points.map((p) => toPointStruct(p, settings.denseDim));
-      for (let i = 0; i < all.length; i += batchSize) {
-        const body: Schemas['PointsList'] = { points: all.slice(i, i + batchSize) };
+      const each = options.withEach;
+      for (let i = 0; i < all.length || (i === 0 && each); i += batchSize) {
+        options.signal?.throwIfAborted();
+        const part = all.slice(i, i + batchSize);
+        const body: Schemas['PointsList'] = {
+          points: each ? [...part, toPointStruct(each(), settings.denseDim)] : part,
+        };
         await http.call(write('PUT', `${base}/points`, body), updateResult);
       }
     },
-
-    async writeVersion(v) {
-      await stage(v);
-      v.signal?.throwIfAborted();
-      const mine: IndexFilter = { fileId: v.fileId, ingestVersion: v.version };
-      // One operation moves the whole version into its collection: readers filtering on collection
-      // names (the reference retrieval service included) see none of it before, all of it after.
-      const publish: Schemas['SetPayload'] = {
-        payload: { collection_name: v.collectionName },
-        key: 'meta',
-        filter: toQdrantFilter({ ...mine, reserved: 'staging' })!,
-      };
-      await http.call(write('POST', `${base}/points/payload`, publish), updateResult);
-      const total = (v.staged ?? 0) + v.points.length;
-      const visible = await count({ ...mine, collectionNames: [v.collectionName] });
-      if (visible !== total) {
-        throw new Error(
-          `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
-        );
-      }
-      const record: Schemas['PointsList'] = { points: [toPointStruct(v.committed, settings.denseDim)] };
-      await http.call(write('PUT', `${base}/points`, record), updateResult);
-      return { writing: true };
-    },
-
-    stageVersion: stage,
 
     async deleteWhere(filter) {
       const filters = filterList(filter);
@@ -268,12 +229,13 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
 
     count,
 
-    async moveTo(filter, collectionName) {
+    async moveTo(filter, collectionName, options = {}) {
       const f = toQdrantFilter(filter);
       if (!f) throw new Error('refusing to move every point: moveTo needs a filter');
       if (matchesNothing(filter)) return 0;
-      const n = await countMatching(f);
-      if (n === 0) return 0;
+      // `set_payload` answers no count: one request more, unless the caller counts afterwards.
+      const n = options.counted === false ? 0 : await countMatching(f);
+      if (n === 0 && options.counted !== false) return 0;
       // `key: 'meta'` merges into the meta object: only collection_name changes.
       const body: Schemas['SetPayload'] = {
         payload: { collection_name: collectionName },

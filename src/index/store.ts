@@ -38,77 +38,52 @@ export interface HybridQuery {
   terms?: readonly string[];
 }
 
-/** One new version of one file, as `VectorIndex.writeVersion` makes it visible (src/ingest/versioning.ts). */
-export interface VersionWrite {
+/** A question about one file's rows, answered by `PointStore.presence`. */
+export interface PresenceQuery {
   fileId: string;
   collectionName: string;
-  version: string;
-  /** The chunks, stamped with `collectionName` and `version`. */
-  points: readonly IndexPoint[];
-  /** The ledger entry saying this version is being written; built afresh for every write (its clock moves). */
-  writing: () => IndexPoint;
-  /** The ledger entry naming this version the committed one of the file in its collection. */
-  committed: IndexPoint;
-  /** Aborted: stop before the version becomes visible (nothing of it will be). */
-  signal?: AbortSignal;
-  /**
-   * Points of this version already written by `stageVersion` (a large file streamed in batches):
-   * they become visible together with `points`, in the same step. 0 or absent: `points` is the
-   * whole version.
-   */
-  staged?: number;
-  /**
-   * The caller's lock on the file is this process's alone (not a lease shared by replicas), so no
-   * other writer can add the file's rows meanwhile: a version of a file with nothing in the index
-   * yet (no chunk in the collection, no `committed` entry) may be appended without a merge by id.
-   */
-  exclusive?: boolean;
+  /** A point id whose existence is asked too. */
+  id: string;
 }
 
-/** One batch of a version that is streamed in parts (`VectorIndex.stageVersion`). */
-export interface StagedBatch {
-  fileId: string;
-  collectionName: string;
-  version: string;
-  /** This batch's chunks, stamped with `collectionName` and `version`. */
-  points: readonly IndexPoint[];
-  /** The `writing` ledger entry, counting every point staged so far including this batch. */
-  writing: () => IndexPoint;
+export interface Presence {
+  /** Whether any point of the file is in the collection (as `count({fileId, collectionNames}) > 0`). */
+  chunks: boolean;
+  /** Whether the point with the asked id exists. */
+  id: boolean;
+}
+
+export interface UpsertOptions {
+  /**
+   * Every id is new to the store (the caller checked): it may append rather than merge by id, and
+   * may hold the batch in a durable journal of its own and commit it with others' within a window
+   * (LanceDB, src/index/lancedb-journal.ts): atomic and durable when the call resolves, and seen by
+   * every read through this handle at once.
+   */
+  append?: boolean;
+  /**
+   * A point written with every part an upsert lands in (Qdrant: every request), so it exists no
+   * later than the first of them and its content is fresh in each; an atomic store writes it once,
+   * after the others. Called once per part. With no `points` it is written alone.
+   */
+  withEach?: () => IndexPoint;
+  /** Aborted: no further part is sent. */
   signal?: AbortSignal;
 }
 
 /**
- * The one index interface; Qdrant (production) and LanceDB (embedded) implement it, and one contract
- * suite (test/index/contract-suite.ts) runs against both.
+ * Storage only: what the version protocol (src/versions/) needs of an index, and all a backend has
+ * to provide for it. The protocol knows versions, ledger entries and tenants; the store knows points.
  */
-export interface VectorIndex {
-  readonly engine: 'qdrant' | 'lancedb';
-  /** Creates the collection and payload indexes if missing; fails loudly if an existing one is incompatible. */
-  ensureCollection(): Promise<void>;
-  /** What exists now (without creating anything). */
-  describe(): Promise<CollectionInfo>;
-  /** Whether points carry `text-sparse` (Qdrant) / a full-text index exists (LanceDB). Valid after ensure/describe. */
-  hasSparse(): boolean;
+export interface PointStore {
+  /**
+   * Whether one `upsert` call lands whole or not at all (LanceDB: one commit). When false it may
+   * land in parts (Qdrant: one request per batch of points), and the version protocol stages a
+   * version under the staging tenant and moves it into its collection in one `moveTo`.
+   */
+  readonly atomicUpsert: boolean;
   /** Writes points (idempotent by id), in batches. */
-  upsert(points: readonly IndexPoint[]): Promise<void>;
-  /**
-   * Makes a new version of a file visible as a whole, never in part: when it resolves every point
-   * (and the `committed` entry) is there; until then no reader filtering on collection names sees
-   * any of them. LanceDB writes points and entries in one commit, and no `writing` entry when the
-   * file has no other version in that collection (a first ingest has nothing to retire). Qdrant,
-   * whose requests apply in parts, writes the points under the staging tenant (with the `writing`
-   * entry in every request), moves them to their collection in one operation and checks the count
-   * before writing `committed`. On failure what was written stays for the caller to delete (the
-   * `writing` entry marks it). Resolves with whether a `writing` entry was left for the retirement.
-   */
-  writeVersion(version: VersionWrite): Promise<{ writing: boolean }>;
-  /**
-   * Writes one batch of a version that is too large to hold at once, invisible to every reader
-   * filtering on collection names: the points go under the staging tenant together with the
-   * `writing` entry (which marks them for the sweep should the process die). A later
-   * `writeVersion` with `staged` set makes them visible with its own points, as a whole.
-   */
-  stageVersion(batch: StagedBatch): Promise<void>;
+  upsert(points: readonly IndexPoint[], options?: UpsertOptions): Promise<void>;
   /**
    * Deletes every point matching the filter, or any of the filters (one operation: one LanceDB
    * commit, one Qdrant request); returns how many were deleted.
@@ -118,23 +93,44 @@ export interface VectorIndex {
   /**
    * Moves every point matching the filter to another tenant (`meta.collection_name`) in one
    * operation (one Qdrant `set_payload`, one LanceDB commit): readers filtering on collection names
-   * see all of them move at once. Returns how many matched.
+   * see all of them move at once. Returns how many matched; with `counted: false` the caller counts
+   * afterwards itself, and a store that needs a request of its own to count (Qdrant) answers 0.
    */
-  moveTo(filter: IndexFilter, collectionName: string): Promise<number>;
+  moveTo(filter: IndexFilter, collectionName: string, options?: { counted?: boolean }): Promise<number>;
+  /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
+  scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
+  /**
+   * Whether the file has points in the collection, and whether a point id exists, in one read that
+   * concurrent questions may share (LanceDB, src/index/lancedb-presence.ts). Optional: without it
+   * the protocol counts and scrolls.
+   */
+  presence?(query: PresenceQuery): Promise<Presence>;
+}
+
+/**
+ * The one index interface; Qdrant (production) and LanceDB (embedded) implement it, and one contract
+ * suite (test/index/contract-suite.ts) runs against both: the storage of `PointStore`, search and
+ * upkeep.
+ */
+export interface VectorIndex extends PointStore {
+  readonly engine: 'qdrant' | 'lancedb';
+  /** Creates the collection and payload indexes if missing; fails loudly if an existing one is incompatible. */
+  ensureCollection(): Promise<void>;
+  /** What exists now (without creating anything). */
+  describe(): Promise<CollectionInfo>;
+  /** Whether points carry `text-sparse` (Qdrant) / a full-text index exists (LanceDB). Valid after ensure/describe. */
+  hasSparse(): boolean;
   /**
    * The public tenants (`meta.collection_name` values outside the reserved ones) with their chunk
    * counts, at most `limit` of them, by name.
    */
   tenants(limit: number): Promise<TenantCount[]>;
-  /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
-  scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
   /** Dense search; scores are normalised cosine in [0, 1]. */
   searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]>;
   /** Lexical search: Qdrant over `text-sparse` (needs `query.sparse`), LanceDB full-text over content. */
   searchLexical(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]>;
   /** Dense + lexical fused server-side (Qdrant Query API RRF) or in the adapter (LanceDB RRF); RRF scores divided by their maximum, in [0, 1]. */
   searchHybrid(query: HybridQuery, filter: IndexFilter, limit: number): Promise<SearchHit[]>;
-  /** Readiness: the engine answers and the collection exists. */
   /**
    * A number that moves whenever a write to the collection from this process lands (through any
    * handle on it), so caches of what the collection holds can refresh at once after an in-process
@@ -147,6 +143,7 @@ export interface VectorIndex {
    * whether there was work to do. Absent where the engine keeps its indexes itself (Qdrant).
    */
   settle?(): Promise<boolean>;
+  /** Readiness: the engine answers and the collection exists. */
   ping(signal?: AbortSignal): Promise<void>;
   close(): Promise<void>;
 }

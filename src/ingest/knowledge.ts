@@ -3,7 +3,7 @@ import { KildeError } from '../errors.js';
 import type { StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import { invalid } from './request.js';
-import { committedRecord, ledgerFields, retiredEntries } from './version-ledger.js';
+import { committedRecord, ledgerFields, retiredEntries } from '../versions/ledger.js';
 
 /**
  * Read-only views of what is indexed (docs/api.md): collections, the documents of one, the

@@ -1,24 +1,7 @@
-/**
- * What a holder of the per-`file_id` lock has in hand while it runs.
- *
- * The in-process lock ({@link InProcessFileLock}) cannot be lost and needs no fence. The Redis lease
- * (redis-lock.ts) can expire under a holder that stalls (a long GC pause, a partition): then another
- * replica takes the lease while the first one still runs. `fence` (a number that grows with every
- * lease taken on the `file_id`) and `claim` keep such a stale holder from retiring a newer version
- * (version-retire.ts, `retireFenced`).
- */
-export interface Lease {
-  /** Grows with every lease taken on this `file_id`, across replicas; absent for the in-process lock. */
-  readonly fence?: number;
-  /** Throws `LOCK_FAILED` when the lease is no longer this holder's (checked before writing). */
-  assertHeld(): Promise<void>;
-  /**
-   * Records this holder's fence as the newest finished write of `scope` (a collection name, or
-   * {@link DELETED_SCOPE} for a delete of the whole file) unless a newer one is there, and answers the
-   * newest fence that any finished write of the scope or delete of the file has claimed.
-   */
-  claim(scope: string): Promise<number>;
-}
+import type { Lease } from '../versions/lease.js';
+
+/** The lease a lock holder has in hand (fence and claim): defined with the version protocol. */
+export type { Lease };
 
 /** The `claim` scope of a delete of every version of a file in every collection. */
 export const DELETED_SCOPE = '\u0000deleted';
@@ -31,7 +14,7 @@ export interface FileLock {
 
 /**
  * An in-process async mutex keyed by `file_id`: concurrent ingests (and deletes) of one file run one
- * after another, in arrival order, so their versions never interleave (see versioning.ts).
+ * after another, in arrival order, so their versions never interleave (see src/versions/publish.ts).
  *
  * Scope: ONE process. Several replicas of `kilde serve ingest` share the Redis lease instead
  * (`REDIS_URL`, redis-lock.ts), which queues a replica's own requests here first.

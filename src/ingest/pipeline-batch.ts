@@ -29,8 +29,8 @@ import {
   type StageObserver,
   timed,
 } from './stages.js';
-import type { VersionScope } from './version-ledger.js';
-import { commitVersion } from './versioning.js';
+import type { VersionScope } from '../versions/ledger.js';
+import { commitVersion } from '../versions/publish.js';
 
 /*
  * One pipeline pass over many small files (`IngestService.ingestMany`, the local `kilde ingest`):

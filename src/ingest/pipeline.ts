@@ -28,8 +28,8 @@ import {
   type StageObserver,
   timed,
 } from './stages.js';
-import type { VersionScope } from './version-ledger.js';
-import { commitVersion, discardVersion, stageBatch } from './versioning.js';
+import type { VersionScope } from '../versions/ledger.js';
+import { commitVersion, discardVersion, stageBatch } from '../versions/publish.js';
 
 /** The stages, built once at start-up and reused by every request. */
 export interface PipelineParts {

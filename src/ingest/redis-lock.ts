@@ -17,7 +17,7 @@ import { DELETED_SCOPE, type FileLock, KeyedMutex, type Lease } from './lock.js'
  * - Releasing it: compare-and-delete (`DEL` only if the value is still our token).
  * - Fencing: a finished write `claim`s its fence for its collection (`HSET` if larger); a holder
  *   whose lease expired and whose version is older than a claimed one removes its own version
- *   instead of retiring the newer one (version-retire.ts, `retireFenced`).
+ *   instead of retiring the newer one (src/versions/retire.ts, `retireFenced`).
  *
  * Both keys of a file_id share one hash tag (`kilde:{file_id}:…`), so the scripts also run on a
  * Redis Cluster. The state hash (the fence counter and the claims) has no expiry: one small hash

@@ -22,9 +22,9 @@ import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
 import { checkCollection, type IngestTarget, invalid } from './request.js';
 import { Slots } from './slots.js';
 import { cancelledIf, timed } from './stages.js';
-import { fencedVersion, hasIndexedVersion, newIngestVersion } from './version-ledger.js';
-import { restoreVersion, versionNotFound } from './version-restore.js';
-import { type SweepReport, sweepVersions } from './version-sweep.js';
+import { fencedVersion, hasIndexedVersion, newIngestVersion } from '../versions/ledger.js';
+import { restoreVersion, versionNotFound } from '../versions/restore.js';
+import { type SweepReport, sweepVersions } from '../versions/sweep.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
 export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
@@ -322,7 +322,7 @@ export class IngestService {
   }
 
   /**
-   * Settles the versions interrupted by a crash (version-sweep.ts): at start-up and periodically.
+   * Settles the versions interrupted by a crash (src/versions/sweep.ts): at start-up and periodically.
    * `graceMs` protects versions other processes may still be writing.
    */
   sweepVersions(graceMs: number): Promise<SweepReport> {
@@ -373,7 +373,7 @@ export class IngestService {
   }
 
   /**
-   * Makes a kept version live again, under the file's lock like an ingest (version-restore.ts,
+   * Makes a kept version live again, under the file's lock like an ingest (src/versions/restore.ts,
    * `restoreVersion`). Resolves with the collection and the version's chunk count. With `within` (a
    * per-tenant key's collections), a file or collection outside them is missing: the same 404.
    */

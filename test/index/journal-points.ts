@@ -1,6 +1,6 @@
 import { type IndexPoint, pointId } from '../../src/index/contract.js';
-import type { VersionWrite } from '../../src/index/store.js';
-import { ledgerEntry } from '../../src/ingest/version-ledger.js';
+import { ledgerEntry } from '../../src/versions/ledger.js';
+import type { VersionWrite } from '../../src/versions/write.js';
 
 /** A version of a new file as the ingestion service writes it (`exclusive`: the in-process lock). */
 export function fileVersion(fileId: string, version: string, chunks: number, collection = 'c'): VersionWrite {

@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { createLanceIndex } from '../../src/index/lancedb.js';
+import { writeVersion } from '../../src/versions/write.js';
 import { fileVersion } from './journal-points.js';
 
 // A process that journals new files and is then killed (lancedb-journal.test.ts): it writes the
@@ -13,7 +14,7 @@ const index = await createLanceIndex(
 );
 await index.ensureCollection();
 await Promise.all(
-  Array.from({ length: count }, (_, i) => index.writeVersion(fileVersion(`killed-${i}`, 'v1', 3))),
+  Array.from({ length: count }, (_, i) => writeVersion(index, fileVersion(`killed-${i}`, 'v1', 3))),
 );
 process.stdout.write('journaled\n');
 setInterval(() => undefined, 60_000);

@@ -7,7 +7,8 @@ import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLanceIndex, type LanceIndexOptions } from '../../src/index/lancedb.js';
 import type { VectorIndex } from '../../src/index/store.js';
-import { commitVersion } from '../../src/ingest/versioning.js';
+import { commitVersion } from '../../src/versions/publish.js';
+import { writeVersion } from '../../src/versions/write.js';
 import { ManualClock } from '../helpers/clock.js';
 import { eventually } from '../helpers/eventually.js';
 import { tempDirs } from '../helpers/temp-dirs.js';
@@ -61,7 +62,7 @@ describe('LanceDB commit window for new files', () => {
     const i = await index(dir, { clock: new ManualClock() });
     const before = await fromOutside(dir);
     const written = await Promise.all(
-      Array.from({ length: 20 }, (_, k) => i.writeVersion(fileVersion(`f${k}`, 'v1', 3))),
+      Array.from({ length: 20 }, (_, k) => writeVersion(i, fileVersion(`f${k}`, 'v1', 3))),
     );
     expect(written.every((w) => w.writing === false)).toBe(true);
     // Acknowledged, journaled: not in the table yet for another process.
@@ -78,7 +79,7 @@ describe('LanceDB commit window for new files', () => {
   it('reads arriving while the window commits wait for it', async () => {
     const dir = await tempDir();
     const i = await index(dir, { clock: new ManualClock() });
-    for (let k = 0; k < 8; k++) await i.writeVersion(fileVersion(`w${k}`, 'v1', 2));
+    for (let k = 0; k < 8; k++) await writeVersion(i, fileVersion(`w${k}`, 'v1', 2));
     // The first read starts the commit; the others find it running and must not read before it lands.
     const counts = await Promise.all(
       Array.from({ length: 8 }, (_, k) => i.count({ fileId: `w${k}`, chunksOnly: true })),
@@ -91,7 +92,7 @@ describe('LanceDB commit window for new files', () => {
     const clock = new ManualClock();
     const i = await index(dir, { clock, commitWindowMs: 500 });
     const before = await fromOutside(dir);
-    for (let k = 0; k < 10; k++) await i.writeVersion(fileVersion(`one${k}`, 'v1', 2));
+    for (let k = 0; k < 10; k++) await writeVersion(i, fileVersion(`one${k}`, 'v1', 2));
     expect(await fromOutside(dir)).toEqual(before);
     clock.advance(500);
     const after = await eventually(async () => {
@@ -105,8 +106,8 @@ describe('LanceDB commit window for new files', () => {
   it('a file ingested again while its first version is journaled keeps only the new one', async () => {
     const dir = await tempDir();
     const i = await index(dir, { clock: new ManualClock() });
-    await i.writeVersion(fileVersion('other', 'v1', 2));
-    await i.writeVersion(fileVersion('same', 'v1', 4));
+    await writeVersion(i, fileVersion('other', 'v1', 2));
+    await writeVersion(i, fileVersion('same', 'v1', 4));
     await commitVersion(
       i,
       { fileId: 'same', collectionName: 'c', version: 'v2' },
@@ -126,8 +127,8 @@ describe('LanceDB commit window for new files', () => {
   it('a deleted file is gone though its version was still journaled', async () => {
     const dir = await tempDir();
     const i = await index(dir, { clock: new ManualClock() });
-    await i.writeVersion(fileVersion('gone', 'v1', 3));
-    await i.writeVersion(fileVersion('kept', 'v1', 3));
+    await writeVersion(i, fileVersion('gone', 'v1', 3));
+    await writeVersion(i, fileVersion('kept', 'v1', 3));
     await i.deleteWhere({ fileId: 'gone' });
     expect(await i.count({ fileId: 'gone' })).toBe(0);
     expect(await i.count({ fileId: 'kept', chunksOnly: true })).toBe(3);
@@ -137,7 +138,7 @@ describe('LanceDB commit window for new files', () => {
     const dir = await tempDir();
     const i = await index(dir, { clock: new ManualClock() });
     const before = await fromOutside(dir);
-    await i.writeVersion(fileVersion('closing', 'v1', 5));
+    await writeVersion(i, fileVersion('closing', 'v1', 5));
     await i.close();
     open.splice(open.indexOf(i), 1);
     expect((await fromOutside(dir)).rows - before.rows).toBe(6);

@@ -7,7 +7,8 @@ import { loadTokenCounter } from '../../src/chunk/tokenizer.js';
 import { createLexicalStage, type LexicalStage } from '../../src/embed/bm25/lexical-stage.js';
 import { KildeError } from '../../src/errors.js';
 import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
-import { filterList, type VectorIndex } from '../../src/index/store.js';
+import { RESERVED_TENANTS } from '../../src/index/reserved.js';
+import { filterList, type UpsertOptions, type VectorIndex } from '../../src/index/store.js';
 import type { PipelineParts } from '../../src/ingest/pipeline.js';
 import { IngestService } from '../../src/ingest/service.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
@@ -276,23 +277,23 @@ describe('service-level faults on the real LanceDB index', () => {
     const batches: number[] = [];
     const embedded: number[] = [];
     let hiddenWhileStaging = true;
-    let committing = false;
+    const published: number[] = [];
     const recording: VectorIndex = Object.create(parts.index, {
-      writeVersion: {
-        value: async (v: Parameters<VectorIndex['writeVersion']>[0]) => {
-          committing = true;
-          expect(v.staged).toBe(batches.reduce((x, y) => x + y, 0));
-          return parts.index.writeVersion.call(recording, v);
-        },
-      },
-      stageVersion: {
-        value: async (b: Parameters<VectorIndex['stageVersion']>[0]) => {
-          // (LanceDB stages the last batch itself before publishing: that one is the commit's.)
-          if (!committing) batches.push(b.points.length);
-          await parts.index.stageVersion(b);
+      upsert: {
+        value: async (points: readonly IndexPoint[], options?: UpsertOptions) => {
+          const staging = points.filter((p) => p.meta.collection_name === RESERVED_TENANTS.staging);
+          if (staging.length > 0) batches.push(staging.length);
+          await parts.index.upsert(points, options);
+          if (staging.length === 0) return;
           // Readers filtering on the collection see the previous version only, whole.
           const visible = await pointsOf(h.index, 'stream');
           if (JSON.stringify(visible) !== JSON.stringify(before)) hiddenWhileStaging = false;
+        },
+      },
+      moveTo: {
+        value: async (...a: Parameters<VectorIndex['moveTo']>) => {
+          if (a[0].reserved === 'staging') published.push(batches.reduce((x, y) => x + y, 0));
+          return parts.index.moveTo(...a);
         },
       },
     });
@@ -308,8 +309,9 @@ describe('service-level faults on the real LanceDB index', () => {
     };
     const out = await ingestWith('stream', { index: recording, dense, batchChunks: 2 });
     expect(out.chunksCount).toBeGreaterThan(4);
-    // Every batch but the last was staged; none over the bound; the last went with the commit.
-    expect(batches.length).toBe(Math.ceil(out.chunksCount / 2) - 1);
+    // Every batch was staged, none over the bound, and all of them published in one move.
+    expect(batches.length).toBe(Math.ceil(out.chunksCount / 2));
+    expect(published).toEqual([out.chunksCount]);
     expect(Math.max(...batches, ...embedded)).toBeLessThanOrEqual(2);
     expect(embedded.reduce((a, b) => a + b, 0)).toBe(out.chunksCount);
     expect(hiddenWhileStaging).toBe(true);
@@ -344,10 +346,10 @@ describe('service-level faults on the real LanceDB index', () => {
       embedQuery: async () => [1, ...new Array<number>(15).fill(0)],
     };
     const counting: VectorIndex = Object.create(parts.index, {
-      stageVersion: {
-        value: async (b: Parameters<VectorIndex['stageVersion']>[0]) => {
-          staged += b.points.length;
-          return parts.index.stageVersion(b);
+      upsert: {
+        value: async (points: readonly IndexPoint[], options?: UpsertOptions) => {
+          staged += points.filter((p) => p.meta.collection_name === RESERVED_TENANTS.staging).length;
+          return parts.index.upsert(points, options);
         },
       },
     });

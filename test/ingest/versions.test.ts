@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { StoredPoint } from '../../src/index/contract.js';
+import type { IndexPoint, StoredPoint } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import { openIndex } from '../../src/index/open.js';
 import { RESERVED_TENANTS } from '../../src/index/reserved.js';
-import type { VectorIndex } from '../../src/index/store.js';
+import type { UpsertOptions, VectorIndex } from '../../src/index/store.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { AUTH } from '../helpers/app.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -129,36 +129,23 @@ describe.each(ENGINES)('$name (batch $batch): a re-ingest killed part-way', ({ n
         if (state.dead) throw gone();
         return fn(...a);
       };
+    const isCommitted = (p: readonly IndexPoint[]) =>
+      p.some((x) => x.meta.collection_name === RESERVED_TENANTS.committed);
     const overrides: Partial<Record<keyof VectorIndex, unknown>> = {
-      writeVersion: guard(async (v: Parameters<VectorIndex['writeVersion']>[0]) => {
-        if (death === 'commit-record' && state.armed) {
-          // Dies right after the publishing commit, before the `committed` entry is written.
-          const upsert = real.upsert.bind(real);
-          const publishedOnly = new Proxy(real, {
-            get(target, prop) {
-              if (prop === 'upsert')
-                return async (p: Parameters<VectorIndex['upsert']>[0]) => {
-                  if (p.some((x) => x.meta.collection_name === RESERVED_TENANTS.committed)) {
-                    state.dead = true;
-                    throw gone();
-                  }
-                  return upsert(p);
-                };
-              const value: unknown = Reflect.get(target, prop, target);
-              return typeof value === 'function' ? value.bind(target) : value;
-            },
-          });
-          return real.writeVersion.call(publishedOnly, v);
+      upsert: guard(async (p: readonly IndexPoint[], options?: UpsertOptions) => {
+        // Dies right before the `committed` entry is written (after the publishing commit, if any).
+        if (death === 'commit-record' && state.armed && isCommitted(p)) {
+          state.dead = true;
+          throw gone();
         }
-        const written = await real.writeVersion(v);
-        if (state.armed) state.dead = true;
-        return written;
+        await real.upsert(p, options);
+        if (!state.armed) return;
+        // Dies right after a staged batch, or after the version (and its record) became visible.
+        if (death === 'staged-batch' && p.some((x) => x.meta.collection_name === RESERVED_TENANTS.staging))
+          state.dead = true;
+        if (death === 'published' && isCommitted(p)) state.dead = true;
       }),
-      stageVersion: guard(async (b: Parameters<VectorIndex['stageVersion']>[0]) => {
-        await real.stageVersion(b);
-        if (state.armed && death === 'staged-batch') state.dead = true;
-      }),
-      upsert: guard((p: Parameters<VectorIndex['upsert']>[0]) => real.upsert(p)),
+      moveTo: guard((...a: Parameters<VectorIndex['moveTo']>) => real.moveTo(...a)),
       deleteWhere: guard((f: Parameters<VectorIndex['deleteWhere']>[0]) => real.deleteWhere(f)),
       count: guard((f: Parameters<VectorIndex['count']>[0]) => real.count(f)),
     };

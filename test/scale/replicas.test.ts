@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_COLLECTION } from '../../src/index/contract.js';
 import type { VectorIndex } from '../../src/index/store.js';
 import { leaseKeys } from '../../src/ingest/redis-lock.js';
-import { fenceOf } from '../../src/ingest/version-ledger.js';
+import { fenceOf } from '../../src/versions/ledger.js';
 import type { Server } from '../cli/helpers.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { RESERVED_TENANTS } from '../index/reserved.js';
-import type { VectorIndex } from '../index/store.js';
-import type { Lease } from './lock.js';
+import type { PointStore } from '../index/store.js';
+import type { Lease } from './lease.js';
 import {
   everything,
   fenceOf,
@@ -11,9 +11,9 @@ import {
   type VersionScope,
   versionsIn,
   writingEntryOf,
-} from './version-ledger.js';
+} from './ledger.js';
 
-/** Retiring the versions a new one replaces: deleted, or kept with `KEEP_VERSIONS` (versioning.ts). */
+/** Retiring the versions a new one replaces: deleted, or kept with `KEEP_VERSIONS` (publish.ts). */
 
 /** How the retirement treats the versions it replaces. */
 export interface RetireOptions {
@@ -36,7 +36,7 @@ export interface RetireOptions {
  * names sees it), then the same delete for whatever has no version (points older than versioning),
  * then the kept versions of the file in that collection beyond the newest `keep` are deleted.
  */
-export async function retire(index: VectorIndex, scope: VersionScope, o?: RetireOptions): Promise<number> {
+export async function retire(index: PointStore, scope: VersionScope, o?: RetireOptions): Promise<number> {
   const fence = fenceOf(scope.version);
   if (o === undefined || o.keep <= 0) {
     if (fence === 0) return index.deleteWhere([others(scope), writingEntryOf(scope)]);
@@ -82,7 +82,7 @@ export async function retire(index: VectorIndex, scope: VersionScope, o?: Retire
 }
 
 /** Deletes the kept versions of the file in the scope's collection beyond the newest `keep`. */
-async function pruneKept(index: VectorIndex, scope: VersionScope, keep: number): Promise<number> {
+async function pruneKept(index: PointStore, scope: VersionScope, keep: number): Promise<number> {
   const kept = await retiredEntries(index, scope.fileId, scope.collectionName);
   const doomed = kept.slice(keep);
   if (doomed.length === 0) return 0;
@@ -111,7 +111,7 @@ export interface FencedRetire {
  * this version's claim sees its fence (docs/scaling.md, "Fencing").
  */
 export async function retireFenced(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   lease: Lease & { fence: number },
   o: RetireOptions | Logger,
@@ -143,7 +143,7 @@ export async function retireFenced(
 
 /** One retry: a transient index error should not leave two versions visible until the next sweep. */
 export async function retireWithRetry(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   o: RetireOptions,
 ): Promise<number> {

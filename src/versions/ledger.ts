@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { type IndexFilter, type IndexPoint, pointId } from '../index/contract.js';
 import { LEDGER_TYPE, RESERVED_TENANTS } from '../index/reserved.js';
-import type { VectorIndex } from '../index/store.js';
+import type { PointStore } from '../index/store.js';
 
 /**
- * The version ledger of the crash-consistent versioned replace (versioning.ts): version ids and
+ * The version ledger of the crash-consistent versioned replace (publish.ts): version ids and
  * fences, the ledger entries (`writing`, `committed`, `retired`) and the reads over them.
  */
 
-/** One version of one file in one collection (versioning.ts). */
+/** One version of one file in one collection (publish.ts). */
 export interface VersionScope {
   fileId: string;
   collectionName: string;
@@ -36,7 +36,7 @@ export function fenceOf(version: string): number {
 }
 
 /** Whether the file already has points in this collection (the `overwrite=false` check). */
-export async function hasIndexedVersion(index: VectorIndex, fileId: string, collectionName: string) {
+export async function hasIndexedVersion(index: PointStore, fileId: string, collectionName: string) {
   return (await index.count({ fileId, collectionNames: [collectionName] })) > 0;
 }
 
@@ -104,7 +104,7 @@ export interface RetiredEntry extends LedgerFields {
 
 /** The `retired` entries of a file in one collection, newest retirement first. */
 export async function retiredEntries(
-  index: VectorIndex,
+  index: PointStore,
   fileId: string,
   collectionName?: string,
 ): Promise<RetiredEntry[]> {
@@ -133,7 +133,7 @@ export async function retiredEntries(
 
 /** The `committed` record of a file in one collection: the version it names, and when written. */
 export async function committedRecord(
-  index: VectorIndex,
+  index: PointStore,
   fileId: string,
   collectionName: string,
 ): Promise<{ version: string; fields: LedgerFields } | undefined> {
@@ -148,14 +148,14 @@ export async function committedRecord(
 }
 
 /** When the version the committed record names was written (a retirement records it). */
-export async function committedTimes(index: VectorIndex, scope: VersionScope): Promise<Map<string, number>> {
+export async function committedTimes(index: PointStore, scope: VersionScope): Promise<Map<string, number>> {
   const record = await committedRecord(index, scope.fileId, scope.collectionName);
   if (!record) return new Map();
   return new Map([[record.version, record.fields.written_at ?? record.fields.at]]);
 }
 
 /** The distinct versions of a file's chunks in one collection, with their point counts. */
-export async function versionsIn(index: VectorIndex, scope: VersionScope): Promise<Map<string, number>> {
+export async function versionsIn(index: PointStore, scope: VersionScope): Promise<Map<string, number>> {
   const versions = new Map<string, number>();
   let cursor: string | undefined;
   do {

@@ -1,21 +1,15 @@
 import type { Logger } from 'pino';
 import { KildeError } from '../errors.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
-import type { VectorIndex } from '../index/store.js';
-import type { Lease } from './lock.js';
-import {
-  committedTimes,
-  ledgerEntry,
-  retiredEntries,
-  type VersionScope,
-  writingEntryOf,
-} from './version-ledger.js';
-import { retire } from './version-retire.js';
+import type { PointStore } from '../index/store.js';
+import type { Lease } from './lease.js';
+import { committedTimes, ledgerEntry, retiredEntries, type VersionScope, writingEntryOf } from './ledger.js';
+import { retire } from './retire.js';
 
-/** Making a kept version live again (docs/decisions.md, "Kept versions"; versioning.ts). */
+/** Making a kept version live again (docs/decisions.md, "Kept versions"; publish.ts). */
 
 /** Puts a restore's points back among the kept ones and removes its `writing` entry. */
-export async function undoRestore(index: VectorIndex, scope: VersionScope): Promise<void> {
+export async function undoRestore(index: PointStore, scope: VersionScope): Promise<void> {
   await index.moveTo(
     { fileId: scope.fileId, collectionNames: [scope.collectionName], ingestVersion: scope.version },
     RESERVED_TENANTS.kept,
@@ -25,7 +19,7 @@ export async function undoRestore(index: VectorIndex, scope: VersionScope): Prom
 
 /** After a restored version is visible: its `committed` record, then the others retire (kept). */
 export async function finishRestore(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   points: number,
   writtenAt: number | null,
@@ -57,7 +51,7 @@ export interface RestoreOptions {
  * point count; restoring the live version changes nothing.
  */
 export async function restoreVersion(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   o: RestoreOptions,
 ): Promise<number> {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { VectorIndex } from '../index/store.js';
+import type { PointStore } from '../index/store.js';
 import {
   committedTimes,
   everything,
@@ -9,11 +9,11 @@ import {
   scopeOf,
   type VersionScope,
   versionsIn,
-} from './version-ledger.js';
-import { finishRestore, undoRestore } from './version-restore.js';
-import { retire } from './version-retire.js';
+} from './ledger.js';
+import { finishRestore, undoRestore } from './restore.js';
+import { retire } from './retire.js';
 
-/** The version sweep: settles the `writing` entries a crash left behind (versioning.ts). */
+/** The version sweep: settles the `writing` entries a crash left behind (publish.ts). */
 
 export interface SweepOptions {
   log: Logger;
@@ -48,7 +48,7 @@ interface WritingEntry extends VersionScope {
  * Settles every `writing` entry that no live writer owns: finishes a version whose points are all
  * visible (it was committed; only its clean-up was interrupted) and removes any other.
  */
-export async function sweepVersions(index: VectorIndex, o: SweepOptions): Promise<SweepReport> {
+export async function sweepVersions(index: PointStore, o: SweepOptions): Promise<SweepReport> {
   const report: SweepReport = { finished: 0, removed: 0, waiting: 0 };
   for (const entry of await writingEntries(index, o.log)) {
     const outcome = await o.lock(entry.fileId, () => settle(index, entry, o));
@@ -59,7 +59,7 @@ export async function sweepVersions(index: VectorIndex, o: SweepOptions): Promis
   return report;
 }
 
-async function writingEntries(index: VectorIndex, log: Logger): Promise<WritingEntry[]> {
+async function writingEntries(index: PointStore, log: Logger): Promise<WritingEntry[]> {
   const entries: WritingEntry[] = [];
   let cursor: string | undefined;
   do {
@@ -89,7 +89,7 @@ async function writingEntries(index: VectorIndex, log: Logger): Promise<WritingE
 }
 
 async function settle(
-  index: VectorIndex,
+  index: PointStore,
   entry: WritingEntry,
   o: SweepOptions,
 ): Promise<'finished' | 'removed' | 'waiting'> {
@@ -128,7 +128,7 @@ async function settle(
  * less: what moved goes back to the kept tenant, and the live version stays.
  */
 async function settleRestore(
-  index: VectorIndex,
+  index: PointStore,
   entry: WritingEntry,
   o: SweepOptions,
 ): Promise<'finished' | 'removed' | 'waiting'> {

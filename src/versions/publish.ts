@@ -1,15 +1,16 @@
 import type { Logger } from 'pino';
 import type { IndexPoint } from '../index/contract.js';
-import type { VectorIndex } from '../index/store.js';
-import type { Lease } from './lock.js';
-import { committedTimes, everything, ledgerEntry, type VersionScope } from './version-ledger.js';
-import { type FencedRetire, type RetireOptions, retireFenced, retireWithRetry } from './version-retire.js';
+import type { PointStore } from '../index/store.js';
+import type { Lease } from './lease.js';
+import { committedTimes, everything, ledgerEntry, type VersionScope } from './ledger.js';
+import { type FencedRetire, type RetireOptions, retireFenced, retireWithRetry } from './retire.js';
+import { stageVersion, writeVersion } from './write.js';
 
 /**
  * Crash-consistent versioned replace: re-ingesting a `file_id` never leaves it half written, not
  * even across a crash (docs/decisions.md, "Crash-consistent versions").
  *
- * Each run stamps its points with a fresh `meta.ingest_version`. `VectorIndex.writeVersion` makes
+ * Each run stamps its points with a fresh `meta.ingest_version`. `writeVersion` (write.ts) makes
  * the whole version visible at once, together with two ledger entries: `writing` (this version is
  * being written: its collection, point count and last sign of life) and `committed` (the version
  * of the file that is committed in that collection). One delete then removes the other versions of
@@ -18,11 +19,11 @@ import { type FencedRetire, type RetireOptions, retireFenced, retireWithRetry } 
  * versions retired), anything less is removed, so the previous version stays. Callers hold the
  * per-`file_id` lock throughout, and the sweep takes it too.
  *
- * The parts: this module writes and commits a version (`stageBatch`, `commitVersion`,
- * `discardVersion`); version-ledger.ts holds the version ids, fences and ledger entries;
- * version-retire.ts retires the versions a new one replaces (`retireFenced`); version-restore.ts
- * makes a kept version live again (`restoreVersion`); version-sweep.ts settles what a crash left
- * (`sweepVersions`).
+ * The parts, all over the storage-only `PointStore` (src/index/store.ts): this module commits a
+ * version (`stageBatch`, `commitVersion`, `discardVersion`); write.ts writes it (staged, or whole
+ * by the store's kind of write); ledger.ts holds the version ids, fences and ledger entries;
+ * retire.ts retires the versions a new one replaces (`retireFenced`); restore.ts makes a kept
+ * version live again (`restoreVersion`); sweep.ts settles what a crash left (`sweepVersions`).
  */
 
 export interface CommitOptions {
@@ -45,7 +46,7 @@ export interface CommitOptions {
  * Throws after deleting whatever this version wrote when the batch could not be written.
  */
 export async function stageBatch(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   points: readonly IndexPoint[],
   stagedBefore: number,
@@ -54,7 +55,7 @@ export async function stageBatch(
   await o.lease?.assertHeld();
   const total = stagedBefore + points.length;
   try {
-    await index.stageVersion({
+    await stageVersion(index, {
       ...scope,
       points,
       writing: () => ledgerEntry('writing', scope, total, o.now()),
@@ -74,7 +75,7 @@ export async function stageBatch(
  * `points`, in the same step.
  */
 export async function commitVersion(
-  index: VectorIndex,
+  index: PointStore,
   scope: VersionScope,
   points: readonly IndexPoint[],
   o: CommitOptions,
@@ -92,7 +93,7 @@ export async function commitVersion(
   let written: { writing: boolean };
   const total = staged + points.length;
   try {
-    written = await index.writeVersion({
+    written = await writeVersion(index, {
       ...scope,
       points,
       writing: () => ledgerEntry('writing', scope, total, o.now()),
@@ -137,7 +138,7 @@ export async function commitVersion(
  * It never throws: the run has already failed with its own error. Should the index be down now,
  * the `writing` entry (if it was written) stays, and the sweep removes the version later.
  */
-export async function discardVersion(index: VectorIndex, scope: VersionScope, log: Logger): Promise<void> {
+export async function discardVersion(index: PointStore, scope: VersionScope, log: Logger): Promise<void> {
   try {
     const removed = await index.deleteWhere(everything(scope));
     if (removed > 0) log.info({ ...scope, removed }, 'rolled back the points of a failed ingest');

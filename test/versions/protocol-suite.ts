@@ -1,0 +1,231 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
+import { RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
+import type { VectorIndex } from '../../src/index/store.js';
+import { stageVersion, writeVersion } from '../../src/versions/write.js';
+import type { MakeIndex } from '../index/contract-suite.js';
+
+/**
+ * The version protocol's writes (src/versions/write.ts) over an index's `PointStore`: every adapter
+ * that runs the contract suite (test/index/contract-suite.ts) runs these too, so a version is
+ * written whole, staged invisibly and published at once on every engine, by whichever path the
+ * store's `atomicUpsert` picks.
+ */
+export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): void {
+  const open: VectorIndex[] = [];
+  const DIM = 4;
+
+  async function fresh(opts: { denseDim?: number; sparse: boolean }): Promise<VectorIndex> {
+    const index = await makeIndex(opts);
+    open.push(index);
+    await index.ensureCollection();
+    return index;
+  }
+
+  function point(
+    collection: string,
+    fileId: string,
+    version: string,
+    splitId: number,
+    text: string,
+    extra: { dense?: number[] } = {},
+  ): IndexPoint {
+    const meta: ChunkMeta = {
+      collection_name: collection,
+      collection_type: 'knowledge',
+      file_id: fileId,
+      split_id: splitId,
+      ingest_version: version,
+    };
+    return { id: pointId(fileId, version, splitId), content: text, meta, ...extra };
+  }
+
+  describe(`version protocol over ${name}`, () => {
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((i) => i.close()));
+    });
+
+    /** A ledger-like entry in a reserved tenant, as src/versions/ledger.ts makes them. */
+    function entry(tenant: ReservedTenant, fileId: string, version: string, collection: string): IndexPoint {
+      return {
+        id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
+        content: '',
+        meta: {
+          collection_name: RESERVED_TENANTS[tenant],
+          collection_type: 'kilde-ledger',
+          file_id: fileId,
+          ingest_version: version,
+          split_id: 0,
+          kilde_ledger: { collection_name: collection, points: 3, at: 1 },
+        },
+      };
+    }
+
+    it('writes a version whole: its points and both ledger entries, nothing staged left', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-whole';
+      const v1 = [0, 1].map((s) => point('alpha', f, 'v1', s, `old ${s}`, { dense: [1, 0, 0, 0] }));
+      await index.upsert(v1);
+      const v2 = [0, 1, 2].map((s) => point('alpha', f, 'v2', s, `new ${s}`, { dense: [0, 1, 0, 0] }));
+      let beats = 0;
+      await writeVersion(index, {
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2,
+        writing: () => {
+          beats += 1;
+          return entry('writing', f, 'v2', 'alpha');
+        },
+        committed: entry('committed', f, 'v2', 'alpha'),
+      });
+      expect(beats).toBeGreaterThan(0);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(3);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'] })).toBe(5);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ reserved: 'writing', fileId: f, ingestVersion: 'v2' })).toBe(1);
+      expect(await index.count({ reserved: 'committed', fileId: f })).toBe(1);
+      const hits = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(
+        hits
+          .filter((h) => h.meta.ingest_version === 'v2')
+          .map((h) => h.meta.split_id)
+          .sort(),
+      ).toEqual([0, 1, 2]);
+      // The retire step: other versions and the writing entry in one delete.
+      const removed = await index.deleteWhere([
+        { fileId: f, collectionNames: ['alpha'], notIngestVersion: 'v2' },
+        { reserved: 'writing', fileId: f, ingestVersion: 'v2' },
+      ]);
+      expect(removed).toBe(3);
+      expect(await index.count({ fileId: f, chunksOnly: true })).toBe(3);
+      expect(await index.count({ fileId: f })).toBe(4); // + the committed entry
+    });
+
+    it('reports whether it left a `writing` entry, and leaves exactly that', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const v = [0, 1].map((s) =>
+        point('alpha', 'file-first', 'v1', s, `first ${s}`, { dense: [1, 0, 0, 0] }),
+      );
+      const written = await writeVersion(index, {
+        fileId: 'file-first',
+        collectionName: 'alpha',
+        version: 'v1',
+        points: v,
+        writing: () => entry('writing', 'file-first', 'v1', 'alpha'),
+        committed: entry('committed', 'file-first', 'v1', 'alpha'),
+      });
+      expect(await index.count({ reserved: 'writing', fileId: 'file-first' })).toBe(written.writing ? 1 : 0);
+      expect(await index.count({ fileId: 'file-first', collectionNames: ['alpha'] })).toBe(2);
+      expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
+    });
+
+    it('writes an exclusive first version whole, and never a second `committed` entry for a file', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      // The `committed` entry's id is fixed per file and collection, as version-ledger.ts makes it.
+      const committed = (fileId: string, version: string): IndexPoint => ({
+        ...entry('committed', fileId, version, 'alpha'),
+        id: pointId(fileId, '\u0001committed\u0001alpha', 0),
+      });
+      const write = (fileId: string, version: string, n: number) =>
+        writeVersion(index, {
+          fileId,
+          collectionName: 'alpha',
+          version,
+          points: Array.from({ length: n }, (_, s) =>
+            point('alpha', fileId, version, s, `${version} ${s}`, { dense: [1, 0, 0, 0] }),
+          ),
+          writing: () => entry('writing', fileId, version, 'alpha'),
+          committed: committed(fileId, version),
+          exclusive: true,
+        });
+      // Two new files written together (one group commit), each whole.
+      await Promise.all([write('file-new-a', 'v1', 2), write('file-new-b', 'v1', 3)]);
+      expect(await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'] })).toBe(2);
+      expect(await index.count({ fileId: 'file-new-b', collectionNames: ['alpha'] })).toBe(3);
+      // The chunks go, the ledger entry stays (reserved tenant): the file has no chunk in the
+      // collection, but its `committed` id is taken, so the next version must replace that entry.
+      await index.deleteWhere({ fileId: 'file-new-a', collectionNames: ['alpha'] });
+      expect(await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'] })).toBe(0);
+      await write('file-new-a', 'v2', 2);
+      const records = await index.scroll({ reserved: 'committed', fileId: 'file-new-a' }, { limit: 10 });
+      expect(records.points.map((p) => p.meta.ingest_version)).toEqual(['v2']);
+      expect(
+        await index.count({ fileId: 'file-new-a', collectionNames: ['alpha'], ingestVersion: 'v2' }),
+      ).toBe(2);
+      // A file with chunks already: merged beside them (the caller retires the old), one `committed`.
+      await write('file-new-b', 'v2', 1);
+      expect(await index.count({ reserved: 'committed', fileId: 'file-new-b' })).toBe(1);
+      expect(await index.count({ fileId: 'file-new-b', collectionNames: ['alpha'] })).toBe(4);
+    });
+
+    it('publishes a version staged in batches at once, with its last batch', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const f = 'file-staged';
+      const v1 = [0, 1].map((s) => point('alpha', f, 'v1', s, `old ${s}`, { dense: [1, 0, 0, 0] }));
+      await index.upsert(v1);
+      const v2 = [0, 1, 2, 3, 4].map((s) => point('alpha', f, 'v2', s, `new ${s}`, { dense: [0, 1, 0, 0] }));
+      await stageVersion(index, {
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(0, 2),
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+      });
+      await stageVersion(index, {
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(2, 4),
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+      });
+      // Staged: no reader filtering on collection names sees any of it.
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(0);
+      expect(await index.count({ reserved: 'staging', fileId: f })).toBe(4);
+      expect(await index.count({ reserved: 'writing', fileId: f, ingestVersion: 'v2' })).toBe(1);
+      const hidden = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(hidden.every((h) => h.meta.ingest_version === 'v1')).toBe(true);
+      const written = await writeVersion(index, {
+        fileId: f,
+        collectionName: 'alpha',
+        version: 'v2',
+        points: v2.slice(4),
+        staged: 4,
+        writing: () => entry('writing', f, 'v2', 'alpha'),
+        committed: entry('committed', f, 'v2', 'alpha'),
+      });
+      expect(written.writing).toBe(true);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(5);
+      expect(await index.count({ reserved: 'committed', fileId: f })).toBe(1);
+      // Read back whole: the collection in meta too, not only in the filter column.
+      const page = await index.scroll(
+        { fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' },
+        { limit: 10 },
+      );
+      expect(page.points.map((p) => [p.meta.collection_name, p.content]).sort()).toEqual(
+        v2.map((p) => ['alpha', p.content]).sort(),
+      );
+      const hits = await index.searchDense([0, 1, 0, 0], { collectionNames: ['alpha'] }, 10);
+      expect(hits.filter((h) => h.meta.ingest_version === 'v2')).toHaveLength(5);
+    });
+
+    it('stops before anything becomes visible when the write is aborted', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const controller = new AbortController();
+      controller.abort();
+      const v = [0, 1].map((s) => point('alpha', 'file-abort', 'v1', s, `x ${s}`, { dense: [1, 0, 0, 0] }));
+      const err = await writeVersion(index, {
+        fileId: 'file-abort',
+        collectionName: 'alpha',
+        version: 'v1',
+        points: v,
+        writing: () => entry('writing', 'file-abort', 'v1', 'alpha'),
+        committed: entry('committed', 'file-abort', 'v1', 'alpha'),
+        signal: controller.signal,
+      }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect(await index.count({ fileId: 'file-abort', collectionNames: ['alpha'] })).toBe(0);
+    });
+  });
+}
