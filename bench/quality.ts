@@ -68,6 +68,8 @@ import {
  *   --index-dir DIR     keep each set's ingested index in DIR/scifact, DIR/danish, and reuse it when a
  *                       run with the same DIR finds it complete (ingestion skipped: SciFact's takes
  *                       minutes); delete the folder after a change to extraction, chunking or analysis
+ *   --env KEY=VALUE     a Kilde setting for every run of the bench (repeatable), e.g. --env CHUNK_SIZE=512
+ *                       to measure a setting before changing its default (use its own --index-dir)
  *   --corpus-sample N   SciFact: only N abstracts, every one the queries judge relevant and the
  *                       corpus's first others (embedding all 5,183 takes hours on a loaded 2-core
  *                       machine); every row of the run is over the same sample
@@ -83,6 +85,7 @@ const { values: args } = parseArgs({
     model: { type: 'string' },
     'corpus-sample': { type: 'string' },
     'index-dir': { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
     'model-name': { type: 'string' },
     'model-dim': { type: 'string', default: '384' },
     'model-max-tokens': { type: 'string', default: '256' },
@@ -99,13 +102,21 @@ const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : N
 const CONCURRENCY = Number(args.concurrency);
 const RUNS = args.runs;
 const COLLECTION = 'bench';
+/** `--env KEY=VALUE`: settings every backend of the run gets. */
+const SETTINGS = Object.fromEntries(
+  args.env.map((kv) => {
+    const at = kv.indexOf('=');
+    if (at <= 0) throw new Error(`--env takes KEY=VALUE, not "${kv}"`);
+    return [kv.slice(0, at), kv.slice(at + 1)];
+  }),
+);
 const log = pino({ level: 'silent' });
 
 type Language = 'english' | 'danish';
 
 /** The embedded defaults of `kilde serve all`, in a throwaway data directory, nothing from the shell. */
 function envFor(dataDir: string, language: Language, extra: Record<string, string> = {}) {
-  return { KILDE_DATA_DIR: dataDir, SPARSE_LANGUAGE: language, LOG_LEVEL: 'silent', ...extra };
+  return { KILDE_DATA_DIR: dataDir, SPARSE_LANGUAGE: language, LOG_LEVEL: 'silent', ...SETTINGS, ...extra };
 }
 
 /** Ingests every file through the local backend (the ingest service: extract, chunk, BM25, write). */
@@ -691,5 +702,6 @@ function printTable(header: string[], rows: string[][]): void {
   for (const r of rows) console.log(line(r));
 }
 
+if (args.env.length > 0) console.log(`settings (--env): ${args.env.join(' ')}`);
 if (args.only !== 'danish') await scifact();
 if (args.only !== 'scifact') await danish();
