@@ -2,8 +2,9 @@
  * Kilde's ingestion against the LangChain.js pipeline a TypeScript user would build instead: the
  * same files, chunk budgets of the same size (400 tokens, 80 overlap on Kilde's side; 1600 and 320
  * characters for RecursiveCharacterTextSplitter, about four characters a token), a zero-cost
- * embedder on both sides (Kilde's through `EMBEDDING_PROVIDER=http-compat` to a zero-cost endpoint in
- * this process, bench/lib/zero-cost.ts) and LanceDB on both sides. Every variant runs in a fresh process:
+ * embedder on LangChain's side and LanceDB on both sides. Kilde runs twice: lexical only (the CLI's
+ * default: no model, no vector column) and with dense vectors from a zero-cost `http-compat` endpoint in
+ * this process (bench/lib/zero-cost.ts: the same columns as LangChain's, plus the HTTP client's cost). Every variant runs in a fresh process:
  * Kilde's is the real `kilde ingest` a user runs (the bin/kilde launcher over the built dist/, built
  * first, its compile cache warm; bench/lib/kilde-cli.ts), LangChain's bench/vs-langchain/runner.mjs;
  * both are timed from the spawn to the exit (Node's start and module loading included), with the CPU
@@ -78,9 +79,18 @@ const work = await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-'));
 
 // Kilde's dense vectors come from a zero-cost endpoint in this process (its CPU is not Kilde's).
 const embeddings = await serveZeroCostEmbeddings(384);
-/** The local `kilde ingest` of the set's files, as a user runs it (bench/lib/kilde-cli.ts). */
-const kildeOnce = (files: readonly string[]) =>
-  kildeCli(work, files, { embeddings: embeddings.url, chunkTokens: 400, overlapTokens: 80 });
+/**
+ * The local `kilde ingest` of the set's files, as a user runs it (bench/lib/kilde-cli.ts): lexical
+ * only, the CLI's default (no model on either side; LangChain's table has a constant vector column,
+ * Kilde's none), or with dense vectors from the zero-cost endpoint (the same columns as LangChain's,
+ * plus the HTTP client's cost).
+ */
+const kildeOnce = (files: readonly string[], dense = false) =>
+  kildeCli(work, files, {
+    embeddings: dense ? embeddings.url : undefined,
+    chunkTokens: 400,
+    overlapTokens: 80,
+  });
 
 const stats = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -92,7 +102,7 @@ const mib = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MiB`;
 const load = () => loadavg()[0]!.toFixed(1);
 const x2 = (v: number) => `${v.toFixed(2)}×`;
 
-type Side = 'kilde' | LangChainMode | 'put-1' | 'put-4' | 'url';
+type Side = 'kilde' | 'kilde-dense' | LangChainMode | 'put-1' | 'put-4' | 'url';
 const summary: string[] = [];
 const rssRatios: string[] = [];
 
@@ -111,6 +121,7 @@ try {
     const http = set.key === 'small' && !values['no-http'];
     const sides: Side[] = [
       'kilde',
+      'kilde-dense',
       'bulk',
       ...(QUICK ? [] : (['fts', 'floor'] as const)),
       ...(set.key === 'small' || !QUICK ? (['per-file'] as const) : []),
@@ -123,37 +134,50 @@ try {
         const run =
           side === 'kilde'
             ? await kildeOnce(set.files)
-            : side === 'put-1'
-              ? await overPut(work, set.files, 1)
-              : side === 'put-4'
-                ? await overPut(work, set.files, 4)
-                : side === 'url'
-                  ? await overJobs(work, dir, 8)
-                  : await runLangChain(side, list, work);
+            : side === 'kilde-dense'
+              ? await kildeOnce(set.files, true)
+              : side === 'put-1'
+                ? await overPut(work, set.files, 1)
+                : side === 'put-4'
+                  ? await overPut(work, set.files, 4)
+                  : side === 'url'
+                    ? await overJobs(work, dir, 8)
+                    : await runLangChain(side, list, work);
         runs.get(side)!.push(run);
       }
     }
     const lc = (side: LangChainMode) => runs.get(side) as LangChainRun[];
     const kilde = runs.get('kilde') as CliRun[];
-    // Both sides from the spawn to the exit (Node's start and module loading included), as a user waits.
-    const k = stats(kilde.map((r) => r.seconds));
     const l = stats(lc('bulk').map((r) => r.processSeconds));
-    const kRss = Math.max(...kilde.map((r) => r.peakRss));
     const lRss = Math.max(...lc('bulk').map((r) => r.peakRss));
-    // CPU, steadier than wall time on a loaded machine (each side's whole process tree, Kilde's workers too).
-    const kCpu = stats(kilde.map((r) => r.cpu));
     const lCpu = stats(lc('bulk').map((r) => r.cpu ?? Number.NaN));
     console.log(
       `\n${set.name} (load ${load()})\n` +
-        `  Kilde CLI (kilde ingest) ${k.min.toFixed(2)}/${k.median.toFixed(2)} s min/median (${kilde[0]!.chunks} chunks, peak ${mib(kRss)}, CPU ${kCpu.median.toFixed(2)} s, ${med(kilde.map((r) => r.versions)).toFixed(0)} table versions)\n` +
-        `  LangChain.js bulk ${l.min.toFixed(2)}/${l.median.toFixed(2)} s (${lc('bulk')[0]!.chunks} chunks, peak ${mib(lRss)}, CPU ${lCpu.median.toFixed(2)} s; from its first file ${med(lc('bulk').map((r) => r.seconds)).toFixed(2)} s)\n` +
-        `  speed ratio (LangChain.js time / Kilde time) min ${x2(l.min / k.min)}, median ${x2(l.median / k.median)}; CPU ratio (Kilde / LangChain.js) ${x2(kCpu.median / lCpu.median)}; peak RSS ratio ${x2(kRss / lRss)}\n` +
-        `  (Kilde's main process: CPU ${med(kilde.map((r) => r.cpuMain)).toFixed(2)} s, peak ${mib(Math.max(...kilde.map((r) => r.peakMain)))}; its largest extraction worker peak ${mib(Math.max(...kilde.map((r) => r.peakWorker)))})`,
+        `  LangChain.js bulk ${l.min.toFixed(2)}/${l.median.toFixed(2)} s min/median (${lc('bulk')[0]!.chunks} chunks, peak ${mib(lRss)}, CPU ${lCpu.median.toFixed(2)} s; from its first file ${med(lc('bulk').map((r) => r.seconds)).toFixed(2)} s)`,
     );
+    // Both sides from the spawn to the exit (Node's start and module loading included), as a user waits;
+    // CPU, steadier than wall time on a loaded machine (each side's whole process tree, Kilde's workers too).
+    const versus = (side: 'kilde' | 'kilde-dense', label: string) => {
+      const rs = runs.get(side) as CliRun[];
+      const k = stats(rs.map((r) => r.seconds));
+      const kCpu = stats(rs.map((r) => r.cpu));
+      const kRss = Math.max(...rs.map((r) => r.peakRss));
+      console.log(
+        `  ${label} ${k.min.toFixed(2)}/${k.median.toFixed(2)} s (${rs[0]!.chunks} chunks, peak ${mib(kRss)}, CPU ${kCpu.median.toFixed(2)} s, ${med(rs.map((r) => r.versions)).toFixed(0)} table versions)\n` +
+          `    speed ratio (LangChain.js time / Kilde time) min ${x2(l.min / k.min)}, median ${x2(l.median / k.median)}; CPU ratio (Kilde / LangChain.js) ${x2(kCpu.median / lCpu.median)}; peak RSS ratio ${x2(kRss / lRss)}\n` +
+          `    (main process: CPU ${med(rs.map((r) => r.cpuMain)).toFixed(2)} s, peak ${mib(Math.max(...rs.map((r) => r.peakMain)))}; largest extraction worker peak ${mib(Math.max(...rs.map((r) => r.peakWorker)))})`,
+      );
+      return { k, kCpu, kRss };
+    };
+    const { k, kCpu, kRss } = versus(
+      'kilde',
+      'Kilde CLI, `kilde ingest` lexical only (its default, no model)',
+    );
+    const dense = versus('kilde-dense', 'Kilde CLI with dense vectors from a zero-cost endpoint');
     summary.push(
-      `| local CLI, ${set.name} | ${x2(l.median / k.median)} of LangChain.js bulk (min ${x2(l.min / k.min)}), at ${x2(kCpu.median / lCpu.median)} its CPU |`,
+      `| local CLI, ${set.name} | ${x2(l.median / k.median)} of LangChain.js bulk (min ${x2(l.min / k.min)}), at ${x2(kCpu.median / lCpu.median)} its CPU; with dense vectors ${x2(l.median / dense.k.median)}, at ${x2(dense.kCpu.median / lCpu.median)} its CPU |`,
     );
-    rssRatios.push(`${set.name} ${x2(kRss / lRss)}`);
+    rssRatios.push(`${set.name} ${x2(kRss / lRss)} (dense ${x2(dense.kRss / lRss)})`);
     if (!QUICK) {
       const f = stats(lc('fts').map((r) => r.processSeconds));
       const floors = lc('floor');

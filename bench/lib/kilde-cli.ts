@@ -9,10 +9,11 @@ import { runMeasured } from './measured.js';
  * The local `kilde ingest` exactly as a user runs it: the `kilde` launcher (bin/kilde: its memory
  * settings, then bin/kilde.js: the user's compile cache, then the built dist/), the files named on its
  * command line, into a fresh embedded LanceDB index, settled (full-text index built) before it exits.
- * Dense vectors come from `EMBEDDING_PROVIDER=http-compat` (base64) at `embeddings`, a zero-cost
- * endpoint of the bench's (bench/lib/zero-cost.ts), so the table has the 384-dimension vector column
- * the LangChain.js side writes, and no model's cost is counted on either side; the HTTP client's
- * own cost stays on Kilde's side, as a user with an embedding server pays it. Measured from outside
+ * Without `embeddings`, lexical only (`EMBEDDING_PROVIDER=none`, the local CLI's default: no model, no
+ * vector column). With it, dense vectors come from `EMBEDDING_PROVIDER=http-compat` (base64) at that
+ * zero-cost endpoint of the bench's (bench/lib/zero-cost.ts), so the table has the 384-dimension
+ * vector column the LangChain.js side writes and no model's cost is counted; the HTTP client's own
+ * cost stays on Kilde's side, as a user with an embedding server pays it. Measured from outside
  * (bench/lib/measured.ts): spawn to exit, the CPU of the process and its extraction workers.
  */
 
@@ -33,21 +34,32 @@ export interface CliRun {
 export async function kildeCli(
   work: string,
   files: readonly string[],
-  o: { embeddings: string; chunkTokens: number; overlapTokens: number; env?: Record<string, string> },
+  o: {
+    embeddings?: string | undefined;
+    chunkTokens: number;
+    overlapTokens: number;
+    env?: Record<string, string>;
+    /** Another launcher to compare with bin/kilde (A/B of process settings). */
+    launcher?: string;
+  },
 ): Promise<CliRun> {
   const data = await mkdtemp(join(work, 'kilde-cli-'));
   try {
-    const res = await runMeasured(LAUNCHER, ['ingest', ...files, '-c', 'bench'], {
+    const res = await runMeasured(o.launcher ?? LAUNCHER, ['ingest', ...files, '-c', 'bench'], {
       ...kildeEnv(),
       KILDE_DATA_DIR: data,
-      EMBEDDING_PROVIDER: 'http-compat',
-      EMBEDDING_API_BASE_URL: o.embeddings,
-      EMBEDDING_MODEL: 'zero-cost',
-      EMBEDDING_DIM: '384',
-      EMBEDDING_ENCODING_FORMAT: 'base64',
-      // LangChain's side sends its texts as they are.
-      EMBEDDING_PREFIX_DOC: '',
-      EMBEDDING_PREFIX_QUERY: '',
+      ...(o.embeddings
+        ? {
+            EMBEDDING_PROVIDER: 'http-compat',
+            EMBEDDING_API_BASE_URL: o.embeddings,
+            EMBEDDING_MODEL: 'zero-cost',
+            EMBEDDING_DIM: '384',
+            EMBEDDING_ENCODING_FORMAT: 'base64',
+            // LangChain's side sends its texts as they are.
+            EMBEDDING_PREFIX_DOC: '',
+            EMBEDDING_PREFIX_QUERY: '',
+          }
+        : {}),
       CHUNK_SIZE: String(o.chunkTokens),
       CHUNK_OVERLAP: String(o.overlapTokens),
       ...o.env,
