@@ -143,6 +143,16 @@ export const jobsPiece = {
     "With `REDIS_URL`: a worker's lock on a running job lasts this long (ms) and is renewed at half of it; a job whose worker died (kill -9, node lost) is re-queued by another worker's stalled check within about twice this.",
     { min: 1000 },
   ),
+  JOBS_BATCH_MAX_FILES: int(
+    1000,
+    'Most files of one `POST /api/v1/job-batches` request (`kilde ingest --url` sends its files in batches of at most this many); more is a 413.',
+    { min: 1, max: 10_000 },
+  ),
+  JOBS_BATCH_MAX_BYTES: int(
+    256 * 1024 * 1024,
+    'Most bytes of the files of one `POST /api/v1/job-batches` request (256 MiB), counted as they stream; past it the request is a 413 and nothing of it is queued. Each file is also held to `MAX_UPLOAD_BYTES` (a larger one fails alone).',
+    { min: 1 },
+  ),
   JOBS_SPOOL_DIR: optionalString(
     'Where multipart uploads of jobs wait for their worker (the file is removed when the job ends). Default: `kilde-jobs` in the temp dir. Workers in other processes or machines must see the same folder (a shared volume), or submit jobs as S3 references.',
   ),

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { KildeError } from '../errors.js';
 import { documentPath, fileIdFor } from '../index/identifiers.js';
 import type { VectorIndex } from '../index/store.js';
 import { type IngestTarget, invalid, namedByPath } from './request.js';
@@ -112,38 +113,66 @@ function candidates(
 }
 
 /**
- * The identities of many requests of one collection at once (a CLI pass): one read for every
- * candidate id. A document is given to one request only, the first that claims it.
+ * The identities of many requests of one collection at once (a CLI pass, a job batch): one read
+ * for every candidate id, one scan of the collection for all the names a browser gave. A document
+ * is given to one request only, the first that claims it. A request that cannot be told apart (two
+ * documents end in its name) gets its error in its place; the others are resolved.
  */
-export async function resolveIdentities(
+export async function resolveIdentitiesSettled(
   index: VectorIndex,
   collection: string,
   requests: readonly IdentityRequest[],
-): Promise<Identity[]> {
+): Promise<Array<Identity | KildeError>> {
   const paths = requests.map((r) => documentPath(r.path));
   const derived = paths.map((p) => fileIdFor(collection, p));
   const options = requests.map((r, i) => candidates(r, paths[i]!));
   const sources = await sourcesOf(index, collection, [...derived, ...options.flat().map((c) => c.fileId)]);
   const claimed = new Set<string>();
-  const out: Identity[] = [];
-  for (let i = 0; i < requests.length; i++) {
-    const r = requests[i]!;
+  const chosen: Array<Identity | KildeError | undefined> = requests.map((_, i) => {
     const path = paths[i]!;
-    let chosen: Identity | undefined;
-    if (sources.has(derived[i]!)) chosen = { fileId: derived[i]!, source: path };
+    if (sources.has(derived[i]!)) {
+      claimed.add(derived[i]!);
+      return { fileId: derived[i]!, source: path };
+    }
     for (const c of options[i]!) {
-      if (chosen) break;
       const source = sources.get(c.fileId);
       if (source !== undefined && c.fileId !== derived[i] && !claimed.has(c.fileId) && c.accepts(source)) {
-        chosen = { fileId: c.fileId, source: path };
+        claimed.add(c.fileId);
+        return { fileId: c.fileId, source: path };
       }
     }
-    if (!chosen && r.byName && path !== '') chosen = await byName(index, collection, path, r.path);
-    chosen ??= { fileId: derived[i]!, source: path };
-    claimed.add(chosen.fileId);
-    out.push(chosen);
+    return undefined;
+  });
+  const named = requests.flatMap((r, i) => (!chosen[i] && r.byName && paths[i] !== '' ? [i] : []));
+  if (named.length > 0) {
+    const found = await byNames(
+      index,
+      collection,
+      named.map((i) => ({ path: paths[i]!, raw: requests[i]!.path })),
+    );
+    named.forEach((i, k) => {
+      chosen[i] = found[k];
+    });
   }
-  return out;
+  return chosen.map((c, i) => {
+    if (c instanceof KildeError) return c;
+    const identity = c ?? { fileId: derived[i]!, source: paths[i]! };
+    claimed.add(identity.fileId);
+    return identity;
+  });
+}
+
+/** As `resolveIdentitiesSettled`; the first request that cannot be resolved throws its error. */
+export async function resolveIdentities(
+  index: VectorIndex,
+  collection: string,
+  requests: readonly IdentityRequest[],
+): Promise<Identity[]> {
+  const settled = await resolveIdentitiesSettled(index, collection, requests);
+  return settled.map((s) => {
+    if (s instanceof KildeError) throw s;
+    return s;
+  });
 }
 
 export async function resolveIdentity(index: VectorIndex, r: IdentityRequest): Promise<Identity> {
@@ -151,14 +180,16 @@ export async function resolveIdentity(index: VectorIndex, r: IdentityRequest): P
   return one!;
 }
 
-/** The collection's one document whose path is `path` or ends with `/path` (a browser's name). */
-async function byName(
+/**
+ * For each name, the collection's one document whose path is it or ends with `/name` (a browser's
+ * name): one scan for all of them. Two such documents are that name's 409.
+ */
+async function byNames(
   index: VectorIndex,
   collection: string,
-  path: string,
-  raw: string,
-): Promise<Identity | undefined> {
-  const matches = new Map<string, string>();
+  names: readonly { path: string; raw: string }[],
+): Promise<Array<Identity | KildeError | undefined>> {
+  const matches = names.map(() => new Map<string, string>());
   let cursor: string | undefined;
   let seen = 0;
   do {
@@ -168,23 +199,49 @@ async function byName(
     );
     for (const p of page.points) {
       const source = typeof p.meta.source === 'string' ? documentPath(p.meta.source) : '';
-      // The console of Kilde 0.x used the dropped name itself as the file_id.
-      if (source === path || source.endsWith(`/${path}`) || p.meta.file_id === raw) {
-        matches.set(p.meta.file_id, source || path);
-      }
+      names.forEach(({ path, raw }, k) => {
+        // The console of Kilde 0.x used the dropped name itself as the file_id.
+        if (source === path || source.endsWith(`/${path}`) || p.meta.file_id === raw) {
+          matches[k]!.set(p.meta.file_id, source || path);
+        }
+      });
     }
     seen += page.points.length;
     cursor = page.next;
   } while (cursor !== undefined && seen < NAME_SCAN);
-  if (matches.size > 1) {
-    const sources = [...matches.values()].sort().slice(0, 5);
-    throw invalid(
-      `${matches.size} documents in ${collection} end in ${path} (${sources.join(', ')}): give the path from a folder that tells them apart, or the file_id`,
-      'conflict',
-    );
-  }
-  const [first] = [...matches.entries()];
-  return first ? { fileId: first[0], source: first[1] } : undefined;
+  return names.map(({ path }, k) => {
+    const found = matches[k]!;
+    if (found.size > 1) {
+      const sources = [...found.values()].sort().slice(0, 5);
+      return invalid(
+        `${found.size} documents in ${collection} end in ${path} (${sources.join(', ')}): give the path from a folder that tells them apart, or the file_id`,
+        'conflict',
+      );
+    }
+    const [first] = [...found.entries()];
+    return first ? { fileId: first[0], source: first[1] } : undefined;
+  });
+}
+
+/** The identity request of an upload named by its path (its form fields say how it was named). */
+function uploadRequest(target: IngestTarget, fields: Record<string, string>): IdentityRequest {
+  const legacy = fields.legacy_path
+    ? [
+        {
+          fileId: legacyFileIdFor(target.collectionName, fields.legacy_path),
+          sources: [fields.legacy_path, target.filename],
+        },
+      ]
+    : [];
+  const cli = fields.legacy_path !== undefined;
+  return {
+    collection: target.collectionName,
+    path: target.source,
+    legacy,
+    // A full path from the CLI may end in a browser's name; a browser's name may end a full path.
+    tails: cli,
+    byName: !cli,
+  };
 }
 
 /**
@@ -196,23 +253,37 @@ export async function identifyUpload(
   target: IngestTarget,
   fields: Record<string, string>,
 ): Promise<IngestTarget> {
-  if (!namedByPath(fields)) return target;
-  const legacy = fields.legacy_path
-    ? [
-        {
-          fileId: legacyFileIdFor(target.collectionName, fields.legacy_path),
-          sources: [fields.legacy_path, target.filename],
-        },
-      ]
-    : [];
-  const cli = fields.legacy_path !== undefined;
-  const found = await resolveIdentity(index, {
-    collection: target.collectionName,
-    path: target.source,
-    legacy,
-    // A full path from the CLI may end in a browser's name; a browser's name may end a full path.
-    tails: cli,
-    byName: !cli,
+  const [one] = await identifyUploads(index, [{ target, fields }]);
+  if (one instanceof KildeError) throw one;
+  return one!;
+}
+
+/**
+ * `identifyUpload` for many uploads (a job batch): one lookup per collection for all of them. An
+ * upload that cannot be resolved gets its error in its place.
+ */
+export async function identifyUploads(
+  index: VectorIndex,
+  uploads: readonly { target: IngestTarget; fields: Record<string, string> }[],
+): Promise<Array<IngestTarget | KildeError>> {
+  const out: Array<IngestTarget | KildeError> = uploads.map((u) => u.target);
+  const byCollection = new Map<string, number[]>();
+  uploads.forEach((u, i) => {
+    if (!namedByPath(u.fields)) return;
+    const list = byCollection.get(u.target.collectionName) ?? [];
+    list.push(i);
+    byCollection.set(u.target.collectionName, list);
   });
-  return { ...target, ...found };
+  for (const [collection, at] of byCollection) {
+    const found = await resolveIdentitiesSettled(
+      index,
+      collection,
+      at.map((i) => uploadRequest(uploads[i]!.target, uploads[i]!.fields)),
+    );
+    at.forEach((i, k) => {
+      const f = found[k]!;
+      out[i] = f instanceof KildeError ? f : { ...uploads[i]!.target, ...f };
+    });
+  }
+  return out;
 }

@@ -6,7 +6,8 @@ import type { ServicePart } from '../http/app.js';
 import { checkDenseUsable } from '../index/dense-check.js';
 import type { VectorIndex } from '../index/store.js';
 import { type BuiltPipeline, buildIngestPipeline } from './build.js';
-import { createJobQueue } from './jobs/create-queue.js';
+import type { BatchQueue } from './jobs/batch.js';
+import { createBatchQueue, createJobQueue } from './jobs/create-queue.js';
 import type { JobQueue } from './jobs/job.js';
 import { createJobRunner, spoolRoot, sweepSpool } from './jobs/runner.js';
 import type { IngestMetrics } from './metrics.js';
@@ -72,6 +73,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
   let sweepTimer: NodeJS.Timeout | undefined;
   let sweeping: Promise<void> | undefined;
   let queue: JobQueue | undefined;
+  let batches: BatchQueue | undefined;
   const runWorkers = deps.workerOnly === true || config.JOBS_WORKER_ENABLED;
   const clock = deps.clock ?? systemClock;
 
@@ -108,6 +110,10 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           observer: stageObserver,
         }),
       );
+      if (batches) {
+        const { createBatchRunner } = await import('./jobs/batch-runner.js');
+        await batches.startWorker(createBatchRunner({ pipeline }));
+      }
     }
     if (config.INGEST_SWEEP_INTERVAL > 0) {
       sweepTimer = setInterval(() => void sweep(made), config.INGEST_SWEEP_INTERVAL * 1000);
@@ -193,8 +199,8 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         timeoutMs: 5000,
         check: async (signal) => {
           if (deps.jobs === false) return;
-          if (!queue) throw new Error('job queue not started');
-          await queue.probe(signal);
+          if (!queue || !batches) throw new Error('job queue not started');
+          await Promise.all([queue.probe(signal), batches.probe(signal)]);
         },
       },
     ],
@@ -219,10 +225,16 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
     async register(app, ctx) {
       // The routes, their multipart parser and the metrics load with the HTTP app: the local CLI,
       // which drives the pipeline without one, never loads them.
-      const [{ createIngestMetrics }, { registerIngestRoutes }, { registerJobRoutes }] = await Promise.all([
+      const [
+        { createIngestMetrics },
+        { registerIngestRoutes },
+        { registerJobRoutes },
+        { registerBatchRoutes },
+      ] = await Promise.all([
         import('./metrics.js'),
         import('./routes.js'),
         import('./jobs/routes.js'),
+        import('./jobs/batch-routes.js'),
       ]);
       const m = createIngestMetrics(ctx.metrics);
       metrics = m;
@@ -246,6 +258,22 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         identify: async (target, fields) => {
           const { identifyUpload } = await import('./file-identity.js');
           return identifyUpload(pipeline().index, target, fields);
+        },
+      });
+      registerBatchRoutes(app, ctx, {
+        batches: () => {
+          if (!batches) throw new KildeError('NOT_READY', 'The job queue is still starting');
+          return batches;
+        },
+        limits: {
+          maxFileBytes: config.MAX_UPLOAD_BYTES,
+          maxFiles: config.JOBS_BATCH_MAX_FILES,
+          maxBytes: config.JOBS_BATCH_MAX_BYTES,
+        },
+        spool: spoolRoot(config.JOBS_SPOOL_DIR),
+        identify: async (uploads) => {
+          const { identifyUploads } = await import('./file-identity.js');
+          return identifyUploads(pipeline().index, uploads);
         },
       });
       // LibreChat's RAG API (docs/librechat.md): mounted only with its shared secret.
@@ -276,8 +304,16 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       // Redis unreachable at start-up refuses to start, as the per-file lease does.
       if (deps.jobs !== false) {
         queue ??= await createJobQueue(config, { log: deps.log, clock });
+        batches ??= await createBatchQueue(config, { log: deps.log, clock });
         deps.log.info({ queue: queue.kind, workers: runWorkers }, 'ingestion jobs ready');
-        const spooled = await sweepSpool(spoolRoot(config.JOBS_SPOOL_DIR), queue, {
+        const jobs = queue;
+        const batchQueue = batches;
+        // A spool folder is a job's or a batch's: either still needing it keeps it.
+        const either = {
+          kind: jobs.kind,
+          get: async (id: string) => (await jobs.get(id)) ?? (await batchQueue.get(id)),
+        };
+        const spooled = await sweepSpool(spoolRoot(config.JOBS_SPOOL_DIR), either, {
           now: clock.now(),
           graceMs: SPOOL_GRACE_MS,
         }).catch((err: unknown) => {
@@ -313,8 +349,9 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
       await retrying;
       await sweeping;
       // Workers first: running jobs finish on the pipeline before it closes.
-      await queue?.close();
+      await Promise.all([queue?.close(), batches?.close()]);
       queue = undefined;
+      batches = undefined;
       objectStore.close();
       await (built ?? pending)?.close();
       built = undefined;

@@ -323,29 +323,34 @@ export class BullJobQueue implements JobQueue {
   }
 
   /** Redis down: fail fast with a clear code rather than hang the request. */
-  async #call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    let timer: { cancel(): void } | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = this.s.clock.schedule(
-        () => reject(new KildeError('JOBS_UNAVAILABLE', `Redis did not answer while ${what}`)),
-        CALL_TIMEOUT_MS,
-      );
+  #call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return redisCall(this.s.clock, what, fn);
+  }
+}
+
+/** A Redis call the API waits for at most `CALL_TIMEOUT_MS`, then JOBS_UNAVAILABLE (also when it fails). */
+export async function redisCall<T>(clock: Clock, what: string, fn: () => Promise<T>): Promise<T> {
+  let timer: { cancel(): void } | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = clock.schedule(
+      () => reject(new KildeError('JOBS_UNAVAILABLE', `Redis did not answer while ${what}`)),
+      CALL_TIMEOUT_MS,
+    );
+  });
+  try {
+    return await Promise.race([fn(), timeout]);
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    throw new KildeError('JOBS_UNAVAILABLE', `The job queue (Redis) is unavailable while ${what}`, {
+      cause: err,
     });
-    try {
-      return await Promise.race([fn(), timeout]);
-    } catch (err) {
-      if (err instanceof KildeError) throw err;
-      throw new KildeError('JOBS_UNAVAILABLE', `The job queue (Redis) is unavailable while ${what}`, {
-        cause: err,
-      });
-    } finally {
-      timer?.cancel();
-    }
+  } finally {
+    timer?.cancel();
   }
 }
 
 /** The API's connection: a command fails at once while Redis is down (no offline queue). */
-function apiOptions(): RedisOptions {
+export function apiOptions(): RedisOptions {
   return {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
@@ -358,7 +363,7 @@ function apiOptions(): RedisOptions {
  * Workers and event readers block on Redis; BullMQ requires them to retry for ever. Given as options
  * (not a client), so BullMQ opens and closes these connections itself.
  */
-function blockingOptions(url: string): RedisOptions {
+export function blockingOptions(url: string): RedisOptions {
   const u = new URL(url);
   const db = Number(u.pathname.replace(/^\//, '') || '0');
   return {

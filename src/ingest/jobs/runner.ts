@@ -45,7 +45,11 @@ export interface SpoolSweep {
  * be on another machine).
  * Returns the folder names it removed.
  */
-export async function sweepSpool(root: string, queue: JobQueue, o: SpoolSweep): Promise<string[]> {
+export async function sweepSpool(
+  root: string,
+  queue: Pick<JobQueue, 'kind'> & { get(id: string): Promise<{ state: string } | undefined> },
+  o: SpoolSweep,
+): Promise<string[]> {
   const alive = o.alive ?? isAlive;
   const names = await readdir(root).catch(() => [] as string[]);
   const removed: string[] = [];
@@ -77,6 +81,11 @@ async function lastWritten(dir: string): Promise<number> {
     ),
   );
   return Math.max(0, ...times);
+}
+
+/** Removes a job batch's spooled uploads (its whole folder). */
+export async function releaseBatchSpool(payload: { dir: string }): Promise<void> {
+  await rm(payload.dir, { recursive: true, force: true });
 }
 
 /** Removes a job's spooled upload (its whole folder); object-store jobs hold nothing. */

@@ -1,0 +1,198 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { finished } from 'node:stream/promises';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { KildeError } from '../../errors.js';
+import { streamToFile, tooLarge } from '../byte-limit.js';
+import {
+  checkCollection,
+  checkFileName,
+  formFields,
+  type IngestTarget,
+  invalid,
+  parseFormIngest,
+} from '../request.js';
+import { sourcePath } from '../temp-dir.js';
+import type { BatchEntry } from './batch.js';
+import { jobErrorOf } from './job.js';
+
+/** One file's own fields in the `files` field of a batch (the rest are the batch's). */
+export const batchEntrySchema = z.strictObject({
+  file_id: z.string().optional(),
+  path: z.string().optional(),
+  legacy_path: z.string().optional(),
+  filename: z.string().optional(),
+});
+
+/** The fields every file of a batch shares; `files` names each file. */
+export const batchFieldsSchema = formFields
+  .pick({ collection_name: true, collection_type: true, user_id: true, overwrite: true })
+  .extend({
+    files: z.string().optional().meta({
+      description:
+        "JSON array, one object per file part in the order they follow: {file_id?, path?, legacy_path?, filename?}. Absent: each file is named by its part's filename, as a browser drop.",
+    }),
+  });
+
+const SHARED = ['collection_name', 'collection_type', 'user_id', 'overwrite'] as const;
+
+export interface BatchLimits {
+  /** `MAX_UPLOAD_BYTES`: a larger file fails alone (413 in its place). */
+  maxFileBytes: number;
+  /** `JOBS_BATCH_MAX_FILES`. */
+  maxFiles: number;
+  /** `JOBS_BATCH_MAX_BYTES`: the whole request's files; past it the request is a 413. */
+  maxBytes: number;
+}
+
+/** A received file before its identity is resolved: the fields it was parsed from. */
+export interface ReceivedEntry extends BatchEntry {
+  fields?: Record<string, string>;
+}
+
+/**
+ * Reads a batch's multipart body: the shared fields and `files` first (a field after the first
+ * file part is a 400), then the `file` parts, each streamed into its own folder under `dir`. A file
+ * whose own fields, name or size are refused fails alone (its bytes are skipped); a body that breaks
+ * the batch's rules (no files, too many, more bytes than `maxBytes`, parts and entries that do not
+ * pair) is a 4xx for the whole request.
+ */
+export async function receiveBatch(
+  request: FastifyRequest,
+  dir: string,
+  limits: BatchLimits,
+): Promise<{ shared: Record<string, string>; entries: ReceivedEntry[]; ignoredParts: string[] }> {
+  const fields: Record<string, string> = {};
+  const ignored: string[] = [];
+  const out: ReceivedEntry[] = [];
+  let named: z.infer<typeof batchEntrySchema>[] | undefined;
+  let shared: Record<string, string> | undefined;
+  let total = 0;
+  // A file over MAX_UPLOAD_BYTES is cut there and marked truncated (it fails alone), not an error
+  // that ends the body (`throwFileSizeLimit`, an option the types of `parts` leave out).
+  const options = {
+    throwFileSizeLimit: false,
+    limits: {
+      fileSize: limits.maxFileBytes,
+      files: limits.maxFiles + 16,
+      fields: 16,
+      fieldSize: 4 << 20,
+      parts: limits.maxFiles + 32,
+    },
+  };
+  const parts = request.parts(options);
+  try {
+    for await (const part of parts) {
+      if (part.type === 'field') {
+        if (shared) throw invalid(`Invalid request: field ${part.fieldname} comes after a file part`);
+        if (part.fieldname in fields) throw invalid(`Invalid request: field ${part.fieldname} given twice`);
+        if (typeof part.value !== 'string')
+          throw invalid(`Invalid request: field ${part.fieldname} must be text`);
+        fields[part.fieldname] = part.value;
+        continue;
+      }
+      if (part.fieldname !== 'file') {
+        ignored.push(part.fieldname);
+        part.file.resume();
+        await finished(part.file);
+        continue;
+      }
+      // The first file: the batch's own fields are judged before a byte is stored.
+      if (!shared) {
+        shared = Object.fromEntries(SHARED.flatMap((k) => (fields[k] === undefined ? [] : [[k, fields[k]]])));
+        parseFormIngest({ ...shared, file_id: 'check' }, 'check');
+        named = fields.files === undefined ? undefined : parseEntries(fields.files, limits.maxFiles);
+      }
+      const k = out.length;
+      if (k >= limits.maxFiles) {
+        throw invalid(
+          `Invalid request: more than JOBS_BATCH_MAX_FILES (${limits.maxFiles}) files`,
+          'tooLarge',
+        );
+      }
+      if (named && k >= named.length) {
+        throw invalid(`Invalid request: more file parts than the ${named.length} entries of files`);
+      }
+      const own = Object.fromEntries(
+        Object.entries(named?.[k] ?? {}).filter((e): e is [string, string] => e[1] !== undefined),
+      );
+      const partName = part.filename ?? '';
+      const name = own.filename ?? partName;
+      let target: IngestTarget;
+      try {
+        checkFileName(partName, "the file part's filename");
+        target = parseFormIngest({ ...shared, ...own }, partName);
+        checkCollection(target);
+      } catch (err) {
+        part.file.resume();
+        await finished(part.file);
+        out.push({ name, fileId: '', error: refusal(err) });
+        continue;
+      }
+      const fileDir = join(dir, String(k));
+      await mkdir(fileDir);
+      const path = sourcePath(fileDir, partName);
+      const bytes = await streamToFile(part.file, path, Number.POSITIVE_INFINITY);
+      total += bytes;
+      if (total > limits.maxBytes) {
+        throw invalid(
+          `Invalid request: the files of a batch exceed JOBS_BATCH_MAX_BYTES (${limits.maxBytes} bytes)`,
+          'tooLarge',
+        );
+      }
+      // busboy stops a file at MAX_UPLOAD_BYTES and marks it truncated: it fails alone.
+      if (part.file.truncated) {
+        await rm(fileDir, { recursive: true, force: true });
+        out.push({ name, fileId: target.fileId, error: jobErrorOf(tooLarge(limits.maxFileBytes)) });
+        continue;
+      }
+      const mime = part.mimetype?.split(';')[0]?.trim().toLowerCase();
+      out.push({
+        name,
+        fileId: target.fileId,
+        target,
+        fields: { ...shared, ...own },
+        path,
+        bytes,
+        ...(mime && mime !== 'application/octet-stream' ? { mimeType: mime } : {}),
+      });
+    }
+  } catch (err) {
+    if (err instanceof KildeError) throw err;
+    const e = err as { code?: unknown; syscall?: unknown; message?: unknown };
+    if (e.syscall !== undefined) throw err;
+    if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_PARTS_LIMIT') {
+      throw invalid(`Invalid request: more than JOBS_BATCH_MAX_FILES (${limits.maxFiles}) files`, 'tooLarge');
+    }
+    throw invalid(`Malformed multipart body: ${String(e.message ?? err)}`);
+  }
+  if (!shared || out.length === 0) throw invalid('Invalid request: the multipart body has no "file" part');
+  if (named && out.length < named.length) {
+    throw invalid(`Invalid request: ${named.length} entries in files but ${out.length} file parts`);
+  }
+  return { shared, entries: out, ignoredParts: ignored };
+}
+
+function parseEntries(text: string, max: number): z.infer<typeof batchEntrySchema>[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    throw invalid('Invalid request: files must be a JSON array');
+  }
+  const parsed = z.array(batchEntrySchema).max(max).safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw invalid(
+      `Invalid request: files${issue?.path.length ? `[${issue.path.join('.')}]` : ''}: ${issue?.message}`,
+    );
+  }
+  return parsed.data;
+}
+
+/** A file refused at the door: its code and message as a job's failure. */
+function refusal(err: unknown) {
+  if (err instanceof KildeError) return jobErrorOf(err);
+  throw err;
+}
