@@ -47,8 +47,7 @@ async function ingestJobs(
       force: o.force === true,
       concurrency: o.concurrency,
       record: (outcome) => progress.record(outcome),
-      stage: (file, job) =>
-        progress.status(file, job.state === 'running' ? (job.stage ?? 'running') : job.state),
+      stage: (file, status) => progress.status(file, status),
       signal: stop.signal,
     });
   } finally {

@@ -1,4 +1,5 @@
 import { openAsBlob } from 'node:fs';
+import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
 import type { Job } from '../ingest/jobs/job.js';
 import { errorFromBody, type IngestArgs } from './backend.js';
 import { CliError } from './fail.js';
@@ -10,6 +11,40 @@ export interface JobClient {
   get(id: string): Promise<Job | undefined>;
   /** Follows the job's events until it ends; `onJob` sees every state. Resolves with the last one. */
   watch(id: string, onJob: (job: Job) => void, signal?: AbortSignal): Promise<Job>;
+  /**
+   * Many files in one request (`POST /api/v1/job-batches`), sharing the collection and user;
+   * undefined when the server has no batches (an older Kilde): submit one job per file instead.
+   */
+  submitBatch(files: readonly IngestArgs[]): Promise<JobBatch | undefined>;
+  /** undefined: the server does not know the batch. */
+  getBatch(id: string): Promise<JobBatch | undefined>;
+  /** Follows the batch's events until it ends; `onFile` sees each file's changes. Resolves with the whole batch. */
+  watchBatch(id: string, onFile: (file: BatchFile) => void, signal?: AbortSignal): Promise<JobBatch>;
+}
+
+/** The events of a `text/event-stream` body: each block's event name and data. */
+async function* serverEvents(
+  body: AsyncIterable<Uint8Array>,
+): AsyncGenerator<{ event: string; data: string }> {
+  let buffer = '';
+  const decoder = new TextDecoder();
+  for await (const bytes of body) {
+    buffer += decoder.decode(bytes, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const lines = buffer.slice(0, end).split('\n');
+      buffer = buffer.slice(end + 2);
+      const event =
+        lines
+          .find((l) => l.startsWith('event:'))
+          ?.slice(6)
+          .trim() ?? 'message';
+      const data = lines
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
+      if (data !== '') yield { event, data };
+    }
+  }
 }
 
 export function createJobClient(o: { base: string; apiKey: string; fetch?: typeof fetch }): JobClient {
@@ -56,22 +91,10 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
       });
       if (!res.ok || !res.body) throw errorFromBody(res.status, await body(res), 'job events');
       let last: Job | undefined;
-      let buffer = '';
-      const decoder = new TextDecoder();
-      for await (const bytes of res.body) {
-        buffer += decoder.decode(bytes as Uint8Array, { stream: true });
-        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-          const block = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          const data = block
-            .split('\n')
-            .filter((l) => l.startsWith('data:'))
-            .map((l) => l.slice(5).trimStart())
-            .join('\n');
-          if (!block.split('\n').includes('event: job') || data === '') continue;
-          last = JSON.parse(data) as Job;
-          onJob(last);
-        }
+      for await (const e of serverEvents(res.body as AsyncIterable<Uint8Array>)) {
+        if (e.event !== 'job') continue;
+        last = JSON.parse(e.data) as Job;
+        onJob(last);
       }
       // The stream ends after a terminal state; ending before one means the connection was cut.
       if (!last || !['done', 'failed', 'cancelled'].includes(last.state)) {
@@ -83,7 +106,65 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
       }
       return last;
     },
+    async submitBatch(files) {
+      const res = await call('submit', '/api/v1/job-batches', {
+        method: 'POST',
+        body: await batchForm(files),
+      });
+      const b = await body(res);
+      if (res.status === 404 || res.status === 405) return undefined;
+      if (res.status !== 202) throw errorFromBody(res.status, b, 'submit');
+      return b as JobBatch;
+    },
+    async getBatch(id) {
+      const res = await call('job batch', `/api/v1/job-batches/${encodeURIComponent(id)}`);
+      const b = await body(res);
+      if (res.status === 404) return undefined;
+      if (!res.ok) throw errorFromBody(res.status, b, 'job batch');
+      return b as JobBatch;
+    },
+    async watchBatch(id, onFile, signal) {
+      const res = await call('job batch events', `/api/v1/job-batches/${encodeURIComponent(id)}/events`, {
+        ...(signal ? { signal } : {}),
+      });
+      if (!res.ok || !res.body) throw errorFromBody(res.status, await body(res), 'job batch events');
+      let last: JobBatch | undefined;
+      for await (const e of serverEvents(res.body as AsyncIterable<Uint8Array>)) {
+        if (e.event === 'file') onFile(JSON.parse(e.data) as BatchFile);
+        else if (e.event === 'batch') last = JSON.parse(e.data) as JobBatch;
+      }
+      if (last && (last.state === 'done' || last.state === 'failed')) return last;
+      // Cut before the end: ask again, and follow it again while it runs.
+      const now = await this.getBatch(id);
+      if (!now) throw new CliError(`job batch ${id}: the server no longer knows it`);
+      if (now.state !== 'done' && now.state !== 'failed') return this.watchBatch(id, onFile, signal);
+      return now;
+    },
   };
+}
+
+/**
+ * The multipart body of a batch: the shared fields, `files` naming each file (by path as
+ * `uploadForm` does, or by file_id), then the files in that order.
+ */
+export async function batchForm(files: readonly IngestArgs[]): Promise<FormData> {
+  const first = files[0];
+  if (!first) throw new CliError('a job batch needs at least one file');
+  const form = new FormData();
+  form.set('collection_name', first.collection);
+  form.set('user_id', first.userId);
+  form.set(
+    'files',
+    JSON.stringify(
+      files.map((a) =>
+        a.legacy === undefined
+          ? { file_id: a.fileId, filename: a.filename }
+          : { path: a.source, legacy_path: a.legacy, filename: a.filename },
+      ),
+    ),
+  );
+  for (const a of files) form.append('file', await openAsBlob(a.path), a.filename);
+  return form;
 }
 
 /** The multipart body of an upload (`PUT /api/v1/ingest`, `POST /api/v1/jobs`). */

@@ -4,23 +4,35 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { contentHash } from '../embedded/file-ingest.js';
 import { fileIdFor } from '../index/identifiers.js';
-import type { Job } from '../ingest/jobs/job.js';
+import { inBatches } from './job-batches.js';
 import type { JobClient } from './job-client.js';
 import type { FileOutcome } from './progress.js';
 import type { FoundFile } from './walk.js';
 
 /**
- * `kilde ingest <paths> --url …`: one job per file, followed through its events. A manifest in the
- * data directory remembers each file's content hash and job, per server and collection, so a run
- * stopped half-way (Ctrl-C) resumes: files done with the same content are skipped, jobs still
- * queued or running on the server are followed again instead of being submitted twice.
+ * `kilde ingest <paths> --url …`: the files in job batches (many per request, run in the server's
+ * pipeline passes), each batch followed through its events; one job per file on a server without
+ * batches. A manifest in the data directory remembers each file's content hash and job or batch, per
+ * server and collection, so a run stopped half-way (Ctrl-C) resumes: files done with the same content
+ * are skipped, jobs and batches still queued or running on the server are followed again instead of
+ * being submitted twice.
  */
 const manifestSchema = z.object({
   url: z.string(),
   collection: z.string(),
-  files: z.record(z.string(), z.object({ sha256: z.string(), job_id: z.string(), done: z.boolean() })),
+  files: z.record(
+    z.string(),
+    z.object({
+      sha256: z.string(),
+      /** The job, or the batch, that ingests this content. */
+      job_id: z.string(),
+      /** Submitted in a job batch (`job_id` is the batch's id): the file's place in it. */
+      index: z.number().int().optional(),
+      done: z.boolean(),
+    }),
+  ),
 });
-type Manifest = z.infer<typeof manifestSchema>;
+export type Manifest = z.infer<typeof manifestSchema>;
 
 export function manifestPath(dataDir: string, url: string, collection: string): string {
   const key = createHash('sha256').update(`${url}\n${collection}`).digest('hex').slice(0, 16);
@@ -50,8 +62,8 @@ export interface JobIngestOptions {
   force: boolean;
   concurrency: number;
   record: (o: FileOutcome & { skipped?: boolean; job_id?: string }) => void;
-  /** A running job's stage, for the progress bar. */
-  stage: (file: string, job: Job) => void;
+  /** A file's state or a running job's stage, for the progress bar. */
+  stage: (file: string, status: string) => void;
   signal: AbortSignal;
 }
 
@@ -104,7 +116,11 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
         manifest.files[fileId] = { sha256, job_id: job.job_id, done: false };
         saveSoon();
       }
-      const end = await o.client.watch(job.job_id, (j) => o.stage(file.relative, j), o.signal);
+      const end = await o.client.watch(
+        job.job_id,
+        (j) => o.stage(file.relative, j.state === 'running' ? (j.stage ?? 'running') : j.state),
+        o.signal,
+      );
       if (end.state === 'done') {
         manifest.files[fileId] = { sha256, job_id: end.job_id, done: true };
         saveSoon();
@@ -141,11 +157,14 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
     }
   }
 
+  const singles = await inBatches(o, manifest, saveSoon, () => {
+    skipped += 1;
+  });
   let next = 0;
   const worker = async () => {
-    for (let i = next++; i < o.files.length && !o.signal.aborted; i = next++) await one(o.files[i]!);
+    for (let i = next++; i < singles.length && !o.signal.aborted; i = next++) await one(singles[i]!);
   };
-  await Promise.all(Array.from({ length: Math.min(o.concurrency, o.files.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(o.concurrency, singles.length) }, worker));
   await save();
   return { skipped };
 }

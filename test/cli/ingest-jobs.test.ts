@@ -2,16 +2,18 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Job } from '../../src/ingest/jobs/job.js';
+import type { JobBatch } from '../../src/ingest/jobs/batch.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { AUTH } from '../helpers/app.js';
+import { eventually } from '../helpers/eventually.js';
 import { type Harness, startIngest } from '../ingest/helpers/harness.js';
 import { BIN, cleanEnv, jsonLines, runCli, tempDir } from './helpers.js';
 
 /**
- * `kilde ingest <folder> --url …` on the jobs API: one job per file, failures summarised by code,
- * unchanged files skipped on the next run, and a run stopped with Ctrl-C resumed without submitting
- * twice. The server is the ingest service in this process (in-process queue), listening on a port.
+ * `kilde ingest <folder> --url …` on the jobs API: the files in a job batch, failures summarised by
+ * code, unchanged files skipped on the next run, and a run stopped with Ctrl-C resumed without
+ * submitting twice. The server is the ingest service in this process (in-process queue), listening
+ * on a port.
  */
 let embed: FakeEmbeddingsServer;
 let h: Harness;
@@ -19,9 +21,14 @@ let url: string;
 let work: Awaited<ReturnType<typeof tempDir>>;
 let env: NodeJS.ProcessEnv;
 
-async function jobs(): Promise<Job[]> {
-  return (await h.app.inject({ method: 'GET', url: '/api/v1/jobs?limit=500', headers: AUTH })).json().jobs;
+async function batch(id: unknown): Promise<JobBatch> {
+  const res = await h.app.inject({ method: 'GET', url: `/api/v1/job-batches/${String(id)}`, headers: AUTH });
+  expect(res.statusCode).toBe(200);
+  return res.json() as JobBatch;
 }
+
+/** Batches the server has queued so far (its log says so for each). */
+const queuedBatches = () => h.logs.lines.filter((l) => l.msg === 'job batch queued').length;
 
 beforeAll(async () => {
   embed = await startFakeOpenAIEmbeddings({ dim: 16 });
@@ -48,40 +55,43 @@ afterAll(async () => {
 });
 
 describe('kilde ingest --url on ingestion jobs', () => {
-  it('submits one job per file, follows them to the end and sums up failures by code', async () => {
+  it('submits the files in one batch, follows it to the end and sums up failures by code', async () => {
     const run = await runCli(['ingest', 'notes', '-c', 'notes', '--root', '.', '--url', url], env, work.dir);
     expect(run.code, run.stderr).toBe(1);
     const lines = jsonLines(run.stdout);
     const files = lines.filter((l) => 'file' in l);
     expect(files.map((l) => l.file).sort()).toEqual(['notes/broken.pdf', 'notes/heron.md', 'notes/wren.txt']);
-    expect(files.every((l) => typeof l.job_id === 'string')).toBe(true);
+    expect(new Set(files.map((l) => l.job_id)).size).toBe(1);
     expect(files.find((l) => l.file === 'notes/broken.pdf')).toMatchObject({
       ok: false,
       code: 'EXTRACTION_FAILED',
     });
     expect(run.stderr).toContain('ingested 2 of 3 file(s) into "notes"');
     expect(run.stderr).toContain('by code: EXTRACTION_FAILED ×1');
-    const server = await jobs();
-    expect(server).toHaveLength(3);
-    expect(server.map((j) => j.state).sort()).toEqual(['done', 'done', 'failed']);
+    const server = await batch(files[0]!.job_id);
+    expect(server.counts).toEqual({ files: 3, queued: 0, running: 0, done: 2, failed: 1 });
+    expect(server.files.map((f) => f.name).sort()).toEqual(['broken.pdf', 'heron.md', 'wren.txt']);
+    // No job per file.
+    const jobs = await h.app.inject({ method: 'GET', url: '/api/v1/jobs', headers: AUTH });
+    expect(jobs.json().jobs).toEqual([]);
   });
 
   it('skips unchanged files on the next run and submits only the changed and the failed ones', async () => {
     await writeFile(join(work.dir, 'notes', 'wren.txt'), 'The wren sings in the hedge at dusk now.\n');
-    const before = (await jobs()).length;
     const run = await runCli(['ingest', 'notes', '-c', 'notes', '--root', '.', '--url', url], env, work.dir);
     expect(run.stderr).toContain('(1 unchanged, skipped)');
     const lines = jsonLines(run.stdout).filter((l) => 'file' in l);
     expect(lines.find((l) => l.file === 'notes/heron.md')).toMatchObject({ ok: true, skipped: true });
-    expect(lines.find((l) => l.file === 'notes/wren.txt')).toMatchObject({ ok: true });
-    expect((await jobs()).length - before).toBe(2);
+    const wren = lines.find((l) => l.file === 'notes/wren.txt');
+    expect(wren).toMatchObject({ ok: true });
+    expect((await batch(wren!.job_id)).files.map((f) => f.name).sort()).toEqual(['broken.pdf', 'wren.txt']);
   });
 
   it('Ctrl-C stops following; the same command resumes and follows the job already submitted', async () => {
     await writeFile(join(work.dir, 'notes', 'otter.txt'), 'The otter dives for crayfish among the reeds.\n');
     let release!: () => void;
     embed.faults.push({ kind: 'held', until: new Promise<void>((r) => (release = r)) });
-    const before = (await jobs()).length;
+    const before = queuedBatches();
     const child = spawn(
       process.execPath,
       [BIN, 'ingest', 'notes/otter.txt', '-c', 'notes', '--root', '.', '--url', url],
@@ -96,14 +106,8 @@ describe('kilde ingest --url on ingestion jobs', () => {
       stderr += d.toString('utf8');
     });
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    // Bounded polling (attempts, not a clock) until the job runs, held in its embedding stage.
-    for (
-      let i = 0;
-      i < 600 && !(await jobs()).some((j) => j.name === 'otter.txt' && j.stage === 'embed');
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Until its batch runs, held in its embedding call.
+    await eventually(() => embed.inputs().some((t) => t.includes('otter')));
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stderr).toContain('interrupted after 0 of 1 file(s)');
@@ -119,7 +123,7 @@ describe('kilde ingest --url on ingestion jobs', () => {
       ok: true,
       file: 'notes/otter.txt',
     });
-    // One job for the file: the resumed run followed it instead of submitting it again.
-    expect((await jobs()).length - before).toBe(1);
+    // One batch for the file: the resumed run followed it instead of submitting it again.
+    expect(queuedBatches() - before).toBe(1);
   });
 });

@@ -1,0 +1,208 @@
+import { stat } from 'node:fs/promises';
+import { contentHash } from '../embedded/file-ingest.js';
+import { fileIdFor } from '../index/identifiers.js';
+import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
+import type { JobIngestOptions, Manifest } from './job-ingest.js';
+import type { FoundFile } from './walk.js';
+
+/* `kilde ingest <paths> --url …` in job batches (`POST /api/v1/job-batches`). */
+
+/** Most files, and about the most bytes, of one batch request (a larger file goes alone). */
+const BATCH_FILES = 1000;
+const BATCH_BYTES = 64 << 20;
+
+interface Planned {
+  file: FoundFile;
+  fileId: string;
+  sha256: string;
+  bytes: number;
+  started: number;
+}
+
+/**
+ * The batch path: files unchanged since a done run are skipped, those of batches still running are
+ * followed, the rest submitted in batches (one request in flight while earlier ones run) and
+ * followed; each file recorded as it settles. Answers the files left to one job each: those of an
+ * older manifest's single jobs, and all of them when the server has no batches.
+ */
+export async function inBatches(
+  o: JobIngestOptions,
+  manifest: Manifest,
+  saveSoon: () => void,
+  onSkip: () => void,
+): Promise<FoundFile[]> {
+  const planned = await mapLimited(o.files, 16, async (file) => ({
+    file,
+    fileId: fileIdFor(o.collection, file.relative),
+    sha256: await contentHash(file.path).catch(() => ''),
+    bytes: await stat(file.path).then(
+      (st) => st.size,
+      () => 0,
+    ),
+    started: performance.now(),
+  }));
+  const singles: FoundFile[] = [];
+  const submit: Planned[] = [];
+  const follow = new Map<string, (Planned & { index: number })[]>();
+  for (const p of planned) {
+    const known = o.force ? undefined : manifest.files[p.fileId];
+    if (known?.sha256 === p.sha256 && p.sha256 !== '' && known.done) {
+      onSkip();
+      o.record({
+        file: p.file.relative,
+        file_id: p.fileId,
+        ok: true,
+        chunks: 0,
+        ms: 0,
+        skipped: true,
+        job_id: known.job_id,
+      });
+    } else if (known?.sha256 === p.sha256 && known.index !== undefined) {
+      follow.set(known.job_id, [...(follow.get(known.job_id) ?? []), { ...p, index: known.index }]);
+    } else if (known?.sha256 === p.sha256 && p.sha256 !== '') singles.push(p.file);
+    else submit.push(p);
+  }
+  const recordFile = (p: Planned, batchId: string, f: BatchFile | undefined) => {
+    const base = {
+      file: p.file.relative,
+      file_id: f?.file_id ?? p.fileId,
+      ms: Math.round(performance.now() - p.started),
+      job_id: batchId,
+    };
+    if (f?.state === 'done') {
+      manifest.files[p.fileId] = { sha256: p.sha256, job_id: batchId, index: f.index, done: true };
+      saveSoon();
+      o.record({ ...base, ok: true, chunks: f.result?.chunks_count ?? 0 });
+    } else {
+      o.record({
+        ...base,
+        ok: false,
+        chunks: 0,
+        error: f?.error?.message ?? 'the batch ended without this file',
+        code: f?.error?.code ?? 'FAILED',
+      });
+    }
+  };
+  /** Follows a batch to its end, recording its files (by their place in it) as each settles. */
+  const watch = async (batchId: string, files: (Planned & { index: number })[], first?: JobBatch) => {
+    const byIndex = new Map(files.map((p) => [p.index, p]));
+    const settle = (f: BatchFile) => {
+      const p = byIndex.get(f.index);
+      if (!p) return;
+      if (f.state === 'running' || f.state === 'queued') {
+        o.stage(p.file.relative, f.state);
+        return;
+      }
+      byIndex.delete(f.index);
+      recordFile(p, batchId, f);
+    };
+    for (const f of first?.files ?? []) if (f.state === 'failed') settle(f);
+    try {
+      const end = await o.client.watchBatch(batchId, settle, o.signal);
+      for (const f of end.files) settle(f);
+    } catch (err) {
+      if (o.signal.aborted) return;
+      const e = err as { message?: unknown; code?: unknown };
+      for (const p of byIndex.values()) {
+        o.record({
+          file: p.file.relative,
+          file_id: p.fileId,
+          ok: false,
+          chunks: 0,
+          ms: Math.round(performance.now() - p.started),
+          error: String(e.message ?? err),
+          ...(typeof e.code === 'string' ? { code: e.code } : {}),
+        });
+      }
+      byIndex.clear();
+    }
+    for (const p of byIndex.values()) recordFile(p, batchId, undefined);
+  };
+  const watching: Promise<void>[] = [];
+  for (const [batchId, files] of follow) {
+    const now = await o.client.getBatch(batchId).catch(() => undefined);
+    // A file that failed there is submitted again, as one whose batch the server no longer knows.
+    const again = files.filter((p) => {
+      const state = now?.files[p.index]?.state;
+      return state === undefined || state === 'failed';
+    });
+    submit.push(...again);
+    const rest = files.filter((p) => !again.includes(p));
+    if (now && rest.length > 0) watching.push(watch(batchId, rest, now));
+  }
+  const groups: Planned[][] = [];
+  for (const p of submit) {
+    const last = groups.at(-1);
+    const bytes = (last ?? []).reduce((n, q) => n + q.bytes, 0);
+    if (last && last.length < BATCH_FILES && bytes + p.bytes <= BATCH_BYTES) last.push(p);
+    else groups.push([p]);
+  }
+  for (const [g, group] of groups.entries()) {
+    if (o.signal.aborted) break;
+    let batch: JobBatch | undefined;
+    try {
+      batch = await o.client.submitBatch(group.map((p) => argsOf(o, p.file, p.fileId)));
+    } catch (err) {
+      if (o.signal.aborted) break;
+      const e = err as { message?: unknown; code?: unknown };
+      for (const p of group) {
+        o.record({
+          file: p.file.relative,
+          file_id: p.fileId,
+          ok: false,
+          chunks: 0,
+          ms: Math.round(performance.now() - p.started),
+          error: String(e.message ?? err),
+          ...(typeof e.code === 'string' ? { code: e.code } : {}),
+        });
+      }
+      continue;
+    }
+    if (!batch) {
+      // A server without batches: one job per file for what is left.
+      singles.push(...groups.slice(g).flatMap((rest) => rest.map((p) => p.file)));
+      break;
+    }
+    const id = batch.batch_id;
+    group.forEach((p, index) => {
+      manifest.files[p.fileId] = { sha256: p.sha256, job_id: id, index, done: false };
+    });
+    saveSoon();
+    watching.push(
+      watch(
+        id,
+        group.map((p, index) => ({ ...p, index })),
+        batch,
+      ),
+    );
+  }
+  await Promise.all(watching);
+  return singles;
+}
+
+function argsOf(o: JobIngestOptions, file: FoundFile, fileId: string) {
+  return {
+    path: file.path,
+    fileId,
+    filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+    collection: o.collection,
+    userId: o.userId,
+    source: file.relative,
+    legacy: file.legacy,
+  };
+}
+
+/** `fn` over `items`, at most `limit` at a time, results in order. */
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
