@@ -1,13 +1,21 @@
 import type { Logger } from 'pino';
-import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
 import { readerLibrary } from '../extract/file-type.js';
 import { annotate, inBatchSpan, inSpan, withOrigin } from '../telemetry/tracing.js';
+import type { SweepReport } from '../versions/sweep.js';
+import {
+  type DocumentWrites,
+  deleteCollection,
+  deleteDocument,
+  deleteFile,
+  prepareVersion,
+  restore,
+  sweep,
+} from './document-writes.js';
 import {
   type ChunkPage,
   type CollectionSummary,
   chunkPage,
-  collectionOf,
   type DocumentSummary,
   documentsPage,
   fileVersions,
@@ -15,16 +23,13 @@ import {
   reading,
   type VersionSummary,
 } from './knowledge.js';
-import { DELETED_SCOPE, type FileLock, InProcessFileLock, type Lease } from './lock.js';
+import { type FileLock, InProcessFileLock, type Lease } from './lock.js';
 import { DEFAULT_PASS_FILES, PASS_BYTES, PassQueue } from './pass-queue.js';
 import { type IngestResult, type PipelineOptions, type PipelineParts, runPipeline } from './pipeline.js';
 import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
-import { checkCollection, type IngestTarget, invalid } from './request.js';
+import { checkCollection, type IngestTarget } from './request.js';
 import { Slots } from './slots.js';
-import { cancelledIf, timed } from './stages.js';
-import { fencedVersion, hasIndexedVersion, newIngestVersion } from '../versions/ledger.js';
-import { restoreVersion, versionNotFound } from '../versions/restore.js';
-import { type SweepReport, sweepVersions } from '../versions/sweep.js';
+import { cancelledIf } from './stages.js';
 
 /** Produces the local file to ingest; it runs under the lock, after the `overwrite` check. */
 export type SourceLoader = () => Promise<SourceFile & { bytes: number }>;
@@ -186,32 +191,9 @@ export class IngestService {
     });
   }
 
-  /**
-   * Under the file's lock, before its pipeline runs: `overwrite=false` refuses a file already
-   * indexed in the collection (409), then the file is loaded and its new version named (fenced
-   * under a Redis lease).
-   */
-  async #prepare(
-    target: IngestTarget,
-    load: SourceLoader,
-    lease: Lease,
-  ): Promise<{ file: SourceFile & { bytes: number }; version: string }> {
-    if (!target.overwrite) {
-      const exists = await timed(
-        this.parts.observer,
-        'write',
-        { code: 'VECTORDB_WRITE_FAILED', message: 'Vector index unavailable' },
-        () => hasIndexedVersion(this.parts.index, target.fileId, target.collectionName),
-      );
-      if (exists) {
-        throw invalid(
-          `file_id ${target.fileId} is already indexed in ${target.collectionName} (overwrite=false)`,
-          'conflict',
-        );
-      }
-    }
-    const file = await load();
-    return { file, version: lease.fence === undefined ? newIngestVersion() : fencedVersion(lease.fence) };
+  /** The overwrite check and the new version's name, under the lock (document-writes.ts). */
+  #prepare(target: IngestTarget, load: SourceLoader, lease: Lease) {
+    return prepareVersion(this.parts, target, load, lease);
   }
 
   /**
@@ -321,19 +303,9 @@ export class IngestService {
     }
   }
 
-  /**
-   * Settles the versions interrupted by a crash (src/versions/sweep.ts): at start-up and periodically.
-   * `graceMs` protects versions other processes may still be writing.
-   */
+  /** Settles the versions a crash interrupted (document-writes.ts, `sweep`). */
   sweepVersions(graceMs: number): Promise<SweepReport> {
-    return sweepVersions(this.parts.index, {
-      log: this.parts.log,
-      now: this.parts.now ?? Date.now,
-      graceMs,
-      inFlight: (version) => this.#writing.has(version),
-      lock: (fileId, fn) => this.#lock.run(fileId, () => fn()),
-      keep: this.parts.keepVersions ?? 0,
-    });
+    return sweep(this.#writes, graceMs);
   }
 
   /** The `KEEP_VERSIONS` the index records, when this process does not set it (index-settings.ts). */
@@ -372,123 +344,43 @@ export class IngestService {
     return fileVersions(this.parts.index, fileId, collectionName, within);
   }
 
+  /** What the knowledge API's writes need (document-writes.ts). */
+  get #writes(): DocumentWrites {
+    const { index, log } = this.parts;
+    const now = this.parts.now ?? Date.now;
+    return { index, log, lock: this.#lock, now, keep: this.keepVersions, writing: this.#writing };
+  }
+
   /**
-   * Makes a kept version live again, under the file's lock like an ingest (src/versions/restore.ts,
-   * `restoreVersion`). Resolves with the collection and the version's chunk count. With `within` (a
-   * per-tenant key's collections), a file or collection outside them is missing: the same 404.
+   * Makes a kept version live again, under the file's lock like an ingest (document-writes.ts,
+   * `restore`). With `within` (a per-tenant key's collections), a file or collection outside them
+   * is missing: the same 404.
    */
-  async restore(
+  restore(
     fileId: string,
     version: string,
     collectionName?: string,
     within?: ReadonlySet<string>,
   ): Promise<{ collectionName: string; chunksCount: number }> {
-    return this.#lock.run(fileId, async (lease) => {
-      const { index, log } = this.parts;
-      const collection = collectionName ?? (await reading(() => collectionOf(index, fileId, within)));
-      if (collection === undefined) {
-        throw new KildeError('VERSION_NOT_FOUND', `No versions of file_id ${fileId}`);
-      }
-      if (within && !within.has(collection))
-        throw versionNotFound({ fileId, collectionName: collection, version });
-      this.#writing.add(version);
-      try {
-        const chunksCount = await restoreVersion(
-          index,
-          { fileId, collectionName: collection, version },
-          { log, now: this.parts.now ?? Date.now, lease, keep: this.keepVersions },
-        );
-        log.info({ fileId, collection, version, chunks: chunksCount }, 'restored version');
-        return { collectionName: collection, chunksCount };
-      } catch (err) {
-        if (err instanceof KildeError) throw err;
-        throw new KildeError('VECTORDB_WRITE_FAILED', 'Restoring the version failed', { cause: err });
-      } finally {
-        this.#writing.delete(version);
-      }
-    });
+    return restore(this.#writes, fileId, version, collectionName, within);
   }
 
   /** Deletes every point of the file: every version, every collection. Waits for a running ingest. */
-  async deleteFile(fileId: string): Promise<number> {
-    return this.#lock.run(fileId, async (lease) => {
-      // Fenced (Redis): a holder whose lease expired and finishes later removes its own version.
-      await lease.claim(DELETED_SCOPE);
-      try {
-        // Every point goes, the version ledger and staged points too; the answer counts chunks.
-        const deleted = await this.parts.index.count({ fileId, chunksOnly: true });
-        await this.parts.index.deleteWhere({ fileId });
-        this.parts.log.info({ fileId, deleted }, 'deleted file');
-        return deleted;
-      } catch (err) {
-        throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });
-      }
-    });
+  deleteFile(fileId: string): Promise<number> {
+    return deleteFile(this.#writes, fileId);
   }
 
   /**
-   * Deletes a document of one collection (`DELETE /api/v1/collections/{name}/documents/{file_id}`):
-   * all of it, kept versions and ledger included, when its chunks live in that collection only;
-   * else only its chunks there, the other collections' untouched. 404 when it has none there.
+   * Deletes a document of one collection (`DELETE /api/v1/collections/{name}/documents/{file_id}`);
+   * 404 when it has none there (document-writes.ts).
    */
-  async deleteDocument(fileId: string, collectionName: string): Promise<number> {
-    const { index } = this.parts;
-    const here = await reading(() => index.count({ fileId, collectionNames: [collectionName] }));
-    if (here === 0) throw new KildeError('NOT_FOUND', `No document ${fileId} in ${collectionName}`);
-    const everywhere = await reading(() => index.count({ fileId, chunksOnly: true }));
-    if (everywhere === here) return this.deleteFile(fileId);
-    return this.#lock.run(fileId, async (lease) => {
-      await lease.claim(DELETED_SCOPE);
-      try {
-        const deleted = await index.count({ fileId, collectionNames: [collectionName] });
-        await index.deleteWhere({ fileId, collectionNames: [collectionName] });
-        this.parts.log.info(
-          { fileId, collection: collectionName, deleted },
-          'deleted file from a collection',
-        );
-        return deleted;
-      } catch (err) {
-        throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });
-      }
-    });
+  deleteDocument(fileId: string, collectionName: string): Promise<number> {
+    return deleteDocument(this.#writes, fileId, collectionName);
   }
 
-  /**
-   * Deletes every document of a collection (`DELETE /api/v1/collections/{name}`), one file at a
-   * time under its lock (`deleteDocument`). 404 when the collection has no chunks.
-   */
-  async deleteCollection(collectionName: string): Promise<{ documents: number; chunks: number }> {
-    const { index } = this.parts;
-    if ((await reading(() => index.count({ collectionNames: [collectionName] }))) === 0) {
-      throw new KildeError('NOT_FOUND', `No collection ${collectionName}`);
-    }
-    let documents = 0;
-    let chunks = 0;
-    const done = new Set<string>();
-    for (;;) {
-      // Split 0 of each file: deleting while paging would move a cursor's ground, so re-read page 1.
-      const page = await reading(() =>
-        index.scroll({ collectionNames: [collectionName], splitId: 0 }, { limit: 100 }),
-      );
-      const ids = [...new Set(page.points.map((p) => p.meta.file_id))].filter((id) => !done.has(id));
-      if (ids.length === 0) break;
-      for (const id of ids) {
-        done.add(id);
-        chunks += await this.deleteDocument(id, collectionName).catch((err: unknown) => {
-          if (err instanceof KildeError && err.code === 'NOT_FOUND') return 0;
-          throw err;
-        });
-        documents += 1;
-      }
-    }
-    // Chunks without a split 0 (none are written so; a partial write of an older version).
-    const rest = await index.count({ collectionNames: [collectionName] });
-    if (rest > 0) {
-      await index.deleteWhere({ collectionNames: [collectionName] });
-      chunks += rest;
-    }
-    this.parts.log.info({ collection: collectionName, documents, chunks }, 'deleted collection');
-    return { documents, chunks };
+  /** Deletes every document of a collection (`DELETE /api/v1/collections/{name}`); 404 when it has no chunks. */
+  deleteCollection(collectionName: string): Promise<{ documents: number; chunks: number }> {
+    return deleteCollection(this.#writes, collectionName);
   }
 
   /** One page of a file's stored chunks (read-only inspection). */
