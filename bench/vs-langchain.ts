@@ -69,11 +69,13 @@ const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 ensureLangChain();
 // Kilde's side runs dist/: bring it up to date with src/ first.
-console.log('building dist/ (tsc -b tsconfig.build.json) ...');
+console.log('building dist/ (npm run build: tsc -b tsconfig.build.json, scripts/eld-table.mjs) ...');
 execFileSync(process.execPath, [here('../node_modules/typescript/bin/tsc'), '-b', 'tsconfig.build.json'], {
   cwd: here('../'),
   stdio: 'inherit',
 });
+// As `npm run build` does: eld's language table as JSON beside the built detector.
+execFileSync(process.execPath, [here('../scripts/eld-table.mjs')], { stdio: 'inherit' });
 
 const work = await mkdtemp(join(tmpdir(), 'kilde-vs-langchain-'));
 

@@ -1,24 +1,59 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { plainlyEnglish } from '../embed/bm25/analysis.js';
 
 interface Eld {
   detect(text: string): { language: string; getScores(): Record<string, number> };
 }
+/** eld's database as its entry files hand it to a detector (`{type, languages, ngrams}`). */
+type EldData = Record<string, unknown>;
 let eld: Eld | undefined;
+
+/** Where `npm run build` writes eld's table as JSON (scripts/eld-table.mjs), beside this module's build. */
+export const ELD_TABLE_JSON = new URL('./eld-extrasmall.json', import.meta.url);
+
 /**
- * eld's (Nito-ELD) smallest database, 60 languages: ≈0.16 s of CPU and ≈80 MiB to load, ≈0.3 ms per
- * abstract (tinyld's heavy model, used before: ≈0.45 s, ≈120 MiB, ≈1.3 ms; `npm run
- * bench:languages`). Loaded the first time a text is classified, not by every `kilde` command that
- * imports this: synchronously, its ES module resolved for `import` (the package exports no
- * `require` entry) and then required.
+ * eld's (Nito-ELD) smallest database, 60 languages, loaded the first time a text is classified, not
+ * by every `kilde` command that imports this. The build writes the table as JSON beside this module
+ * (scripts/eld-table.mjs): `JSON.parse` of it takes ≈80 ms and ≈24 MiB in a worker, where evaluating
+ * eld's own module (a 950 KB object literal) took ≈0.16–0.28 s and ≈56–84 MiB, for the same table.
+ * Without that file (a run from src/, a build by `tsc` alone) or with one written for another eld
+ * version, eld's module is loaded as before: its ES module resolved for `import` (the package exports
+ * no `require` entry) and then required.
  */
 function lib(): Eld {
-  if (!eld) {
-    const file = fileURLToPath(import.meta.resolve('eld/extrasmall'));
-    eld = (createRequire(import.meta.url)(file) as { eld: Eld }).eld;
-  }
+  eld ??= loadEld(ELD_TABLE_JSON);
   return eld;
+}
+
+/** A detector over eld's extrasmall table: from `json` when it holds the installed eld's, else eld's module. */
+export function loadEld(json: URL): Eld {
+  const entry = fileURLToPath(import.meta.resolve('eld/extrasmall'));
+  const require = createRequire(import.meta.url);
+  const table = readTable(json, entry);
+  if (!table) return (require(entry) as { eld: Eld }).eld;
+  const { createEld } = require(fileURLToPath(new URL('../languageDetector.js', pathToFileURL(entry)))) as {
+    createEld(): { instance: Eld; loadData(data: EldData): void };
+  };
+  const { instance, loadData } = createEld();
+  loadData(table);
+  return instance;
+}
+
+/** The table in `json` when it was written from the installed eld (its version recorded), else undefined. */
+function readTable(json: URL, entry: string): EldData | undefined {
+  let text: string;
+  try {
+    text = readFileSync(json, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', pathToFileURL(entry)), 'utf8')) as {
+    version: string;
+  };
+  const written = JSON.parse(text) as { eld?: string; data?: EldData };
+  return written.eld === pkg.version && written.data ? written.data : undefined;
 }
 
 /**
