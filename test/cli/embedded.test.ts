@@ -39,7 +39,6 @@ describe('kilde serve all: config', () => {
   it('defaults to the embedded, offline settings', () => {
     const c = parseConfig(allSchema, { API_KEY: 'k' });
     expect(c).toMatchObject({
-      EMBEDDING_PROVIDER: 'none',
       EXTRACTION_ENGINE: 'inprocess',
       CHUNK_SPLIT_BY: 'markdown',
       ENABLE_SPARSE_EMBEDDINGS: true,
@@ -49,8 +48,17 @@ describe('kilde serve all: config', () => {
       PORT: 8000,
     });
     expect(c.AGENT_API_BASE_URL).toBeUndefined();
+    // Unset: an installed model's, else lexical-only (no model is passed here).
+    expect(c.EMBEDDING_PROVIDER).toBeUndefined();
     expect(resolveAllConfig(c)).toMatchObject({
-      config: { ENABLE_QUERY_GENERATION: false, AGENT_API_BASE_URL: 'http://localhost:4000/v1' },
+      config: {
+        EMBEDDING_PROVIDER: 'none',
+        EMBEDDING_PREFIX_DOC: 'passage: ',
+        EMBEDDING_MAX_TOKENS: 512,
+        VECTORDB_INDEX: 'ingestion_files',
+        ENABLE_QUERY_GENERATION: false,
+        AGENT_API_BASE_URL: 'http://localhost:4000/v1',
+      },
       choices: { llm: false, tools: false },
     });
   });
@@ -83,7 +91,7 @@ describe('kilde serve all: composition', () => {
     expect((await app.inject({ method: 'POST', url: '/echo', payload: {} })).statusCode).toBe(401);
     expect((await app.inject({ method: 'GET', url: '/weather?city=x' })).statusCode).toBe(404);
     expect(logs.text()).toContain(
-      'lexical-only search: no dense embedding provider. To enable dense search run: EMBEDDING_PROVIDER=',
+      'lexical-only search: no dense embedding provider. For hybrid search install a model (npx kilde models install all-minilm-l6-v2, English only) and restart, or use a model server: EMBEDDING_PROVIDER=',
     );
 
     // Written through the ingest route, found by /search at once (same connection).
