@@ -26,7 +26,7 @@ const NO_LEXICAL = { terms: [], sparse: { indices: [], values: [] } };
  * How close (a share of its BM25 score) a subsection must score to its section's introduction to
  * be ranked above it, in the lexical modes (section-order.ts); measured in docs/quality.md.
  */
-const SUBSECTION_RATIO = 0.8;
+export const SUBSECTION_RATIO = 0.8;
 
 /** Which search runs, decided once per request from the configuration and the collection. */
 export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';

@@ -1,0 +1,372 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { connect } from '@lancedb/lancedb';
+import { type Bm25Language, LexicalAnalyzer } from '../src/embed/bm25/analysis.js';
+import { parseQrels, parseQueries } from '../src/eval/beir.js';
+import { evaluate } from '../src/eval/evaluate.js';
+import type { ChunkMeta, SearchHit } from '../src/index/contract.js';
+import { SUBSECTION_RATIO } from '../src/retrieve/pipeline.js';
+import { subsectionsFirst } from '../src/retrieve/section-order.js';
+import { benchData } from './lib/data.js';
+import { danishSet, evalDanish } from './quality-danish.js';
+
+/**
+ * `npx tsx bench/quality-variants.ts --index-dir DIR`: ranking variants of the lexical side, tried
+ * against the offline default on both sets of `bench:quality` (docs/quality.md, "Tried, and not
+ * kept"). It reads the chunks `npm run bench:quality -- --index-dir DIR` ingested (their analysed
+ * terms, breadcrumbs, content) and ranks them in memory with LanceDB's BM25 (k1 1.2, b 0.75, IDF
+ * ln(1 + (N − n + 0.5) / (n + 0.5)) over the chunks that have terms), then as the pipeline does
+ * (2k fetched, introductions below their subsections, duplicates by content dropped, k kept), so its
+ * first row gives the bench's lexical figures exactly; every other row changes one thing.
+ *   --only scifact|danish
+ *   --variants REGEX   only the variants whose name matches
+ */
+const { values: args } = parseArgs({
+  options: {
+    'index-dir': { type: 'string' },
+    only: { type: 'string' },
+    variants: { type: 'string' },
+  },
+});
+if (!args['index-dir']) {
+  process.stderr.write(
+    'bench/quality-variants.ts: --index-dir DIR (of a bench:quality --index-dir DIR run) is required\n',
+  );
+  process.exit(2);
+}
+const INDEX_DIR = args['index-dir'];
+
+interface Chunk {
+  terms: string[];
+  meta: ChunkMeta;
+  content: string;
+}
+
+/** The ingested chunks of one set, as the full-text index holds them (the ledger rows have no terms). */
+async function chunksOf(set: string): Promise<Chunk[]> {
+  const db = await connect(join(INDEX_DIR, set, 'lancedb'));
+  const chunks: Chunk[] = [];
+  for (const name of await db.tableNames()) {
+    const table = await db.openTable(name);
+    for (const row of await table.query().select(['lexical', 'meta', 'content']).toArray()) {
+      const terms = String(row.lexical ?? '')
+        .split(' ')
+        .filter(Boolean);
+      const meta = (typeof row.meta === 'string' ? JSON.parse(row.meta) : row.meta) as ChunkMeta;
+      if (terms.length > 0) chunks.push({ terms, meta, content: String(row.content ?? '') });
+    }
+    table.close();
+  }
+  db.close();
+  return chunks;
+}
+
+type Weights = Map<string, number>;
+const each = (terms: readonly string[]): Weights => new Map([...new Set(terms)].map((t) => [t, 1]));
+
+/** BM25 over the chunks, LanceDB's formula; k1 and b free. */
+class Bm25 {
+  readonly postings = new Map<string, [number, number][]>();
+  readonly lengths: number[];
+  readonly average: number;
+  constructor(readonly chunks: readonly Chunk[]) {
+    this.lengths = chunks.map((c) => c.terms.length);
+    this.average = this.lengths.reduce((a, b) => a + b, 0) / chunks.length;
+    chunks.forEach((c, i) => {
+      const tf = new Map<string, number>();
+      for (const t of c.terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+      for (const [t, n] of tf) {
+        const list = this.postings.get(t) ?? [];
+        list.push([i, n]);
+        this.postings.set(t, list);
+      }
+    });
+  }
+  idf(term: string): number {
+    const n = this.postings.get(term)?.length ?? 0;
+    return n === 0 ? 0 : Math.log(1 + (this.chunks.length - n + 0.5) / (n + 0.5));
+  }
+  score(q: Weights, k1 = 1.2, b = 0.75): Float64Array {
+    const s = new Float64Array(this.chunks.length);
+    for (const [t, w] of q) {
+      const idf = this.idf(t);
+      for (const [i, tf] of this.postings.get(t) ?? []) {
+        const norm = k1 * (1 - b + (b * this.lengths[i]!) / this.average);
+        s[i]! += (w * idf * (k1 + 1) * tf) / (tf + norm);
+      }
+    }
+    return s;
+  }
+  /** The indices of the `n` best-scoring chunks with a score above 0. */
+  top(s: Float64Array, n: number): number[] {
+    const hits: number[] = [];
+    for (let i = 0; i < s.length; i++) if (s[i]! > 0) hits.push(i);
+    return hits.sort((x, y) => s[y]! - s[x]!).slice(0, n);
+  }
+}
+
+/** What the pipeline returns for k from a scoring: 2k fetched, sections ordered, duplicates dropped. */
+function ranking(e: Bm25, s: Float64Array, k: number): ChunkMeta[] {
+  const hits = e.top(s, Math.min(2 * k, 1000)).map(
+    (i): SearchHit => ({
+      id: String(i),
+      content: e.chunks[i]!.content,
+      meta: e.chunks[i]!.meta,
+      score: s[i]!,
+    }),
+  );
+  const seen = new Set<string>();
+  const out: ChunkMeta[] = [];
+  for (const h of subsectionsFirst(hits, SUBSECTION_RATIO)) {
+    if (seen.has(h.content)) continue;
+    seen.add(h.content);
+    out.push(h.meta);
+  }
+  return out.slice(0, k);
+}
+
+// ------------------------------------------------------------------------------------ the variants
+
+/** RM3: the query (weight λ) mixed with the `terms` heaviest terms of the `docs` best chunks. */
+function rm3(e: Bm25, q: Weights, docs: number, terms: number, lambda: number, idf: boolean): Weights {
+  const s = e.score(q);
+  const top = e.top(s, docs);
+  const total = top.reduce((a, i) => a + s[i]!, 0) || 1;
+  const w = new Map<string, number>();
+  for (const i of top) {
+    const tf = new Map<string, number>();
+    for (const t of e.chunks[i]!.terms) tf.set(t, (tf.get(t) ?? 0) + 1);
+    for (const [t, n] of tf) {
+      if ((e.postings.get(t)?.length ?? 0) < 2) continue;
+      const v = (n / e.lengths[i]!) * (s[i]! / total) * (idf ? e.idf(t) : 1);
+      w.set(t, (w.get(t) ?? 0) + v);
+    }
+  }
+  const expansion = [...w].sort((a, b) => b[1] - a[1]).slice(0, terms);
+  const ez = expansion.reduce((a, [, v]) => a + v, 0) || 1;
+  const out = new Map([...q].map(([t, v]) => [t, (lambda * v) / q.size]));
+  for (const [t, v] of expansion) out.set(t, (out.get(t) ?? 0) + ((1 - lambda) * v) / ez);
+  return out;
+}
+
+/** A chunk's score plus `alpha` × the best (or summed) score of its group's other chunks among the first 100. */
+function evidence(e: Bm25, q: Weights, alpha: number, group: 'document' | 'section', sum: boolean) {
+  const s = e.score(q);
+  const key = (c: Chunk) =>
+    group === 'document'
+      ? String(c.meta.file_id)
+      : `${c.meta.file_id}|${JSON.stringify(c.meta.headers ?? [])}`;
+  const top = e.top(s, 100);
+  const byGroup = new Map<string, number[]>();
+  for (const i of top) byGroup.set(key(e.chunks[i]!), [...(byGroup.get(key(e.chunks[i]!)) ?? []), s[i]!]);
+  const out = new Float64Array(s.length);
+  for (const i of top) {
+    const others = [...byGroup.get(key(e.chunks[i]!))!];
+    others.splice(others.indexOf(s[i]!), 1);
+    const extra = others.length === 0 ? 0 : sum ? others.reduce((a, b) => a + b, 0) : Math.max(...others);
+    out[i] = s[i]! + alpha * extra;
+  }
+  return out;
+}
+
+/** Query-term pairs within `window` positions, as extra terms of weight `mu` (sequential dependence). */
+function pairsOf(terms: readonly string[], window: number, ordered: boolean): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < terms.length; i++) {
+    for (let j = i + 1; j <= i + window && j < terms.length; j++) {
+      const [a, b] = [terms[i]!, terms[j]!];
+      if (a !== b) out.push(ordered || a < b ? `${a} ${b}` : `${b} ${a}`);
+    }
+  }
+  return out;
+}
+
+/** Score × (share of the query's terms the chunk holds)^power, plain or IDF-weighted (Lucene's classic coord). */
+function coordination(e: Bm25, q: Weights, power: number, byIdf: boolean): Float64Array {
+  const s = e.score(q);
+  const held = new Float64Array(s.length);
+  let total = 0;
+  for (const t of q.keys()) {
+    const w = byIdf ? e.idf(t) : e.postings.has(t) ? 1 : 0;
+    total += w;
+    for (const [i] of e.postings.get(t) ?? []) held[i]! += w;
+  }
+  if (total > 0) for (let i = 0; i < s.length; i++) s[i]! *= (held[i]! / total) ** power;
+  return s;
+}
+
+/** The collection's compounds ending in a query term of 5+ letters (3+ letters before it), at weight `w`. */
+function compoundHeads(e: Bm25, q: Weights, w: number): Weights {
+  const out = new Map(q);
+  for (const t of q.keys()) {
+    if (t.length < 5 || /\d/.test(t)) continue;
+    for (const u of e.postings.keys())
+      if (u.length - t.length >= 3 && u.endsWith(t) && !out.has(u)) out.set(u, w);
+  }
+  return out;
+}
+
+type Variant = [name: string, score: (e: Bm25, terms: string[], pairs: Map<string, Bm25>) => Float64Array];
+
+function variants(): Variant[] {
+  const v: Variant[] = [['LanceDB BM25, the default', (e, t) => e.score(each(t))]];
+  for (const k1 of [0.6, 0.9, 1.2, 1.5, 2]) {
+    for (const b of [0.3, 0.5, 0.75, 0.9]) {
+      if (k1 !== 1.2 || b !== 0.75) v.push([`BM25 k1 ${k1} b ${b}`, (e, t) => e.score(each(t), k1, b)]);
+    }
+  }
+  for (const [docs, terms, lambda] of [
+    [3, 5, 0.8],
+    [5, 5, 0.8],
+    [5, 10, 0.9],
+    [10, 10, 0.9],
+    [10, 10, 0.95],
+    [3, 5, 0.95],
+    [5, 20, 0.6],
+  ] as const) {
+    for (const idf of [false, true]) {
+      v.push([
+        `RM3 ${docs} chunks, ${terms} terms, λ ${lambda}${idf ? ', IDF' : ''}`,
+        (e, t) => e.score(rm3(e, each(t), docs, terms, lambda, idf)),
+      ]);
+    }
+  }
+  for (const group of ['document', 'section'] as const) {
+    for (const [alpha, sum] of [
+      [0.1, false],
+      [0.3, false],
+      [0.1, true],
+    ] as const) {
+      v.push([
+        `${group} evidence, ${sum ? 'sum' : 'best'} × ${alpha}`,
+        (e, t) => evidence(e, each(t), alpha, group, sum),
+      ]);
+    }
+  }
+  for (const [window, ordered] of [
+    [1, true],
+    [2, false],
+    [4, false],
+  ] as const) {
+    for (const mu of [0.1, 0.2, 0.4]) {
+      const name = `proximity: pairs ${ordered ? 'adjacent, in order' : `within ${window}`}, × ${mu}`;
+      v.push([
+        name,
+        (e, t, pairs) => {
+          const s = e.score(each(t));
+          const index = pairs.get(`${window} ${ordered}`)!;
+          const extra = index.score(each(pairsOf(t, window, ordered).filter((p) => index.postings.has(p))));
+          return s.map((x, i) => x + mu * extra[i]!);
+        },
+      ]);
+    }
+  }
+  for (const power of [0.5, 1, 2]) {
+    for (const byIdf of [false, true])
+      v.push([
+        `coordination^${power}${byIdf ? ', IDF' : ''}`,
+        (e, t) => coordination(e, each(t), power, byIdf),
+      ]);
+  }
+  for (const w of [0.1, 0.15, 0.25])
+    v.push([`compound heads × ${w}`, (e, t) => e.score(compoundHeads(e, each(t), w))]);
+  v.push([
+    'question words hvad, hvor left out',
+    (e, t) => e.score(each(t.filter((x) => x !== 'hvad' && x !== 'hvor'))),
+  ]);
+  const only = args.variants ? new RegExp(args.variants, 'iu') : undefined;
+  return v.filter(([name]) => !only || name === v[0]![0] || only.test(name));
+}
+
+/** The pair indexes the proximity variants read: each chunk's term pairs as the terms of a second BM25. */
+function pairIndexes(chunks: readonly Chunk[]): Map<string, Bm25> {
+  const out = new Map<string, Bm25>();
+  for (const [window, ordered] of [
+    [1, true],
+    [2, false],
+    [4, false],
+  ] as const) {
+    out.set(
+      `${window} ${ordered}`,
+      new Bm25(chunks.map((c) => ({ ...c, terms: pairsOf(c.terms, window, ordered) }))),
+    );
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------- the sets
+
+type Row = Map<string, string[]>;
+const f3 = (x: number) => x.toFixed(4);
+const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+
+async function scifact(list: Variant[], rows: Row): Promise<void> {
+  const e = new Bm25(await chunksOf('scifact'));
+  const pairs = args.variants && !/proximity/iu.test(args.variants) ? new Map() : pairIndexes(e.chunks);
+  const dir = `${benchData('scifact')}/`;
+  const qrels = parseQrels(await readFile(`${dir}qrels-train.tsv`, 'utf8'));
+  const queries = parseQueries(await readFile(`${dir}queries-train.jsonl`, 'utf8')).filter((q) =>
+    qrels.has(q.id),
+  );
+  const analyzer = new LexicalAnalyzer('english');
+  const terms = new Map(queries.map((q) => [q.text, analyzer.query(q.text, ['english']).terms]));
+  for (const [name, score] of list) {
+    const scored = new Map<string, Float64Array>();
+    const search = async (text: string, _c: readonly string[], k: number) => {
+      const s = scored.get(text) ?? score(e, terms.get(text)!, pairs);
+      scored.set(text, s);
+      return ranking(e, s, k);
+    };
+    const base = { search, queries, qrels, collectionNames: ['bench'] };
+    const ten = (await evaluate({ ...base, k: 10 })).metrics;
+    const pooled = (await evaluate({ ...base, k: 100 })).metrics;
+    rows.set(name, [
+      f3(ten['ndcg@10']),
+      f3(pooled['ndcg@10']),
+      f3(pooled['recall@10']),
+      f3(pooled['mrr@10']),
+    ]);
+    process.stderr.write(`scifact: ${name}\n`);
+  }
+}
+
+async function danish(list: Variant[], rows: Row): Promise<void> {
+  const e = new Bm25(await chunksOf('danish'));
+  const pairs = args.variants && !/proximity/iu.test(args.variants) ? new Map() : pairIndexes(e.chunks);
+  const { questions, audit, nearest } = await danishSet();
+  const analyzer = new LexicalAnalyzer('danish');
+  const language: Bm25Language[] = ['danish'];
+  for (const [name, score] of list) {
+    const search = async (text: string, k: number) =>
+      ranking(e, score(e, analyzer.query(text, language).terms, pairs), k);
+    const r = await evalDanish(search, questions, nearest, audit);
+    const scifactCells = rows.get(name)?.length ? rows.get(name)! : ['–', '–', '–', '–'];
+    rows.set(name, [...scifactCells, ...r.audited.map(pct), ...r.answerable.map(pct)]);
+  }
+}
+
+const list = variants();
+const rows: Row = new Map(list.map(([name]) => [name, []]));
+if (args.only !== 'danish') await scifact(list, rows);
+if (args.only !== 'scifact') await danish(list, rows);
+const header = [
+  'variant',
+  'SciFact nDCG@10 (10 chunks)',
+  'nDCG@10 (pooled)',
+  'Recall@10',
+  'MRR@10',
+  'Danish top-1 (audited)',
+  'top-5 (audited)',
+  'top-1 (answerable)',
+  'top-5 (answerable)',
+];
+const table = [header, ...[...rows].map(([name, cells]) => [name, ...cells])];
+const widths = header.map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)));
+for (const r of table)
+  console.log(
+    r
+      .map((c, i) => (c ?? '').padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
