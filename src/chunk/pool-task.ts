@@ -29,11 +29,14 @@ function chunkerOf(setup: ChunkSetup): Promise<Chunker> {
   return chunker;
 }
 
+/** Chunks `docs` in this worker with the chunker its setup names (shared by the tasks that chunk). */
+export async function chunkInWorker(docs: readonly ChunkInput[], setup: ChunkSetup): Promise<Chunk[][]> {
+  const c = await chunkerOf(setup);
+  return docs.map(({ outer, ...doc }) =>
+    c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }, outer),
+  );
+}
+
 export const chunkHandlers: TaskHandlers<ChunkTasks, ChunkSetup> = {
-  async chunk(input, ctx) {
-    const c = await chunkerOf(ctx.setup());
-    return input.docs.map(({ outer, ...doc }) =>
-      c.chunk({ ...doc, metadata: { languages: [], mime_type: '' } }, outer),
-    );
-  },
+  chunk: (input, ctx) => chunkInWorker(input.docs, ctx.setup()),
 };

@@ -19,6 +19,7 @@ import type { VectorIndex } from '../index/store.js';
 import { WorkerPool } from '../pool/worker-pool.js';
 import type { FileLock } from './lock.js';
 import { INGEST_POOL, type IngestTasks } from './pool.js';
+import { createPooledChunkLexical } from './pool-chunk-lexical.js';
 import { IngestService } from './service.js';
 import type { StageObserver } from './stages.js';
 
@@ -178,6 +179,11 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       log,
       ...(dense ? { dense } : {}),
       lexical,
+      // Small documents chunked and analysed in one pool task (one round trip fewer a pass).
+      chunkLexical: createPooledChunkLexical(pool, {
+        fallback: config.SPARSE_LANGUAGE,
+        sparse: sparseModel !== undefined,
+      }),
       fallbackLanguage: config.SPARSE_LANGUAGE,
       keepVersions: config.KEEP_VERSIONS ?? 0,
       batchChunks: config.INGEST_BATCH_CHUNKS,

@@ -1,4 +1,4 @@
-import type { BatchFile, BatchOutcome } from './pipeline-batch.js';
+import type { FileOutcome, PassFile } from './pipeline-parts.js';
 
 /** Most files of one pipeline pass (the local `kilde ingest`'s `--batch` default too). */
 export const DEFAULT_PASS_FILES = 128;
@@ -6,24 +6,24 @@ export const DEFAULT_PASS_FILES = 128;
 export const PASS_BYTES = 1 << 20;
 
 interface Waiting {
-  file: BatchFile & { bytes: number };
+  file: PassFile & { bytes: number };
   resolve(settled: PassSettled): void;
 }
 
 /** A file's outcome, and how many files its pass held. */
 export interface PassSettled {
-  outcome: BatchOutcome;
+  outcome: FileOutcome;
   files: number;
 }
 
 /**
- * Coalesces concurrent ingests of small files into pipeline passes (`runPipelineBatch`): each
+ * Coalesces concurrent ingests of small files into pipeline passes (`runPass`, pipeline.ts): each
  * request is a file of the next pass. Up to `inFlight` passes run at once; a file that arrives while
  * they all run waits, with every other file arriving meanwhile, for the next — so under load many
  * requests share one extraction task, one chunking task, one embedding call and one commit, as one
  * `kilde ingest` pass does, and a request that finds a pass slot free starts at once (a turn of the
  * event loop later, so the files of one burst still go together). Each file settles on its own:
- * its own outcome, its own caller's signal (`BatchFile.signal`) and progress.
+ * its own outcome, its own caller's signal (`PassFile.signal`) and progress.
  */
 export class PassQueue {
   #waiting: Waiting[] = [];
@@ -31,12 +31,12 @@ export class PassQueue {
   #scheduled = false;
 
   constructor(
-    private readonly runPass: (files: BatchFile[]) => Promise<BatchOutcome[]>,
+    private readonly runPass: (files: PassFile[]) => Promise<FileOutcome[]>,
     private readonly o: { inFlight: number; maxFiles: number; maxBytes: number },
   ) {}
 
   /** The file's outcome once the pass it joined has run. */
-  add(file: BatchFile & { bytes: number }): Promise<PassSettled> {
+  add(file: PassFile & { bytes: number }): Promise<PassSettled> {
     return new Promise<PassSettled>((resolve) => {
       this.#waiting.push({ file, resolve });
       this.#schedule();

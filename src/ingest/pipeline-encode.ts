@@ -12,6 +12,8 @@ export interface Tally {
   total?: number;
 }
 
+const SPARSE_FAILURE = { code: 'SPARSE_EMBEDDING_FAILED', message: 'Sparse embedding failed' } as const;
+
 /** Dense vectors and the lexical side of one batch of points, set on the points. */
 export async function encode(
   parts: PipelineParts,
@@ -47,22 +49,25 @@ export async function encode(
   }
   // The lexical side of each chunk: its contextual header and text, in its document's language,
   // both derived where the chunk is analysed (the worker pool), from one reading of its words.
-  const items = points.map(
-    (p): LexicalChunk => ({
-      content: p.content,
-      context: { title: p.meta.title, headers: p.meta.headers },
-      languages: p.meta.languages,
-      fallback: parts.fallbackLanguage,
-    }),
-  );
+  const items = () =>
+    points.map(
+      (p): LexicalChunk => ({
+        content: p.content,
+        context: { title: p.meta.title, headers: p.meta.headers },
+        languages: p.meta.languages,
+        fallback: parts.fallbackLanguage,
+      }),
+    );
   // Embedded chunks count as done; in lexical-only mode they are done once analysed.
   tally.report({ stage: 'sparse', ...counts(tally.done + (dense ? points.length : 0)) });
-  const lexical = await timed(
-    observer,
-    'sparse',
-    { code: 'SPARSE_EMBEDDING_FAILED', message: 'Sparse embedding failed' },
-    () => parts.lexical.analyse(items),
-  );
+  // Points chunked and analysed in one pool task (pool-chunk-lexical.ts) have theirs already: the
+  // stage's span stays, its time was observed with the chunking.
+  if (points.every((p) => p.lexical !== undefined)) {
+    await timed(undefined, 'sparse', SPARSE_FAILURE, () => undefined);
+    tally.done += points.length;
+    return;
+  }
+  const lexical = await timed(observer, 'sparse', SPARSE_FAILURE, () => parts.lexical.analyse(items()));
   points.forEach((p, i) => {
     p.lexical = lexical.lexical[i]!;
     const vector = lexical.sparse?.[i];

@@ -25,8 +25,14 @@ import {
 } from './knowledge.js';
 import { type FileLock, InProcessFileLock, type Lease } from './lock.js';
 import { DEFAULT_PASS_FILES, PASS_BYTES, PassQueue } from './pass-queue.js';
-import { type IngestResult, type PipelineOptions, type PipelineParts, runPipeline } from './pipeline.js';
-import { type BatchFile, runPipelineBatch } from './pipeline-batch.js';
+import {
+  type IngestResult,
+  type PassFile,
+  type PipelineOptions,
+  type PipelineParts,
+  runPass,
+  runPipeline,
+} from './pipeline.js';
 import { checkCollection, type IngestTarget } from './request.js';
 import { Slots } from './slots.js';
 import { cancelledIf } from './stages.js';
@@ -59,7 +65,7 @@ export class IngestService {
   /** Files over a pass's 1 MiB run here, `INGEST_LARGE_FILES` at a time. */
   readonly #large: Slots;
   /**
-   * Concurrent requests' small files, coalesced into pipeline passes (`runPipelineBatch`), one pass
+   * Concurrent requests' small files, coalesced into pipeline passes (`runPass`), one pass
    * at a time beside the files running alone: under load they share pool tasks, embedding calls and
    * commits (docs/performance.md, "Over HTTP: concurrent uploads share passes"; two passes in flight cost the
    * server 30 % more CPU for no shorter run).
@@ -68,7 +74,7 @@ export class IngestService {
     // A pass serves many requests: its spans form a trace of their own, linked to each file's.
     (files) =>
       inBatchSpan('kilde.ingest.pass', files, { 'kilde.pass.files': files.length }, () =>
-        runPipelineBatch(this.parts, files),
+        runPass(this.parts, files),
       ),
     {
       inFlight: 1,
@@ -197,7 +203,7 @@ export class IngestService {
   }
 
   /**
-   * Ingests many files in one pipeline pass (`runPipelineBatch`): each becomes a new version of its
+   * Ingests many files in one pipeline pass (`runPass`): each becomes a new version of its
    * `file_id` exactly as `ingest` would make it, and each settles on its own (one file's failure
    * leaves its previous version and fails nothing else). The pass holds every file's lock, taken in
    * `file_id` order (so two passes cannot wait for each other); a `file_id` named twice is ingested
@@ -257,7 +263,7 @@ export class IngestService {
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const { log } = this.parts;
-    const files: Array<BatchFile & { at: number; bytes: number }> = [];
+    const files: Array<PassFile & { at: number; bytes: number }> = [];
     await Promise.all(
       order.map(async (i) => {
         const { target, load } = requests[i]!;
@@ -275,7 +281,7 @@ export class IngestService {
     const started = performance.now();
     for (const f of files) this.#writing.add(f.version);
     try {
-      const outcomes = await runPipelineBatch(this.parts, files, signal);
+      const outcomes = await runPass(this.parts, files, signal);
       const ms = Math.round(performance.now() - started);
       outcomes.forEach((o, k) => {
         const f = files[k]!;

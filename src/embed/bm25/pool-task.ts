@@ -16,11 +16,17 @@ export type LexicalTasks = {
 
 let analyzer: LexicalAnalyzer | undefined;
 
+/** The items' analysis in this worker, packed for the way back (shared by the tasks that analyse). */
+export function analyseInWorker(
+  items: readonly LexicalItem[],
+  sparse: boolean,
+): LexicalTasks['lexical']['output'] {
+  // Each item names its language; the analyzer's fallback is never used here.
+  analyzer ??= new LexicalAnalyzer('english');
+  const out = analyseItems(analyzer, items, sparse);
+  return out.sparse ? { lexical: out.lexical, sparse: packSparse(out.sparse) } : { lexical: out.lexical };
+}
+
 export const lexicalHandlers: TaskHandlers<LexicalTasks, unknown> = {
-  lexical(input) {
-    // Each item names its language; the analyzer's fallback is never used here.
-    analyzer ??= new LexicalAnalyzer('english');
-    const out = analyseItems(analyzer, input.items, input.sparse);
-    return out.sparse ? { lexical: out.lexical, sparse: packSparse(out.sparse) } : { lexical: out.lexical };
-  },
+  lexical: (input) => analyseInWorker(input.items, input.sparse),
 };
