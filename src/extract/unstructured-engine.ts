@@ -6,7 +6,6 @@ import type { Extractor } from './extractor.js';
 import { detectFileType } from './file-type.js';
 import { postFile, probeUrl, upstreamVariant } from './http-upload.js';
 import { joinPages, type ReadContent, tidyMarkdown } from './inprocess/content.js';
-import { htmlToTidyMarkdown } from './inprocess/html-markdown.js';
 import { DEFAULT_LIMITS } from './limits.js';
 
 export interface UnstructuredOptions {
@@ -65,19 +64,25 @@ export function createUnstructuredExtractor(opts: UnstructuredOptions): Extracto
       const parsed = answer.safeParse(res.json);
       if (!parsed.success)
         throw extractionFailed('Unstructured API sent an unexpected answer', 'upstreamFailed', parsed.error);
-      return [toDocument(render(parsed.data), mime, languagesOf(parsed.data))];
+      // The HTML reader (htmlparser2) loads only for an answer with a table in HTML.
+      const tables = parsed.data.some((e) => e.type === 'Table' && e.metadata?.text_as_html)
+        ? (await import('./inprocess/html-markdown.js')).htmlToTidyMarkdown
+        : undefined;
+      return [toDocument(render(parsed.data, tables), mime, languagesOf(parsed.data))];
     },
     probe: (signal) => probeUrl(joinUrl(opts.baseUrl, 'healthcheck'), signal, f, headers),
   };
 }
 
-function render(elements: readonly Element[]): ReadContent {
+type HtmlReader = (html: string, limits: typeof DEFAULT_LIMITS) => string;
+
+function render(elements: readonly Element[], tables: HtmlReader | undefined): ReadContent {
   const byPage = new Map<number, string[]>();
   let page = 1;
   for (const el of elements) {
     page = el.metadata?.page_number ?? page;
     if (SKIPPED.has(el.type)) continue;
-    const md = markdownOf(el);
+    const md = markdownOf(el, tables);
     if (md) byPage.set(page, [...(byPage.get(page) ?? []), md]);
   }
   const last = Math.max(0, ...byPage.keys());
@@ -88,7 +93,7 @@ function render(elements: readonly Element[]): ReadContent {
   return { text, pages, metadata: { page_count: last } };
 }
 
-function markdownOf(el: Element): string {
+function markdownOf(el: Element, tables: HtmlReader | undefined): string {
   const text = (el.text ?? '').trim();
   switch (el.type) {
     case 'Title':
@@ -96,7 +101,7 @@ function markdownOf(el: Element): string {
     case 'ListItem':
       return text ? `- ${text}` : '';
     case 'Table':
-      return el.metadata?.text_as_html ? htmlToTidyMarkdown(el.metadata.text_as_html, DEFAULT_LIMITS) : text;
+      return el.metadata?.text_as_html && tables ? tables(el.metadata.text_as_html, DEFAULT_LIMITS) : text;
     case 'CodeSnippet':
       return text ? `\`\`\`\n${text}\n\`\`\`` : '';
     default:

@@ -1,6 +1,5 @@
-import { context, createContextKey } from '@opentelemetry/api';
 import { ERRORS, type ErrorCode, type ErrorVariant, KildeError, variantFor } from '../errors.js';
-import { inSpan, tracingActive } from '../telemetry/tracing.js';
+import { inSpan, otelApi, tracingActive } from '../telemetry/tracing.js';
 
 /*
  * What every stage of an ingest shares: the stage names, the observer that times them, the
@@ -59,7 +58,8 @@ export async function timed<T>(
   }
 }
 
-const STAGE = createContextKey('kilde.ingest.stage');
+/** The context key of the stage being spanned (what the API's `createContextKey` makes of the name). */
+const STAGE = Symbol.for('kilde.ingest.stage');
 
 /**
  * With tracing on, `fn` as the span of one stage (`kilde.ingest.convert`...), a child of the
@@ -67,7 +67,9 @@ const STAGE = createContextKey('kilde.ingest.stage');
  * convert) adds no span of its own. With tracing off, `fn()`.
  */
 export function inStage<T>(stage: Stage, fn: () => Promise<T>): Promise<T> {
-  if (!tracingActive() || context.active().getValue(STAGE) === stage) return fn();
+  if (!tracingActive()) return fn();
+  const { context } = otelApi();
+  if (context.active().getValue(STAGE) === stage) return fn();
   return inSpan(`kilde.ingest.${stage}`, {}, () => context.with(context.active().setValue(STAGE, stage), fn));
 }
 

@@ -1,4 +1,3 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_REQUEST_METHOD,
@@ -8,7 +7,7 @@ import {
   ATTR_SERVER_PORT,
   ATTR_URL_FULL,
 } from './attributes.js';
-import { failed, kildeTracer } from './tracing.js';
+import { failed, kildeTracer, otelApi, SpanKind } from './tracing.js';
 
 /**
  * One CLIENT span around an outbound request (src/net/http.ts, the one path every upstream call
@@ -23,6 +22,7 @@ export function inClientSpan<T extends { status: number }>(
   headers: Readonly<Record<string, string>> | undefined,
   send: (headers: Record<string, string>) => Promise<T>,
 ): Promise<T> {
+  const { context, propagation, trace, SpanStatusCode } = otelApi();
   const target = parse(url);
   const span = kildeTracer().startSpan(method, {
     kind: SpanKind.CLIENT,

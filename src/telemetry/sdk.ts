@@ -1,4 +1,4 @@
-import { context, DiagLogLevel, diag, propagation, trace } from '@opentelemetry/api';
+import * as api from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import {
   CompositePropagator,
@@ -30,6 +30,8 @@ import { setTracingActive } from './tracing.js';
  * awaits, and the OTLP/HTTP exporter, all configured from the parsed `OTEL_*` variables.
  */
 
+const { context, DiagLogLevel, diag, propagation, trace } = api;
+
 export interface InstalledTracing {
   provider: TracerProvider;
   /** Flushes what is buffered and unregisters everything (tracing is off again); never throws. */
@@ -60,7 +62,7 @@ export function installTracing(o: {
     new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
   );
   trace.setGlobalTracerProvider(provider);
-  setTracingActive(true);
+  setTracingActive(true, api);
   let done: Promise<void> | undefined;
   return {
     provider,

@@ -1,22 +1,22 @@
-import {
-  type SpanOptions as ApiSpanOptions,
-  type Attributes,
-  type AttributeValue,
-  type Span,
-  type SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  type Tracer,
-  trace,
+import type * as OtelApi from '@opentelemetry/api';
+import type {
+  SpanKind as ApiSpanKind,
+  SpanOptions as ApiSpanOptions,
+  Attributes,
+  AttributeValue,
+  Span,
+  SpanContext,
+  Tracer,
 } from '@opentelemetry/api';
 import { kildeVersion } from '../version.js';
 import { ATTR_ERROR_TYPE } from './attributes.js';
 
 /*
  * The spans of every ingest and search stage (docs/operations.md, "Traces"). Code that marks a
- * stage imports only this module and `@opentelemetry/api`; the SDK is loaded and registered by
- * `sdk.ts` when `OTEL_TRACES_EXPORTER=otlp`. Until then `inSpan` is a flag test and a direct call:
- * nothing is created, timed or recorded.
+ * stage imports only this module; the SDK, and with it `@opentelemetry/api`, is loaded and
+ * registered by `sdk.ts` when `OTEL_TRACES_EXPORTER=otlp`, which hands the API to this module
+ * (`otelApi`). Until then `inSpan` is a flag test and a direct call: nothing is loaded, created,
+ * timed or recorded (a `kilde` command does not load the API's modules).
  *
  * Attributes never hold document or query text: a span goes to whichever backend the operator
  * named, often shared and kept longer than the index, so what was searched and what was read stay
@@ -25,21 +25,41 @@ import { ATTR_ERROR_TYPE } from './attributes.js';
 
 let active = false;
 let cached: Tracer | undefined;
+let api: typeof OtelApi | undefined;
 
 /** Whether spans are recorded (a tracer provider was installed by `installTracing`). */
 export function tracingActive(): boolean {
   return active;
 }
 
-/** Set by `installTracing` (sdk.ts) and its undoing; nothing else turns tracing on. */
-export function setTracingActive(on: boolean): void {
+/**
+ * Set by `installTracing` (sdk.ts), which passes the OpenTelemetry API it loaded, and its undoing;
+ * nothing else turns tracing on.
+ */
+export function setTracingActive(on: boolean, otel?: typeof OtelApi): void {
   active = on;
   cached = undefined;
+  if (otel) api = otel;
 }
+
+/** The OpenTelemetry API the SDK loaded; only while `tracingActive()` (every span path checks it first). */
+export function otelApi(): typeof OtelApi {
+  if (!api) throw new Error('tracing is off: the OpenTelemetry API was not loaded (sdk.ts loads it)');
+  return api;
+}
+
+/** The API's `SpanKind` values, without loading the API. */
+export const SpanKind = {
+  INTERNAL: 0,
+  SERVER: 1,
+  CLIENT: 2,
+  PRODUCER: 3,
+  CONSUMER: 4,
+} as const satisfies Record<string, ApiSpanKind>;
 
 /** Kilde's tracer (instrumentation scope `kilde`, with the package version). */
 export function kildeTracer(): Tracer {
-  cached ??= trace.getTracer('kilde', kildeVersion());
+  cached ??= otelApi().trace.getTracer('kilde', kildeVersion());
   return cached;
 }
 
@@ -82,7 +102,7 @@ const origins = new WeakMap<object, SpanContext>();
  */
 export function withOrigin<T extends object>(item: T): T {
   if (!active) return item;
-  const origin = trace.getActiveSpan()?.spanContext();
+  const origin = otelApi().trace.getActiveSpan()?.spanContext();
   if (origin) origins.set(item, origin);
   return item;
 }
@@ -110,7 +130,10 @@ export function failed(span: Span, err: unknown): void {
   const type = errorType(err);
   span.setAttribute(ATTR_ERROR_TYPE, type);
   if (err instanceof Error) span.recordException(err);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+  span.setStatus({
+    code: otelApi().SpanStatusCode.ERROR,
+    message: err instanceof Error ? err.message : String(err),
+  });
 }
 
 function errorType(err: unknown): string {
@@ -147,8 +170,6 @@ export function annotate(
   if (!span) return;
   for (const [k, v] of Object.entries(attributes)) if (v !== undefined) span.setAttribute(k, v);
 }
-
-export { SpanKind };
 
 /**
  * `inSpan` for a stage that answers a hit list: the span gets the list's `hitAttributes`.

@@ -27,6 +27,15 @@ describe('tracing off costs nothing', () => {
     expect(start).not.toMatch(/^import .*'\.\/sdk\.js'/m);
   });
 
+  it('outside the server’s request spans only sdk.ts loads the API: the rest import its types, so a `kilde` command with tracing off loads none of its modules', () => {
+    const API = /^import (?!type )[^;]*from '@opentelemetry\/api';/m;
+    const importers = sources(SRC)
+      .filter((f) => API.test(readFileSync(f, 'utf8')))
+      .map((f) => f.slice(SRC.length))
+      .sort();
+    expect(importers).toEqual(['telemetry/http-server.ts', 'telemetry/sdk.ts']);
+  });
+
   it('OTEL_TRACES_EXPORTER=none (the default) installs nothing', async () => {
     const config = {
       OTEL_SDK_DISABLED: false,
