@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { KildeError } from '../errors.js';
 import type { SourceFile } from '../extract/extractor.js';
+import type { IndexFilter } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
 import type { Lease } from '../versions/lease.js';
 import { fencedVersion, hasIndexedVersion, newIngestVersion } from '../versions/ledger.js';
@@ -67,19 +68,10 @@ export function restore(
 
 /** Deletes every point of the file: every version, every collection. Waits for a running ingest. */
 export function deleteFile(d: DocumentWrites, fileId: string): Promise<number> {
-  return d.lock.run(fileId, async (lease) => {
-    // Fenced (Redis): a holder whose lease expired and finishes later removes its own version.
-    await lease.claim(DELETED_SCOPE);
-    try {
-      // Every point goes, the version ledger and staged points too; the answer counts chunks.
-      const deleted = await d.index.count({ fileId, chunksOnly: true });
-      await d.index.deleteWhere({ fileId });
-      d.log.info({ fileId, deleted }, 'deleted file');
-      return deleted;
-    } catch (err) {
-      throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });
-    }
-  });
+  // Every point goes, the version ledger and staged points too; the answer counts chunks.
+  return deleteLocked(d, fileId, { fileId, chunksOnly: true }, { fileId }, (deleted) =>
+    d.log.info({ fileId, deleted }, 'deleted file'),
+  );
 }
 
 /**
@@ -97,12 +89,27 @@ export async function deleteDocument(
   if (here === 0) throw new KildeError('NOT_FOUND', `No document ${fileId} in ${collectionName}`);
   const everywhere = await reading(() => index.count({ fileId, chunksOnly: true }));
   if (everywhere === here) return deleteFile(d, fileId);
+  const there = { fileId, collectionNames: [collectionName] };
+  return deleteLocked(d, fileId, there, there, (deleted) =>
+    d.log.info({ fileId, collection: collectionName, deleted }, 'deleted file from a collection'),
+  );
+}
+
+/** Under the file's lock, its delete claimed: counts `counted`, deletes `removed`, answers the count. */
+function deleteLocked(
+  d: DocumentWrites,
+  fileId: string,
+  counted: IndexFilter,
+  removed: IndexFilter,
+  done: (deleted: number) => void,
+): Promise<number> {
   return d.lock.run(fileId, async (lease) => {
+    // Fenced (Redis): a holder whose lease expired and finishes later removes its own version.
     await lease.claim(DELETED_SCOPE);
     try {
-      const deleted = await index.count({ fileId, collectionNames: [collectionName] });
-      await index.deleteWhere({ fileId, collectionNames: [collectionName] });
-      d.log.info({ fileId, collection: collectionName, deleted }, 'deleted file from a collection');
+      const deleted = await d.index.count(counted);
+      await d.index.deleteWhere(removed);
+      done(deleted);
       return deleted;
     } catch (err) {
       throw new KildeError('DELETE_FAILED', 'Deleting from the vector index failed', { cause: err });

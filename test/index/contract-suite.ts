@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId, type SparseVector } from '../../src/index/contract.js';
-import { RESERVED_TENANT_VALUES, RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
+import { RESERVED_TENANT_VALUES, RESERVED_TENANTS } from '../../src/index/reserved.js';
 import type { HybridQuery, VectorIndex } from '../../src/index/store.js';
-import { runVersionProtocolSuite } from '../versions/protocol-suite.js';
+import { ledgerLike, runVersionProtocolSuite } from '../versions/protocol-suite.js';
 
 /**
  * The one `VectorIndex` contract suite (docs/architecture.md, "The shared index contract"); every adapter runs it.
@@ -449,28 +449,12 @@ export function runVectorIndexContract(
       expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
     });
 
-    /** A ledger-like entry in a reserved tenant, as src/versions/ledger.ts makes them. */
-    function entry(tenant: ReservedTenant, fileId: string, version: string, collection: string): IndexPoint {
-      return {
-        id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
-        content: '',
-        meta: {
-          collection_name: RESERVED_TENANTS[tenant],
-          collection_type: 'kilde-ledger',
-          file_id: fileId,
-          ingest_version: version,
-          split_id: 0,
-          kilde_ledger: { collection_name: collection, points: 3, at: 1 },
-        },
-      };
-    }
-
     it('writes a point with every part of an upsert (`withEach`), and alone when there is nothing else', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       let calls = 0;
       const marker = () => {
         calls += 1;
-        return entry('writing', 'file-each', 'v1', 'alpha');
+        return ledgerLike('writing', 'file-each', 'v1', 'alpha');
       };
       await index.upsert([], { withEach: marker });
       expect(await index.count({ reserved: 'writing', fileId: 'file-each' })).toBe(1);
@@ -491,7 +475,7 @@ export function runVectorIndexContract(
       const points = [0, 1].map((s) =>
         point('alpha', 'file-new', 'v1', s, `new ${s}`, { dense: [1, 0, 0, 0] }),
       );
-      await index.upsert([...points, entry('committed', 'file-new', 'v1', 'alpha')], { append: true });
+      await index.upsert([...points, ledgerLike('committed', 'file-new', 'v1', 'alpha')], { append: true });
       expect(await index.count({ fileId: 'file-new', collectionNames: ['alpha'] })).toBe(2);
       expect(await index.count({ reserved: 'committed', fileId: 'file-new' })).toBe(1);
       const hits = await index.searchDense([1, 0, 0, 0], { collectionNames: ['alpha'] }, 10);
@@ -512,7 +496,7 @@ export function runVectorIndexContract(
       const page = await index.scroll({ fileId: 'file-staged', collectionNames: ['alpha'] }, { limit: 10 });
       expect(page.points.map((p) => p.meta.collection_name)).toEqual(['alpha', 'alpha', 'alpha']);
       if (index.presence) {
-        const committed = entry('committed', 'file-staged', 'v1', 'alpha');
+        const committed = ledgerLike('committed', 'file-staged', 'v1', 'alpha');
         const ask = { fileId: 'file-staged', collectionName: 'alpha', id: committed.id };
         expect(await index.presence(ask)).toEqual({ chunks: true, id: false });
         await index.upsert([committed]);
@@ -528,8 +512,8 @@ export function runVectorIndexContract(
       });
       await index.upsert([
         staged,
-        entry('writing', 'file-r', 'v9', 'alpha'),
-        entry('committed', 'file-r', 'v8', 'alpha'),
+        ledgerLike('writing', 'file-r', 'v9', 'alpha'),
+        ledgerLike('committed', 'file-r', 'v8', 'alpha'),
         point('alpha', 'file-r', 'v8', 0, 'cats public', { dense: [1, 0, 0, 0] }),
       ]);
       const names = [...RESERVED_TENANT_VALUES, ` ${RESERVED_TENANTS.staging}`, 'kilde:staging'];

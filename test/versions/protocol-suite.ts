@@ -11,6 +11,27 @@ import type { MakeIndex } from '../index/contract-suite.js';
  * written whole, staged invisibly and published at once on every engine, by whichever path the
  * store's `atomicUpsert` picks.
  */
+/** A ledger-like entry in a reserved tenant, as src/versions/ledger.ts makes them. */
+export function ledgerLike(
+  tenant: ReservedTenant,
+  fileId: string,
+  version: string,
+  collection: string,
+): IndexPoint {
+  return {
+    id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
+    content: '',
+    meta: {
+      collection_name: RESERVED_TENANTS[tenant],
+      collection_type: 'kilde-ledger',
+      file_id: fileId,
+      ingest_version: version,
+      split_id: 0,
+      kilde_ledger: { collection_name: collection, points: 3, at: 1 },
+    },
+  };
+}
+
 export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): void {
   const open: VectorIndex[] = [];
   const DIM = 4;
@@ -45,22 +66,6 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       await Promise.all(open.splice(0).map((i) => i.close()));
     });
 
-    /** A ledger-like entry in a reserved tenant, as src/versions/ledger.ts makes them. */
-    function entry(tenant: ReservedTenant, fileId: string, version: string, collection: string): IndexPoint {
-      return {
-        id: pointId(fileId, `\u0001${tenant}\u0001${version}`, 0),
-        content: '',
-        meta: {
-          collection_name: RESERVED_TENANTS[tenant],
-          collection_type: 'kilde-ledger',
-          file_id: fileId,
-          ingest_version: version,
-          split_id: 0,
-          kilde_ledger: { collection_name: collection, points: 3, at: 1 },
-        },
-      };
-    }
-
     it('writes a version whole: its points and both ledger entries, nothing staged left', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const f = 'file-whole';
@@ -75,9 +80,9 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
         points: v2,
         writing: () => {
           beats += 1;
-          return entry('writing', f, 'v2', 'alpha');
+          return ledgerLike('writing', f, 'v2', 'alpha');
         },
-        committed: entry('committed', f, 'v2', 'alpha'),
+        committed: ledgerLike('committed', f, 'v2', 'alpha'),
       });
       expect(beats).toBeGreaterThan(0);
       expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(3);
@@ -112,8 +117,8 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
         collectionName: 'alpha',
         version: 'v1',
         points: v,
-        writing: () => entry('writing', 'file-first', 'v1', 'alpha'),
-        committed: entry('committed', 'file-first', 'v1', 'alpha'),
+        writing: () => ledgerLike('writing', 'file-first', 'v1', 'alpha'),
+        committed: ledgerLike('committed', 'file-first', 'v1', 'alpha'),
       });
       expect(await index.count({ reserved: 'writing', fileId: 'file-first' })).toBe(written.writing ? 1 : 0);
       expect(await index.count({ fileId: 'file-first', collectionNames: ['alpha'] })).toBe(2);
@@ -124,7 +129,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       const index = await fresh({ denseDim: DIM, sparse: true });
       // The `committed` entry's id is fixed per file and collection, as version-ledger.ts makes it.
       const committed = (fileId: string, version: string): IndexPoint => ({
-        ...entry('committed', fileId, version, 'alpha'),
+        ...ledgerLike('committed', fileId, version, 'alpha'),
         id: pointId(fileId, '\u0001committed\u0001alpha', 0),
       });
       const write = (fileId: string, version: string, n: number) =>
@@ -135,7 +140,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
           points: Array.from({ length: n }, (_, s) =>
             point('alpha', fileId, version, s, `${version} ${s}`, { dense: [1, 0, 0, 0] }),
           ),
-          writing: () => entry('writing', fileId, version, 'alpha'),
+          writing: () => ledgerLike('writing', fileId, version, 'alpha'),
           committed: committed(fileId, version),
           exclusive: true,
         });
@@ -170,14 +175,14 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
         collectionName: 'alpha',
         version: 'v2',
         points: v2.slice(0, 2),
-        writing: () => entry('writing', f, 'v2', 'alpha'),
+        writing: () => ledgerLike('writing', f, 'v2', 'alpha'),
       });
       await stageVersion(index, {
         fileId: f,
         collectionName: 'alpha',
         version: 'v2',
         points: v2.slice(2, 4),
-        writing: () => entry('writing', f, 'v2', 'alpha'),
+        writing: () => ledgerLike('writing', f, 'v2', 'alpha'),
       });
       // Staged: no reader filtering on collection names sees any of it.
       expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(0);
@@ -191,8 +196,8 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
         version: 'v2',
         points: v2.slice(4),
         staged: 4,
-        writing: () => entry('writing', f, 'v2', 'alpha'),
-        committed: entry('committed', f, 'v2', 'alpha'),
+        writing: () => ledgerLike('writing', f, 'v2', 'alpha'),
+        committed: ledgerLike('committed', f, 'v2', 'alpha'),
       });
       expect(written.writing).toBe(true);
       expect(await index.count({ reserved: 'staging' })).toBe(0);
@@ -220,8 +225,8 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
         collectionName: 'alpha',
         version: 'v1',
         points: v,
-        writing: () => entry('writing', 'file-abort', 'v1', 'alpha'),
-        committed: entry('committed', 'file-abort', 'v1', 'alpha'),
+        writing: () => ledgerLike('writing', 'file-abort', 'v1', 'alpha'),
+        committed: ledgerLike('committed', 'file-abort', 'v1', 'alpha'),
         signal: controller.signal,
       }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);
