@@ -75,20 +75,29 @@ const LABELLED: readonly { key: string; text: string; dense: number[]; languages
   { key: 'vejret', text: 'Regn og blæst i hele landet i morgen', dense: [0, 0, 0.9, 0.1], languages: ['da'] },
 ];
 
+/** Fresh, ensured indexes for a suite's tests, closed after each (`closeAll` in `afterEach`). */
+export function indexOpener(makeIndex: MakeIndex) {
+  const open: VectorIndex[] = [];
+  return {
+    async fresh(opts: { denseDim?: number; sparse: boolean }): Promise<VectorIndex> {
+      const index = await makeIndex(opts);
+      open.push(index);
+      await index.ensureCollection();
+      return index;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(open.splice(0).map((i) => i.close()));
+    },
+  };
+}
+
 export function runVectorIndexContract(
   name: string,
   makeIndex: MakeIndex,
   options: ContractOptions = {},
 ): void {
   const sparse = options.sparse ?? termSparse;
-  const open: VectorIndex[] = [];
-
-  async function fresh(opts: { denseDim?: number; sparse: boolean }): Promise<VectorIndex> {
-    const index = await makeIndex(opts);
-    open.push(index);
-    await index.ensureCollection();
-    return index;
-  }
+  const { fresh, closeAll } = indexOpener(makeIndex);
 
   function point(
     collection: string,
@@ -135,9 +144,7 @@ export function runVectorIndexContract(
   const keyOf = (fileId: string) => fileId.slice(fileId.indexOf('-') + 1);
 
   describe(`VectorIndex contract: ${name}`, () => {
-    afterEach(async () => {
-      await Promise.all(open.splice(0).map((i) => i.close()));
-    });
+    afterEach(closeAll);
 
     it('describes the collection it ensured', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
-import type { VectorIndex } from '../../src/index/store.js';
-import { stageVersion, writeVersion } from '../../src/versions/write.js';
-import type { MakeIndex } from '../index/contract-suite.js';
+import { stageVersion, type VersionWrite, writeVersion } from '../../src/versions/write.js';
+import { indexOpener, type MakeIndex } from '../index/contract-suite.js';
 
 /**
  * The version protocol's writes (src/versions/write.ts) over an index's `PointStore`: every adapter
@@ -33,15 +32,18 @@ export function ledgerLike(
 }
 
 export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): void {
-  const open: VectorIndex[] = [];
+  const { fresh, closeAll } = indexOpener(makeIndex);
   const DIM = 4;
 
-  async function fresh(opts: { denseDim?: number; sparse: boolean }): Promise<VectorIndex> {
-    const index = await makeIndex(opts);
-    open.push(index);
-    await index.ensureCollection();
-    return index;
-  }
+  /** A version of a file in `alpha`, with both of its ledger entries. */
+  const versionOf = (fileId: string, version: string, points: IndexPoint[]): VersionWrite => ({
+    fileId,
+    collectionName: 'alpha',
+    version,
+    points,
+    writing: () => ledgerLike('writing', fileId, version, 'alpha'),
+    committed: ledgerLike('committed', fileId, version, 'alpha'),
+  });
 
   function point(
     collection: string,
@@ -62,9 +64,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
   }
 
   describe(`version protocol over ${name}`, () => {
-    afterEach(async () => {
-      await Promise.all(open.splice(0).map((i) => i.close()));
-    });
+    afterEach(closeAll);
 
     it('writes a version whole: its points and both ledger entries, nothing staged left', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
@@ -112,14 +112,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       const v = [0, 1].map((s) =>
         point('alpha', 'file-first', 'v1', s, `first ${s}`, { dense: [1, 0, 0, 0] }),
       );
-      const written = await writeVersion(index, {
-        fileId: 'file-first',
-        collectionName: 'alpha',
-        version: 'v1',
-        points: v,
-        writing: () => ledgerLike('writing', 'file-first', 'v1', 'alpha'),
-        committed: ledgerLike('committed', 'file-first', 'v1', 'alpha'),
-      });
+      const written = await writeVersion(index, versionOf('file-first', 'v1', v));
       expect(await index.count({ reserved: 'writing', fileId: 'file-first' })).toBe(written.writing ? 1 : 0);
       expect(await index.count({ fileId: 'file-first', collectionNames: ['alpha'] })).toBe(2);
       expect(await index.count({ reserved: 'committed', fileId: 'file-first' })).toBe(1);
@@ -221,12 +214,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       controller.abort();
       const v = [0, 1].map((s) => point('alpha', 'file-abort', 'v1', s, `x ${s}`, { dense: [1, 0, 0, 0] }));
       const err = await writeVersion(index, {
-        fileId: 'file-abort',
-        collectionName: 'alpha',
-        version: 'v1',
-        points: v,
-        writing: () => ledgerLike('writing', 'file-abort', 'v1', 'alpha'),
-        committed: ledgerLike('committed', 'file-abort', 'v1', 'alpha'),
+        ...versionOf('file-abort', 'v1', v),
         signal: controller.signal,
       }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Error);
