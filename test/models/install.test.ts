@@ -32,13 +32,14 @@ async function setup(): Promise<{
   return { dataDir, pypi, tiny };
 }
 
+/** The KildeError `p` rejects with (the test fails if it resolves). */
 async function failure(p: Promise<unknown>): Promise<KildeError> {
   const err = await p.then(
-    () => undefined,
+    () => new Error('resolved'),
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(KildeError);
-  return err as KildeError;
+  if (err instanceof KildeError) return err;
+  throw new Error(`expected a KildeError, got ${String(err)}`);
 }
 
 describe('kilde models install (a fake PyPI serving wheels of a tiny real model)', () => {
