@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,8 +45,10 @@ import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.j
  * service measurements.
  * `--vectors PREFIX` takes real embeddings instead of the clustered random vectors: the chunks' from
  * `PREFIX.docs.f32`, the queries' from `PREFIX.queries.f32` (float32 rows of `--dim`; written by
- * `bench/search-vectors.ts` with a real model over SciFact), so recall is measured on a real
- * embedding space.
+ * `bench/search-vectors.ts` with a real model over SciFact, or by `bench/ann-embed.py` over the 1.2M
+ * real passages of `bench/ann-corpus.py`; a `.part` file still being written is read as far as it
+ * goes), so recall is measured on a real embedding space. `--recall-queries 200` measures recall over
+ * that many queries (default 100); `--steps 100000,400000` chooses the sizes measured.
  */
 const { values: args } = parseArgs({
   options: {
@@ -65,10 +67,14 @@ const { values: args } = parseArgs({
     'grid-only': { type: 'boolean', default: false },
     dir: { type: 'string' },
     vectors: { type: 'string' },
+    'recall-queries': { type: 'string', default: '100' },
+    steps: { type: 'string' },
   },
 });
 const CHUNKS = Number(args.chunks);
 const QUERIES = Number(args.queries);
+/** Queries whose recall is measured (the first of the `--queries`; more than those repeat them). */
+const RECALL_QUERIES = Math.min(Number(args['recall-queries']), QUERIES);
 const K = Number(args.k);
 const TENANTS = Number(args.tenants);
 const DIM = Number(args.dim);
@@ -79,15 +85,19 @@ const VECTOR_INDEX: VectorIndexSettings = {
   ef: Number(args.ef),
   refine: Number(args.refine),
 };
-/** The sizes measured: 100k first when more is asked for, so one run shows how latency grows. */
-const STEPS = CHUNKS > 100_000 ? [100_000, CHUNKS] : [CHUNKS];
+/** The sizes measured: 100k first when more is asked for, so one run shows how latency grows (`--steps` to choose). */
+const STEPS = args.steps
+  ? args.steps.split(',').map(Number)
+  : CHUNKS > 100_000
+    ? [100_000, CHUNKS]
+    : [CHUNKS];
 
 const rand = mulberry32(7);
 
-/** Real embeddings (`--vectors`): float32 rows, read once. */
+/** Real embeddings (`--vectors`): float32 rows, read once; a `.part` file still being written is read as far as it goes. */
 function readRows(path: string): Float32Array {
-  const bytes = readFileSync(path);
-  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+  const bytes = readFileSync(existsSync(path) ? path : `${path}.part`);
+  return new Float32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / 4 / DIM) * DIM);
 }
 const REAL = args.vectors
   ? { docs: readRows(`${args.vectors}.docs.f32`), queries: readRows(`${args.vectors}.queries.f32`) }
@@ -385,6 +395,7 @@ async function recall(dir: string, table: Table, queries: Query[]) {
   const index = await createLanceIndex(indexSettings(dir), { log: pino({ level: 'silent' }) });
   let found = 0;
   let wanted = 0;
+  let worst = 1;
   const exactMs: number[] = [];
   for (const q of queries) {
     const t0 = performance.now();
@@ -401,12 +412,19 @@ async function recall(dir: string, table: Table, queries: Query[]) {
     const approx = new Set(
       (await index.searchDense(q.vector, { collectionNames: [q.tenant] }, 10)).map((h) => h.id),
     );
+    const hits = exact.filter((r) => approx.has(r.id)).length;
     wanted += exact.length;
-    found += exact.filter((r) => approx.has(r.id)).length;
+    found += hits;
+    if (exact.length > 0) worst = Math.min(worst, hits / exact.length);
   }
   await index.close();
   exactMs.sort((a, b) => a - b);
-  return { recall: found / wanted, exactP50: percentile(exactMs, 50), exactP99: percentile(exactMs, 99) };
+  return {
+    recall: found / wanted,
+    worst,
+    exactP50: percentile(exactMs, 50),
+    exactP99: percentile(exactMs, 99),
+  };
 }
 
 async function measureAt(dir: string, rows: number, queries: Query[], vectors: Map<string, number[]>) {
@@ -463,21 +481,23 @@ async function measureAt(dir: string, rows: number, queries: Query[], vectors: M
         .filter(isDenseIndex)
         .map((i) => `${i.name} ${i.indexType}`)
         .join(', ') || 'no dense index: exact scan';
-    const r = await recall(dir, table, queries.slice(0, 100));
+    const r = await recall(dir, table, queries.slice(0, RECALL_QUERIES));
     console.log(
-      `dense recall@10 vs exact search at ${rows} chunks (${VECTORS}; ${indexKind}): ${r.recall.toFixed(3)} (${Math.min(100, queries.length)} queries; ef ${VECTOR_INDEX.ef}, refine ${VECTOR_INDEX.refine}); exact search p50 ${r.exactP50.toFixed(1)} ms, p99 ${r.exactP99.toFixed(1)} ms`,
+      `dense recall@10 vs exact search at ${rows} chunks (${VECTORS}; ${indexKind}): ${r.recall.toFixed(3)}, worst query ${r.worst.toFixed(1)} (${RECALL_QUERIES} queries; ef ${VECTOR_INDEX.ef}, refine ${VECTOR_INDEX.refine}); exact search p50 ${r.exactP50.toFixed(1)} ms, p99 ${r.exactP99.toFixed(1)} ms`,
     );
   }
   if (args.grid !== undefined) {
     const grid = await vectorGrid(
       table,
-      queries.slice(0, 100).map((q) => ({ vector: q.vector, where: `collection_name IN ('${q.tenant}')` })),
+      queries
+        .slice(0, RECALL_QUERIES)
+        .map((q) => ({ vector: q.vector, where: `collection_name IN ('${q.tenant}')` })),
       gridOf(args.grid.split(',').map(Number), parseRefines(args.refines)),
       { k: 10, limit: 10, rounds: 2 },
     );
     printGrid(
       grid,
-      `ef × refine at ${rows} chunks (${VECTORS}; 100 queries × 2 rounds, tenant-filtered, limit 10; load ${loadavg()[0]!.toFixed(1)}):`,
+      `ef × refine at ${rows} chunks (${VECTORS}; ${RECALL_QUERIES} queries × 2 rounds, tenant-filtered, limit 10; load ${loadavg()[0]!.toFixed(1)}):`,
     );
   }
   table.close();
