@@ -163,20 +163,8 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       const v1 = [0, 1].map((s) => point('alpha', f, 'v1', s, `old ${s}`, { dense: [1, 0, 0, 0] }));
       await index.upsert(v1);
       const v2 = [0, 1, 2, 3, 4].map((s) => point('alpha', f, 'v2', s, `new ${s}`, { dense: [0, 1, 0, 0] }));
-      await stageVersion(index, {
-        fileId: f,
-        collectionName: 'alpha',
-        version: 'v2',
-        points: v2.slice(0, 2),
-        writing: () => ledgerLike('writing', f, 'v2', 'alpha'),
-      });
-      await stageVersion(index, {
-        fileId: f,
-        collectionName: 'alpha',
-        version: 'v2',
-        points: v2.slice(2, 4),
-        writing: () => ledgerLike('writing', f, 'v2', 'alpha'),
-      });
+      for (const batch of [v2.slice(0, 2), v2.slice(2, 4)])
+        await stageVersion(index, versionOf(f, 'v2', batch));
       // Staged: no reader filtering on collection names sees any of it.
       expect(await index.count({ fileId: f, collectionNames: ['alpha'], ingestVersion: 'v2' })).toBe(0);
       expect(await index.count({ reserved: 'staging', fileId: f })).toBe(4);
