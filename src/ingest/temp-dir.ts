@@ -14,11 +14,28 @@ export function uploadsRoot(): string {
 /** Folders of requests in flight in this process (the sweep skips them). */
 const inUse = new Set<string>();
 
+/** The uploads root this process has made (once, not per request), or undefined. */
+let made: string | undefined;
+
+/** A new folder under the uploads root; the root is made on first use, and again if it went away. */
+async function newRequestDir(): Promise<string> {
+  const root = uploadsRoot();
+  if (made !== root) {
+    await mkdir(root, { recursive: true });
+    made = root;
+  }
+  try {
+    return await mkdtemp(join(root, `${process.pid}-`));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await mkdir(root, { recursive: true });
+    return mkdtemp(join(root, `${process.pid}-`));
+  }
+}
+
 /** Runs `fn` with a private temporary directory that is removed afterwards, whatever happens. */
 export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
-  const root = uploadsRoot();
-  await mkdir(root, { recursive: true });
-  const dir = await mkdtemp(join(root, `${process.pid}-`));
+  const dir = await newRequestDir();
   inUse.add(dir);
   try {
     return await fn(dir);
