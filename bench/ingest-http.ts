@@ -2,8 +2,9 @@
  * Many small files over HTTP, end to end: a real `kilde serve ingest` (the built dist/, started by
  * the `kilde` launcher with its memory settings, lexical-only, LanceDB in a temp dir) taking one
  * `PUT /api/v1/ingest` per file (multipart, as a chat platform uploads them) at each `--put`
- * concurrency, the real client `kilde ingest --url` (one ingestion job per file, `--url-concurrency`
- * in flight), the local `kilde ingest` of the same folder (the embedded index, passes of files), and
+ * concurrency, the real client `kilde ingest --url` (job batches: many files per
+ * `POST /api/v1/job-batches`, run in the server's pipeline passes; `--url-concurrency` only against a
+ * server without them), the local `kilde ingest` of the same folder (the embedded index, passes of files), and
  * LangChain.js adding each file to its LanceDB table as it is loaded (bench/vs-langchain/runner.mjs,
  * LC_PER_FILE=1: what uploads arriving one by one cost there). Each SciFact abstract becomes one small
  * .txt file. Every variant is a fresh process; rounds alternate the order.
@@ -15,7 +16,7 @@
  * ≤ 50 versions per 1,000 uploads) and `kilde ingest --url` against LangChain.js per file and against
  * the local CLI (target ≥ 0.9× its throughput). Asserts nothing.
  *
- * Usage: npm run bench:ingest-http [-- --quick] [-- --files 1000 --put 1,4 --url-concurrency 8 --rounds 2]
+ * Usage: npm run bench:ingest-http [-- --quick] [-- --files 1000 --put 1,4|none --url-concurrency 8 --rounds 2 --no-langchain]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -40,8 +41,11 @@ const { values } = parseArgs({
 // --quick: 300 files, one round.
 const FILES = Number(values.files ?? (values.quick ? 300 : 1000));
 const ROUNDS = Number(values.rounds ?? (values.quick ? 1 : 2));
-const PUT = values.put.split(',').map(Number);
+// `--put none`: no one-upload-at-a-time variant.
+const PUT = values.put === 'none' ? [] : values.put.split(',').map(Number);
 const URL_C = Number(values['url-concurrency']);
+/** `kilde ingest --url` sends job batches; `--url-concurrency` matters only against a server without them. */
+const JOBS = 'kilde ingest --url (batches)';
 const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 console.log('building dist/ (tsc -b tsconfig.build.json) ...');
@@ -73,7 +77,7 @@ try {
   type Variant = { name: string; run: () => Promise<HttpRun | LangChainRun> };
   const variants: Variant[] = [
     { name: 'local kilde ingest', run: () => local(work, dir) },
-    { name: `kilde ingest --url, c=${URL_C}`, run: () => overJobs(work, dir, URL_C) },
+    { name: JOBS, run: () => overJobs(work, dir, URL_C) },
     ...PUT.map((c) => ({ name: `PUT /api/v1/ingest, c=${c}`, run: () => overPut(work, files, c) })),
     ...(values['no-langchain']
       ? []
@@ -137,13 +141,15 @@ try {
         `${cpuMs.toFixed(1)} ms server CPU a file (target ≤ 5); ${versions.toFixed(0)} table versions per 1,000 uploads (target ≤ 50)`,
     );
   }
-  const jobs = `kilde ingest --url, c=${URL_C}`;
+  const jobs = JOBS;
   const jobRuns = runs.get(jobs) as HttpRun[];
   const localRuns = runs.get('local kilde ingest') as HttpRun[];
   console.log(
     `  kilde ingest --url: ${lc ? `${(lc / sec.get(jobs)!).toFixed(2)}× LangChain.js per file; ` : ''}${(cli / sec.get(jobs)!).toFixed(2)}× the local CLI's throughput (target ≥ 0.9); ` +
       `${((median(jobRuns.map((x) => x.versions)) / n) * 1000).toFixed(0)} table versions per 1,000 files against the CLI's ${((median(localRuns.map((x) => x.versions)) / n) * 1000).toFixed(0)}; ` +
-      `LanceDB CPU ${median(jobRuns.map((x) => x.lanceCpu)).toFixed(2)} s against the CLI's ${median(localRuns.map((x) => x.lanceCpu)).toFixed(2)} s`,
+      `LanceDB CPU ${median(jobRuns.map((x) => x.lanceCpu)).toFixed(2)} s against the CLI's ${median(localRuns.map((x) => x.lanceCpu)).toFixed(2)} s; ` +
+      `CPU of server and client together ${median(jobRuns.map((x) => x.cpu + x.clientCpu)).toFixed(2)} s against the CLI's ${median(localRuns.map((x) => x.cpu)).toFixed(2)} s ` +
+      `(${(median(localRuns.map((x) => x.cpu)) / median(jobRuns.map((x) => x.cpu + x.clientCpu))).toFixed(2)}×)`,
   );
   console.log(`load average at the end ${load()}`);
 } finally {

@@ -1,4 +1,5 @@
-import { stat } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
 import { contentHash } from '../embedded/file-ingest.js';
 import { fileIdFor } from '../index/identifiers.js';
 import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
@@ -8,7 +9,7 @@ import type { FoundFile } from './walk.js';
 /* `kilde ingest <paths> --url …` in job batches (`POST /api/v1/job-batches`). */
 
 /** Most files, and about the most bytes, of one batch request (a larger file goes alone). */
-const BATCH_FILES = 1000;
+const BATCH_FILES = 256;
 const BATCH_BYTES = 64 << 20;
 
 interface Planned {
@@ -31,37 +32,21 @@ export async function inBatches(
   saveSoon: () => void,
   onSkip: () => void,
 ): Promise<FoundFile[]> {
-  const planned = await mapLimited(o.files, 16, async (file) => ({
-    file,
-    fileId: fileIdFor(o.collection, file.relative),
-    sha256: await contentHash(file.path).catch(() => ''),
-    bytes: await stat(file.path).then(
-      (st) => st.size,
-      () => 0,
-    ),
-    started: performance.now(),
-  }));
   const singles: FoundFile[] = [];
-  const submit: Planned[] = [];
-  const follow = new Map<string, (Planned & { index: number })[]>();
-  for (const p of planned) {
-    const known = o.force ? undefined : manifest.files[p.fileId];
-    if (known?.sha256 === p.sha256 && p.sha256 !== '' && known.done) {
-      onSkip();
-      o.record({
-        file: p.file.relative,
-        file_id: p.fileId,
-        ok: true,
-        chunks: 0,
-        ms: 0,
-        skipped: true,
-        job_id: known.job_id,
-      });
-    } else if (known?.sha256 === p.sha256 && known.index !== undefined) {
-      follow.set(known.job_id, [...(follow.get(known.job_id) ?? []), { ...p, index: known.index }]);
-    } else if (known?.sha256 === p.sha256 && p.sha256 !== '') singles.push(p.file);
-    else submit.push(p);
-  }
+  /** Planned in slices of a batch's size, each submitted before the next is read and hashed. */
+  const plan = (file: FoundFile): Promise<Planned> =>
+    stat(file.path)
+      .then(
+        (st) => st.size,
+        () => 0,
+      )
+      .then(async (bytes) => ({
+        file,
+        fileId: fileIdFor(o.collection, file.relative),
+        sha256: await hashOf(file.path, bytes).catch(() => ''),
+        bytes,
+        started: performance.now(),
+      }));
   const recordFile = (p: Planned, batchId: string, f: BatchFile | undefined) => {
     const base = {
       file: p.file.relative,
@@ -119,65 +104,117 @@ export async function inBatches(
     for (const p of byIndex.values()) recordFile(p, batchId, undefined);
   };
   const watching: Promise<void>[] = [];
-  for (const [batchId, files] of follow) {
-    const now = await o.client.getBatch(batchId).catch(() => undefined);
-    // A file that failed there is submitted again, as one whose batch the server no longer knows.
-    const again = files.filter((p) => {
-      const state = now?.files[p.index]?.state;
-      return state === undefined || state === 'failed';
-    });
-    submit.push(...again);
-    const rest = files.filter((p) => !again.includes(p));
-    if (now && rest.length > 0) watching.push(watch(batchId, rest, now));
-  }
-  const groups: Planned[][] = [];
-  for (const p of submit) {
-    const last = groups.at(-1);
-    const bytes = (last ?? []).reduce((n, q) => n + q.bytes, 0);
-    if (last && last.length < BATCH_FILES && bytes + p.bytes <= BATCH_BYTES) last.push(p);
-    else groups.push([p]);
-  }
-  for (const [g, group] of groups.entries()) {
-    if (o.signal.aborted) break;
-    let batch: JobBatch | undefined;
-    try {
-      batch = await o.client.submitBatch(group.map((p) => argsOf(o, p.file, p.fileId)));
-    } catch (err) {
-      if (o.signal.aborted) break;
-      const e = err as { message?: unknown; code?: unknown };
-      for (const p of group) {
+  const known = new Map<string, Promise<JobBatch | undefined>>();
+  let noBatches = false;
+  // The next slice is read and hashed while this one's request is sent.
+  const planSlice = (at: number) => mapLimited(o.files.slice(at, at + BATCH_FILES), 32, plan);
+  let next = planSlice(0);
+  for (let at = 0; at < o.files.length && !o.signal.aborted; at += BATCH_FILES) {
+    const planned = await next;
+    next = planSlice(at + BATCH_FILES);
+    if (noBatches) {
+      singles.push(...planned.map((p) => p.file));
+      continue;
+    }
+    const submit: Planned[] = [];
+    const follow = new Map<string, (Planned & { index: number })[]>();
+    for (const p of planned) {
+      const seen = o.force ? undefined : manifest.files[p.fileId];
+      if (seen?.sha256 === p.sha256 && p.sha256 !== '' && seen.done) {
+        onSkip();
         o.record({
           file: p.file.relative,
           file_id: p.fileId,
-          ok: false,
+          ok: true,
           chunks: 0,
-          ms: Math.round(performance.now() - p.started),
-          error: String(e.message ?? err),
-          ...(typeof e.code === 'string' ? { code: e.code } : {}),
+          ms: 0,
+          skipped: true,
+          job_id: seen.job_id,
         });
+      } else if (seen?.sha256 === p.sha256 && seen.index !== undefined) {
+        follow.set(seen.job_id, [...(follow.get(seen.job_id) ?? []), { ...p, index: seen.index }]);
+      } else if (seen?.sha256 === p.sha256 && p.sha256 !== '') singles.push(p.file);
+      else submit.push(p);
+    }
+    for (const [batchId, files] of follow) {
+      if (!known.has(batchId))
+        known.set(
+          batchId,
+          o.client.getBatch(batchId).catch(() => undefined),
+        );
+      const now = await known.get(batchId);
+      // A file that failed there is submitted again, as one whose batch the server no longer knows.
+      const again = files.filter((p) => {
+        const state = now?.files[p.index]?.state;
+        return state === undefined || state === 'failed';
+      });
+      submit.push(...again);
+      const rest = files.filter((p) => !again.includes(p));
+      if (now && rest.length > 0) watching.push(watch(batchId, rest, now));
+    }
+    const groups: Planned[][] = [];
+    let bytes = 0;
+    for (const p of submit) {
+      const last = groups.at(-1);
+      if (last && last.length < BATCH_FILES && bytes + p.bytes <= BATCH_BYTES) {
+        last.push(p);
+        bytes += p.bytes;
+      } else {
+        groups.push([p]);
+        bytes = p.bytes;
       }
-      continue;
     }
-    if (!batch) {
-      // A server without batches: one job per file for what is left.
-      singles.push(...groups.slice(g).flatMap((rest) => rest.map((p) => p.file)));
-      break;
+    for (const [g, group] of groups.entries()) {
+      if (o.signal.aborted) break;
+      let batch: JobBatch | undefined;
+      try {
+        batch = await o.client.submitBatch(group.map((p) => argsOf(o, p.file, p.fileId)));
+      } catch (err) {
+        if (o.signal.aborted) break;
+        const e = err as { message?: unknown; code?: unknown };
+        for (const p of group) {
+          o.record({
+            file: p.file.relative,
+            file_id: p.fileId,
+            ok: false,
+            chunks: 0,
+            ms: Math.round(performance.now() - p.started),
+            error: String(e.message ?? err),
+            ...(typeof e.code === 'string' ? { code: e.code } : {}),
+          });
+        }
+        continue;
+      }
+      if (!batch) {
+        // A server without batches: one job per file for what is left.
+        noBatches = true;
+        singles.push(...groups.slice(g).flatMap((rest) => rest.map((p) => p.file)));
+        break;
+      }
+      const id = batch.batch_id;
+      group.forEach((p, index) => {
+        manifest.files[p.fileId] = { sha256: p.sha256, job_id: id, index, done: false };
+      });
+      saveSoon();
+      watching.push(
+        watch(
+          id,
+          group.map((p, index) => ({ ...p, index })),
+          batch,
+        ),
+      );
     }
-    const id = batch.batch_id;
-    group.forEach((p, index) => {
-      manifest.files[p.fileId] = { sha256: p.sha256, job_id: id, index, done: false };
-    });
-    saveSoon();
-    watching.push(
-      watch(
-        id,
-        group.map((p, index) => ({ ...p, index })),
-        batch,
-      ),
-    );
   }
   await Promise.all(watching);
   return singles;
+}
+
+/** A small file's SHA-256 in one read; a larger one's streamed (`contentHash`). */
+async function hashOf(path: string, bytes: number): Promise<string> {
+  if (bytes > 1 << 20) return contentHash(path);
+  return createHash('sha256')
+    .update(await readFile(path))
+    .digest('hex');
 }
 
 function argsOf(o: JobIngestOptions, file: FoundFile, fileId: string) {

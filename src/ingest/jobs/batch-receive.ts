@@ -1,10 +1,12 @@
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { once } from 'node:events';
+import { createWriteStream, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { extname, join } from 'node:path';
 import { finished } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { KildeError } from '../../errors.js';
-import { streamToFile, tooLarge } from '../byte-limit.js';
+import { tooLarge } from '../byte-limit.js';
 import {
   checkCollection,
   checkFileName,
@@ -130,10 +132,9 @@ export async function receiveBatch(
         out.push({ name, fileId: '', error: refusal(err) });
         continue;
       }
-      const fileDir = join(dir, String(k));
-      await mkdir(fileDir);
-      const path = sourcePath(fileDir, partName);
-      const bytes = await streamToFile(part.file, path, Number.POSITIVE_INFINITY);
+      // `<k>.<ext>`: the place in the batch, and only a plain extension of the client's name.
+      const path = join(dir, `${k}${extname(sourcePath(dir, partName))}`);
+      const bytes = await spoolPart(part.file, path);
       total += bytes;
       if (total > limits.maxBytes) {
         throw invalid(
@@ -143,7 +144,7 @@ export async function receiveBatch(
       }
       // busboy stops a file at MAX_UPLOAD_BYTES and marks it truncated: it fails alone.
       if (part.file.truncated) {
-        await rm(fileDir, { recursive: true, force: true });
+        await rm(path, { force: true });
         out.push({ name, fileId: target.fileId, error: jobErrorOf(tooLarge(limits.maxFileBytes)) });
         continue;
       }
@@ -172,6 +173,46 @@ export async function receiveBatch(
     throw invalid(`Invalid request: ${named.length} entries in files but ${out.length} file parts`);
   }
   return { shared, entries: out, ignoredParts: ignored };
+}
+
+/** A file part held in memory up to this size, then written in one call; a larger one streams to disk. */
+const IN_ONE_WRITE = 1 << 20;
+
+/**
+ * Writes a file part to `path` (a new file, mode 0600) and answers its size. A batch is mostly small
+ * files: each is gathered and written with one synchronous call (one open, write and close, no
+ * stream machinery: a third of the receiving side's CPU went to write streams); past
+ * `IN_ONE_WRITE` the rest streams. busboy already caps the part at `MAX_UPLOAD_BYTES`.
+ */
+async function spoolPart(part: AsyncIterable<Buffer>, path: string): Promise<number> {
+  let chunks: Buffer[] = [];
+  let size = 0;
+  let out: ReturnType<typeof createWriteStream> | undefined;
+  let error: Error | undefined;
+  for await (const chunk of part) {
+    size += chunk.length;
+    if (error) throw error;
+    if (!out) {
+      chunks.push(chunk);
+      if (size <= IN_ONE_WRITE) continue;
+      out = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+      out.on('error', (err) => {
+        error = err;
+      });
+      for (const c of chunks) out.write(c);
+      chunks = [];
+    } else if (!out.write(chunk)) await once(out, 'drain');
+  }
+  if (!out) {
+    writeFileSync(path, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
+      flag: 'wx',
+      mode: 0o600,
+    });
+    return size;
+  }
+  out.end();
+  await once(out, 'finish');
+  return size;
 }
 
 function parseEntries(text: string, max: number): z.infer<typeof batchEntrySchema>[] {
