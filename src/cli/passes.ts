@@ -6,18 +6,21 @@ export { DEFAULT_PASS_FILES, PASS_BYTES };
 
 /**
  * The local ingest's passes: consecutive files, at most `maxFiles` and about `PASS_BYTES` per pass
- * (a pass holds its files' texts and chunks at once), a larger file alone.
+ * (a pass holds its files' texts and chunks at once), a larger file alone. A file's `bytes`, when the
+ * walk read them, are used as they are; the others are stated.
  */
-export async function passesOf<T extends { path: string }>(
+export async function passesOf<T extends { path: string; bytes?: number }>(
   files: readonly T[],
   maxFiles: number,
 ): Promise<T[][]> {
   const sizes = await Promise.all(
     files.map((f) =>
-      stat(f.path).then(
-        (s) => s.size,
-        () => 0,
-      ),
+      f.bytes !== undefined
+        ? f.bytes
+        : stat(f.path).then(
+            (s) => s.size,
+            () => 0,
+          ),
     ),
   );
   const out: T[][] = [];

@@ -20,6 +20,8 @@ export interface FoundFile {
    * before keeps its id (src/ingest/file-identity.ts).
    */
   legacy: string;
+  /** Its size when it was found (the walk stats every file once; passes are cut by it). */
+  bytes: number;
 }
 
 export interface FindOptions {
@@ -89,18 +91,22 @@ export async function findFiles(
       relative =
         (repo === null ? undefined : under(repo, f.path)) ?? f.path.split(sep).filter(Boolean).join('/');
     }
-    out.push({ path: f.path, relative, legacy: f.legacy });
+    out.push({ path: f.path, relative, legacy: f.legacy, bytes: f.bytes });
   }
   return out;
 }
 
-async function walk(args: readonly string[], cwd: string): Promise<{ path: string; legacy: string }[]> {
-  const out = new Map<string, { path: string; legacy: string }>();
-  for (const arg of args) {
+type Walked = { path: string; legacy: string; bytes: number };
+
+/** Every argument stated at once, and every file a folder or glob names (its size for the passes). */
+async function walk(args: readonly string[], cwd: string): Promise<Walked[]> {
+  const out = new Map<string, Walked>();
+  const infos = await Promise.all(args.map((arg) => stat(resolve(cwd, arg)).catch(() => undefined)));
+  for (const [i, arg] of args.entries()) {
     const abs = resolve(cwd, arg);
-    const info = await stat(abs).catch(() => undefined);
+    const info = infos[i];
     if (info?.isFile()) {
-      out.set(abs, { path: abs, legacy: named(dirname(abs), abs) });
+      out.set(abs, { path: abs, legacy: named(dirname(abs), abs), bytes: info.size });
       continue;
     }
     const [root, pattern] = info?.isDirectory() ? [abs, '**/*'] : [cwd, arg];
@@ -112,7 +118,18 @@ async function walk(args: readonly string[], cwd: string): Promise<{ path: strin
       dot: false,
     });
     const base = info?.isDirectory() ? abs : resolve(cwd, fixedPart(arg));
-    for (const m of matches) out.set(m, { path: m, legacy: named(base, m) });
+    // A file that vanished since the listing counts 0 bytes here and fails alone when it is read.
+    const sizes = await Promise.all(
+      matches.map((m) =>
+        stat(m).then(
+          (s) => s.size,
+          () => 0,
+        ),
+      ),
+    );
+    matches.forEach((m, k) => {
+      out.set(m, { path: m, legacy: named(base, m), bytes: sizes[k]! });
+    });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
 }
