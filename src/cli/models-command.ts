@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { Bar, Presets } from 'cli-progress';
 import type { Command } from 'commander';
 import { modelsSchema } from '../config/models.js';
 import { parseConfig } from '../config/parse.js';
@@ -72,6 +71,7 @@ async function install(io: CliIo, name: string, force: boolean, registry: readon
   const entry = entryOrFail(name, registry);
   const { dataDir, index } = settings(io);
   const tty = (io.err as NodeJS.WriteStream).isTTY === true;
+  const { Bar, Presets } = await import('cli-progress');
   const bar = tty
     ? new Bar(
         {
