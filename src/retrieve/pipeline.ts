@@ -166,7 +166,7 @@ async function searchStages(
         case 'client-bm25': {
           const hits = await lexicalSpan(fetchN, 'client', async () => {
             const { corpus } = await d.corpus.get(collectionNames, extra);
-            return corpus.search(sparse.indices, fetchN);
+            return corpus.search(terms, fetchN);
           });
           return withLexicalScores(subsectionsFirst(branch(hits, 'lexical'), SUBSECTION_RATIO));
         }
@@ -175,7 +175,7 @@ async function searchStages(
             dense(fetchN),
             lexicalSpan(fetchN, 'client', async () => {
               const { corpus } = await d.corpus.get(collectionNames, extra);
-              return corpus.search(sparse.indices, fetchN);
+              return corpus.search(terms, fetchN);
             }),
           ]);
           const fused = await d.metrics.time('fuse', () =>
