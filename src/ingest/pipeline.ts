@@ -29,15 +29,7 @@ import {
   timed,
 } from './stages.js';
 
-export {
-  DEFAULT_BATCH_CHUNKS,
-  DEFAULT_SEGMENT_CHARS,
-  type FileOutcome,
-  type IngestResult,
-  type PassFile,
-  type PipelineOptions,
-  type PipelineParts,
-} from './pipeline-parts.js';
+export * from './pipeline-parts.js';
 export { chunkMeta } from './pipeline-write.js';
 
 /** The least characters a pass chunks in two pool tasks rather than one. */
