@@ -372,7 +372,7 @@ async function scifact(): Promise<void> {
       ['search', 'nDCG@10 (10 chunks)', 'nDCG@10', 'Recall@10', 'Recall@100', 'MRR@10'],
       [
         row('lexical: LanceDB full-text (the offline default)', BEFORE.scifact.lexical, lexical),
-        row('client-side BM25 (Qdrant/bm25 encoder)', BEFORE.scifact.client, clientScores),
+        row('client-side BM25 (Qdrant without text-sparse)', BEFORE.scifact.client, clientScores),
         ['published BM25 (BEIR, test split, one doc per hit)', '', '0.665', '', '', ''],
       ],
     );
@@ -442,7 +442,7 @@ async function danish(): Promise<void> {
       ['search', 'top-1', 'top-5', 'top-1 (nearest)', 'top-5 (nearest)'],
       [
         row('lexical: LanceDB full-text (the offline default)', BEFORE.danish.lexical, lexical.scores),
-        row('client-side BM25 (Qdrant/bm25 encoder)', BEFORE.danish.client, clientScores.scores),
+        row('client-side BM25 (Qdrant without text-sparse)', BEFORE.danish.client, clientScores.scores),
       ],
     );
     console.log(
@@ -470,7 +470,7 @@ async function danish(): Promise<void> {
           ...lexical.answerable.map(pct),
         ],
         [
-          'client-side BM25 (Qdrant/bm25 encoder)',
+          'client-side BM25 (Qdrant without text-sparse)',
           ...clientScores.audited.map(pct),
           ...clientScores.answerable.map(pct),
         ],
