@@ -73,6 +73,31 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
     const current = runtime ? await runtime.catch(() => undefined) : undefined;
     if (current && need.every((s) => current.services.includes(s))) return current;
     const services = [...new Set([...(current?.services ?? []), ...need])];
+    if (current && !current.app) {
+      // No app was built over the parts yet (`prepare` opened the index alone): the new services
+      // join the index that is open, which is not opened a second time.
+      const added = services.filter((s) => !current.services.includes(s));
+      const joined = (async (): Promise<Runtime> => {
+        let more: SomeParts | undefined;
+        try {
+          more = await composeServices(config, log, { jobs: false, index: current.all.index }, added);
+          await startParts(more.parts);
+        } catch (err) {
+          // As a failed reopen leaves nothing open: the new parts, then the runtime they joined.
+          if (more) await closeParts(more.parts, log);
+          await closeRuntime(current);
+          throw err;
+        }
+        const all = {
+          ...current.all,
+          parts: [...current.all.parts, ...more.parts],
+          ingest: more.ingest ?? current.all.ingest,
+        };
+        return { all, services };
+      })();
+      runtime = joined;
+      return joined;
+    }
     if (current) await closeRuntime(current);
     runtime = (async () => {
       const all = await composeServices(config, log, { jobs: false }, services);

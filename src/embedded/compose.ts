@@ -77,19 +77,27 @@ export async function composeServices(
     clock?: Clock;
     /** false: no job queue and no job workers (the CLI's in-process ingest calls the service directly). */
     jobs?: boolean;
+    /**
+     * An index already open over these settings (the CLI mounting ingestion after it opened the
+     * index alone): used as it is, and left to its owner to close (no `embedded-index` part).
+     */
+    index?: VectorIndex;
   } = {},
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
   const wants = (s: EmbeddedService) => only === undefined || only.includes(s);
   const { config, tools: toolsConfig, choices } = await resolveEmbedded(parsed);
   const net = deps.fetch ? { fetch: deps.fetch } : {};
-  const index = await openIndex(
-    {
-      ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
-      language: config.SPARSE_LANGUAGE,
-    },
-    { log, ...net },
-  );
+  const owned = deps.index === undefined;
+  const index =
+    deps.index ??
+    (await openIndex(
+      {
+        ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
+        language: config.SPARSE_LANGUAGE,
+      },
+      { log, ...net },
+    ));
   // Parts close in reverse order: the index, listed first, closes after everything that uses it.
   const shared: ServicePart = {
     name: 'embedded-index',
@@ -97,7 +105,7 @@ export async function composeServices(
     close: () => index.close(),
   };
   try {
-    const parts: ServicePart[] = [shared];
+    const parts: ServicePart[] = owned ? [shared] : [];
     let ingest: IngestPart | undefined;
     if (wants('ingest')) {
       const { createIngestPart } = await import('../ingest/part.js');
@@ -159,7 +167,7 @@ export async function composeServices(
     }
     return { parts, ingest, index, config, choices };
   } catch (err) {
-    await index.close().catch(() => undefined);
+    if (owned) await index.close().catch(() => undefined);
     throw err;
   }
 }
