@@ -87,18 +87,7 @@ export async function inBatches(
       for (const f of end.files) settle(f);
     } catch (err) {
       if (o.signal.aborted) return;
-      const e = err as { message?: unknown; code?: unknown };
-      for (const p of byIndex.values()) {
-        o.record({
-          file: p.file.relative,
-          file_id: p.fileId,
-          ok: false,
-          chunks: 0,
-          ms: Math.round(performance.now() - p.started),
-          error: String(e.message ?? err),
-          ...(typeof e.code === 'string' ? { code: e.code } : {}),
-        });
-      }
+      failAll(o, byIndex.values(), err);
       byIndex.clear();
     }
     for (const p of byIndex.values()) recordFile(p, batchId, undefined);
@@ -171,18 +160,7 @@ export async function inBatches(
         batch = await o.client.submitBatch(group.map((p) => argsOf(o, p.file, p.fileId)));
       } catch (err) {
         if (o.signal.aborted) break;
-        const e = err as { message?: unknown; code?: unknown };
-        for (const p of group) {
-          o.record({
-            file: p.file.relative,
-            file_id: p.fileId,
-            ok: false,
-            chunks: 0,
-            ms: Math.round(performance.now() - p.started),
-            error: String(e.message ?? err),
-            ...(typeof e.code === 'string' ? { code: e.code } : {}),
-          });
-        }
+        failAll(o, group, err);
         continue;
       }
       if (!batch) {
@@ -217,7 +195,24 @@ async function hashOf(path: string, bytes: number): Promise<string> {
     .digest('hex');
 }
 
-function argsOf(o: JobIngestOptions, file: FoundFile, fileId: string) {
+/** Records each of `files` as failed with `err` (its message and code). */
+function failAll(o: JobIngestOptions, files: Iterable<Planned>, err: unknown): void {
+  const e = err as { message?: unknown; code?: unknown };
+  for (const p of files) {
+    o.record({
+      file: p.file.relative,
+      file_id: p.fileId,
+      ok: false,
+      chunks: 0,
+      ms: Math.round(performance.now() - p.started),
+      error: String(e.message ?? err),
+      ...(typeof e.code === 'string' ? { code: e.code } : {}),
+    });
+  }
+}
+
+/** What one file is sent as (`IngestArgs`), named by its path as the local CLI names it. */
+export function argsOf(o: Pick<JobIngestOptions, 'collection' | 'userId'>, file: FoundFile, fileId: string) {
   return {
     path: file.path,
     fileId,

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { contentHash } from '../embedded/file-ingest.js';
 import { fileIdFor } from '../index/identifiers.js';
-import { inBatches } from './job-batches.js';
+import { argsOf, inBatches } from './job-batches.js';
 import type { JobClient } from './job-client.js';
 import type { FileOutcome } from './progress.js';
 import type { FoundFile } from './walk.js';
@@ -104,15 +104,7 @@ export async function ingestWithJobs(o: JobIngestOptions): Promise<{ skipped: nu
       // A job of this content submitted by an interrupted run: follow it rather than submit again.
       let job = !o.force && known?.sha256 === sha256 ? await o.client.get(known.job_id) : undefined;
       if (!job || job.state === 'failed' || job.state === 'cancelled') {
-        job = await o.client.submit({
-          path: file.path,
-          fileId,
-          filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
-          collection: o.collection,
-          userId: o.userId,
-          source: file.relative,
-          legacy: file.legacy,
-        });
+        job = await o.client.submit(argsOf(o, file, fileId));
         manifest.files[fileId] = { sha256, job_id: job.job_id, done: false };
         saveSoon();
       }

@@ -1,7 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { type Job as BullJob, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
-import { KildeError } from '../../errors.js';
+import { type Job as BullJob, type Queue, type QueueEvents, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
 import {
   type BatchFileRecord,
   type BatchHandler,
@@ -13,7 +12,14 @@ import {
   initialFiles,
   type JobBatch,
 } from './batch.js';
-import { apiOptions, type BullQueueSettings, blockingOptions, redisCall } from './bullmq-queue.js';
+import {
+  type BullQueueSettings,
+  blockingOptions,
+  connectRedis,
+  followQueue,
+  openQueue,
+  redisCall,
+} from './bullmq-queue.js';
 import { describeJobFailure, type JobError, jobErrorOf, retryableJobFailure } from './job.js';
 
 const QUEUE = 'ingest-batch';
@@ -52,55 +58,16 @@ export class BullBatchQueue implements BatchQueue {
   ) {
     this.#prefix = s.prefix ?? 'kilde';
     this.#redis = redis;
-    this.#queue = new Queue<BatchPayload, void, string>(QUEUE, {
-      connection: redis,
-      prefix: this.#prefix,
-      defaultJobOptions: {
-        attempts: s.maxAttempts,
-        backoff: { type: 'exponential', delay: s.backoffMs },
-        removeOnComplete: { count: s.history },
-        removeOnFail: { count: s.history },
-      },
-    });
-    this.#queue.on('error', (err) => s.log.warn({ err: err.message }, 'batch queue: redis error'));
+    this.#queue = openQueue<BatchPayload, void>(QUEUE, s, redis, this.#prefix);
     this.#events.setMaxListeners(0);
   }
 
   static async open(s: BullBatchSettings): Promise<BullBatchQueue> {
-    const redis = new Redis(s.url, { ...apiOptions(), lazyConnect: true });
-    redis.on('error', (err: Error) =>
-      s.log.warn({ err: err.message }, 'batch queue: redis connection error'),
-    );
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (err) {
-      redis.disconnect();
-      throw new KildeError(
-        'JOBS_UNAVAILABLE',
-        'Redis (REDIS_URL) is unreachable: the job queue cannot start',
-        {
-          cause: err,
-        },
-      );
-    }
-    const q = new BullBatchQueue(s, redis);
-    q.#queueEvents = new QueueEvents(QUEUE, { connection: blockingOptions(s.url), prefix: q.#prefix });
-    q.#queueEvents.on('error', (err) => s.log.warn({ err: err.message }, 'batch events: redis error'));
-    for (const name of [
-      'waiting',
-      'active',
-      'progress',
-      'completed',
-      'failed',
-      'delayed',
-      'stalled',
-    ] as const) {
-      q.#queueEvents.on(name, (args: { jobId: string }) => q.#events.emit('change', args.jobId));
-    }
-    for (const name of ['completed', 'failed'] as const) {
-      q.#queueEvents.on(name, (args: { jobId: string }) => void q.#releaseEnded(args.jobId));
-    }
+    const q = new BullBatchQueue(s, await connectRedis(s.url, s.log));
+    q.#queueEvents = followQueue(QUEUE, s, q.#prefix, {
+      changed: (id) => q.#events.emit('change', id),
+      ended: (id) => void q.#releaseEnded(id),
+    });
     await Promise.all([q.#queue.waitUntilReady(), q.#queueEvents.waitUntilReady()]);
     return q;
   }

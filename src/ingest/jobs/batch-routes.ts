@@ -7,6 +7,7 @@ import { multipartForm, type RouteDocs } from '../../http/openapi.js';
 import type { IngestTarget } from '../request.js';
 import { type BatchPayload, type BatchQueue, batchSchema, isBatchTerminal, type JobBatch } from './batch.js';
 import { type BatchLimits, batchFieldsSchema, type ReceivedEntry, receiveBatch } from './batch-receive.js';
+import { streamEvents } from './event-stream.js';
 import { jobErrorOf } from './job.js';
 import { spoolDir } from './runner.js';
 
@@ -121,72 +122,36 @@ export function registerBatchRoutes(app: KildeApp, ctx: PartContext, deps: Batch
       const id = request.params.batch_id;
       const first = await queue.get(id);
       if (!first) throw batchNotFound(id);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        'x-request-id': String(request.id),
-      });
-      let ended = false;
-      let chain = Promise.resolve();
-      let seen: string[] = [];
+      let seen: string[] | undefined;
       let lastState = '';
-      const end = () => {
-        if (ended) return;
-        ended = true;
-        unsubscribe();
-        clearInterval(keepAlive);
-        res.end();
-      };
-      const send = (batch: JobBatch | undefined) => {
-        if (ended) return;
-        if (!batch) return end();
-        const files = batch.files.map((f) => JSON.stringify(f));
-        if (seen.length === 0) res.write(`event: batch\ndata: ${JSON.stringify(batch)}\n\n`);
-        else {
-          const changed = files.filter((f, i) => f !== seen[i]);
-          if (changed.length > 0) res.write(changed.map((f) => `event: file\ndata: ${f}\n\n`).join(''));
-          if (isBatchTerminal(batch.state) || batch.state !== lastState) {
-            const { files: _, ...head } = batch;
-            res.write(
-              isBatchTerminal(batch.state)
-                ? `event: batch\ndata: ${JSON.stringify(batch)}\n\n`
-                : `event: state\ndata: ${JSON.stringify(head)}\n\n`,
-            );
+      streamEvents(request, reply, deps.keepAliveMs ?? 15_000, {
+        id,
+        first,
+        read: () => queue.get(id),
+        subscribe: (fn) => queue.subscribe(fn),
+        what: 'job batch',
+        render: (batch) => {
+          const files = batch.files.map((f) => JSON.stringify(f));
+          const ended = isBatchTerminal(batch.state);
+          let text = '';
+          if (!seen) text = `event: batch\ndata: ${JSON.stringify(batch)}\n\n`;
+          else {
+            const before = seen;
+            text = files
+              .filter((f, i) => f !== before[i])
+              .map((f) => `event: file\ndata: ${f}\n\n`)
+              .join('');
+            if (ended) text += `event: batch\ndata: ${JSON.stringify(batch)}\n\n`;
+            else if (batch.state !== lastState) {
+              const { files: _, ...head } = batch;
+              text += `event: state\ndata: ${JSON.stringify(head)}\n\n`;
+            }
           }
-        }
-        seen = files;
-        lastState = batch.state;
-        if (isBatchTerminal(batch.state)) end();
-      };
-      // Coalesced: one read for the changes that arrive while one is being sent.
-      let due = false;
-      const unsubscribe = queue.subscribe((changed) => {
-        if (changed !== id || ended || due) return;
-        due = true;
-        chain = chain
-          .then(() => {
-            due = false;
-            return queue.get(id);
-          })
-          .then(send, (err: unknown) => {
-            request.log.warn(
-              { err, batchId: id },
-              'job batch event stream: reading the batch failed; closing',
-            );
-            end();
-          });
+          seen = files;
+          lastState = batch.state;
+          return { text, end: ended };
+        },
       });
-      const keepAlive = setInterval(() => {
-        if (!ended) res.write(': keep-alive\n\n');
-      }, deps.keepAliveMs ?? 15_000);
-      keepAlive.unref();
-      res.on('close', end);
-      send(first);
-      chain = chain.then(() => queue.get(id)).then(send, () => end());
     },
   );
 }

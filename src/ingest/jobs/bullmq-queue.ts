@@ -74,59 +74,19 @@ export class BullJobQueue implements JobQueue {
     this.#redis = redis;
     redis.defineCommand('kildeJobRun', { numberOfKeys: 1, lua: CLAIM_RUN });
     redis.defineCommand('kildeJobCancel', { numberOfKeys: 1, lua: CLAIM_CANCEL });
-    this.#queue = new Queue<Data, IngestSuccessBody, string>(QUEUE, {
-      connection: redis,
-      prefix: this.#prefix,
-      defaultJobOptions: {
-        attempts: s.maxAttempts,
-        backoff: { type: 'exponential', delay: s.backoffMs },
-        removeOnComplete: { count: s.history },
-        removeOnFail: { count: s.history },
-      },
-    });
-    this.#queue.on('error', (err) => s.log.warn({ err: err.message }, 'job queue: redis error'));
+    this.#queue = openQueue<Data, IngestSuccessBody>(QUEUE, s, redis, this.#prefix);
     this.#events.setMaxListeners(0);
   }
 
   /** Connects (start-up fails when Redis does not answer, like the per-file lease) and listens for job events. */
   static async open(s: BullQueueSettings): Promise<BullJobQueue> {
-    const redis = new Redis(s.url, { ...apiOptions(), lazyConnect: true });
-    redis.on('error', (err: Error) => s.log.warn({ err: err.message }, 'job queue: redis connection error'));
-    try {
-      await redis.connect();
-      await redis.ping();
-    } catch (err) {
-      redis.disconnect();
-      throw new KildeError(
-        'JOBS_UNAVAILABLE',
-        'Redis (REDIS_URL) is unreachable: the job queue cannot start',
-        {
-          cause: err,
-        },
-      );
-    }
-    const q = new BullJobQueue(s, redis);
-    q.#queueEvents = new QueueEvents(QUEUE, {
-      connection: blockingOptions(s.url),
-      prefix: q.#prefix,
+    const q = new BullJobQueue(s, await connectRedis(s.url, s.log));
+    q.#queueEvents = followQueue(QUEUE, s, q.#prefix, {
+      changed: (id) => q.#events.emit('change', id),
+      // Every process also releases an upload when it learns from Redis that the job has ended: the
+      // worker that ran it may have missed its own event (its reply lost while Redis restarted).
+      ended: (id) => void q.#releaseEnded(id),
     });
-    q.#queueEvents.on('error', (err) => s.log.warn({ err: err.message }, 'job events: redis error'));
-    for (const name of [
-      'waiting',
-      'active',
-      'progress',
-      'completed',
-      'failed',
-      'delayed',
-      'stalled',
-    ] as const) {
-      q.#queueEvents.on(name, (args: { jobId: string }) => q.#events.emit('change', args.jobId));
-    }
-    // Every process also releases an upload when it learns from Redis that the job has ended: the
-    // worker that ran it may have missed its own event (its reply lost while Redis restarted).
-    for (const name of ['completed', 'failed'] as const) {
-      q.#queueEvents.on(name, (args: { jobId: string }) => void q.#releaseEnded(args.jobId));
-    }
     // Each connection finishes its set-up (BullMQ reads the server's version) before it can be
     // closed: closing one mid-way leaves a rejected promise inside BullMQ.
     await Promise.all([q.#queue.waitUntilReady(), q.#queueEvents.waitUntilReady()]);
@@ -347,6 +307,72 @@ export async function redisCall<T>(clock: Clock, what: string, fn: () => Promise
   } finally {
     timer?.cancel();
   }
+}
+
+/** BullMQ queue `name` on the API's connection: retries with back-off, a bounded history. */
+export function openQueue<D, R>(
+  name: string,
+  s: { maxAttempts: number; backoffMs: number; history: number; log: Logger },
+  redis: Redis,
+  prefix: string,
+): Queue<D, R, string> {
+  const queue = new Queue<D, R, string>(name, {
+    connection: redis,
+    prefix,
+    defaultJobOptions: {
+      attempts: s.maxAttempts,
+      backoff: { type: 'exponential', delay: s.backoffMs },
+      removeOnComplete: { count: s.history },
+      removeOnFail: { count: s.history },
+    },
+  });
+  queue.on('error', (err) => s.log.warn({ err: err.message, queue: name }, 'job queue: redis error'));
+  return queue;
+}
+
+/** The API's connection to Redis; JOBS_UNAVAILABLE when it does not answer (start-up then fails). */
+export async function connectRedis(url: string, log: Logger): Promise<Redis> {
+  const redis = new Redis(url, { ...apiOptions(), lazyConnect: true });
+  redis.on('error', (err: Error) => log.warn({ err: err.message }, 'job queue: redis connection error'));
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (err) {
+    redis.disconnect();
+    throw new KildeError('JOBS_UNAVAILABLE', 'Redis (REDIS_URL) is unreachable: the job queue cannot start', {
+      cause: err,
+    });
+  }
+  return redis;
+}
+
+/**
+ * The events of BullMQ queue `name` from every process: `changed` with the id of each job whose
+ * state or progress changed, `ended` once one has completed or failed.
+ */
+export function followQueue(
+  name: string,
+  s: { url: string; log: Logger },
+  prefix: string,
+  on: { changed(id: string): void; ended(id: string): void },
+): QueueEvents {
+  const events = new QueueEvents(name, { connection: blockingOptions(s.url), prefix });
+  events.on('error', (err) => s.log.warn({ err: err.message, queue: name }, 'job events: redis error'));
+  for (const kind of [
+    'waiting',
+    'active',
+    'progress',
+    'completed',
+    'failed',
+    'delayed',
+    'stalled',
+  ] as const) {
+    events.on(kind, (args: { jobId: string }) => on.changed(args.jobId));
+  }
+  for (const kind of ['completed', 'failed'] as const) {
+    events.on(kind, (args: { jobId: string }) => on.ended(args.jobId));
+  }
+  return events;
 }
 
 /** The API's connection: a command fails at once while Redis is down (no offline queue). */

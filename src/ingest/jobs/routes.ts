@@ -16,6 +16,7 @@ import {
   unknownFields,
 } from '../request.js';
 import { jobDocs } from '../route-docs.js';
+import { streamEvents } from './event-stream.js';
 import {
   isTerminal,
   JOB_STATES,
@@ -155,53 +156,20 @@ export function registerJobRoutes(app: KildeApp, ctx: PartContext, deps: JobRout
       const id = request.params.job_id;
       const first = await queue.get(id);
       if (!first) throw jobNotFound(id);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-        'x-request-id': String(request.id),
-      });
       let last = '';
-      let ended = false;
-      let chain = Promise.resolve();
-      const end = () => {
-        if (ended) return;
-        ended = true;
-        unsubscribe();
-        clearInterval(keepAlive);
-        res.end();
-      };
-      const send = (job: Job | undefined) => {
-        if (ended) return;
-        if (!job) return end();
-        const data = JSON.stringify(job);
-        if (data !== last) {
+      streamEvents(request, reply, deps.keepAliveMs ?? 15_000, {
+        id,
+        first,
+        read: () => queue.get(id),
+        subscribe: (fn) => queue.subscribe(fn),
+        what: 'job',
+        render: (job) => {
+          const data = JSON.stringify(job);
+          const text = data === last ? '' : `event: job\ndata: ${data}\n\n`;
           last = data;
-          res.write(`event: job\ndata: ${data}\n\n`);
-        }
-        if (isTerminal(job.state)) end();
-      };
-      // Re-read on every change of this job; reads are chained so events keep their order.
-      const unsubscribe = queue.subscribe((changed) => {
-        if (changed !== id || ended) return;
-        chain = chain
-          .then(() => queue.get(id))
-          .then(send, (err: unknown) => {
-            request.log.warn({ err, jobId: id }, 'job event stream: reading the job failed; closing');
-            end();
-          });
+          return { text, end: isTerminal(job.state) };
+        },
       });
-      const keepAlive = setInterval(() => {
-        if (!ended) res.write(': keep-alive\n\n');
-      }, deps.keepAliveMs ?? 15_000);
-      keepAlive.unref();
-      res.on('close', end);
-      // The state read after subscribing, so no change between the first read and the subscription is lost.
-      chain = chain.then(() => queue.get(id)).then(send, () => end());
-      send(first);
     },
   );
 }
