@@ -19,6 +19,17 @@ export function filesOf(filters: readonly IndexFilter[]): string[] | undefined {
   return files;
 }
 
+/**
+ * One SQL predicate for the rows any of the filters matches: 'false' when none can match anything,
+ * 'true' when one matches every row.
+ */
+export function whereAny(filters: readonly IndexFilter[]): string {
+  const predicates = filters.map((f) => filterToSql(f) ?? 'true').filter((p) => p !== 'false');
+  if (predicates.length === 0) return 'false';
+  if (predicates.includes('true')) return 'true';
+  return predicates.length === 1 ? predicates[0]! : predicates.map((p) => `(${p})`).join(' OR ');
+}
+
 export interface MoveContext {
   writer: TableWriter;
   maintenance: TableMaintenance;
@@ -36,13 +47,15 @@ export interface MoveContext {
 export async function moveRows(
   c: MoveContext,
   table: Table,
-  filter: IndexFilter,
+  filters: readonly IndexFilter[],
   collectionName: string,
 ): Promise<number> {
-  const where = filterToSql(filter);
-  if (where === undefined) throw new Error('refusing to move every point: moveTo needs a filter');
+  if (filters.some((f) => filterToSql(f) === undefined)) {
+    throw new Error('refusing to move every point: moveTo needs a filter');
+  }
+  const where = whereAny(filters);
   if (where === 'false') return 0;
-  if (filter.reserved === 'staging' && filter.fileId !== undefined) {
+  if (filters.every((f) => f.reserved === 'staging' && f.fileId !== undefined)) {
     const from = `"collection_name":${JSON.stringify(RESERVED_TENANTS.staging)}`;
     const to = `"collection_name":${JSON.stringify(collectionName)}`;
     const result = await c.writer.queue.run(() =>

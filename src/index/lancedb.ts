@@ -7,10 +7,9 @@ import { ConfigError } from '../config/parse.js';
 import { DENSE_VECTOR, type IndexFilter, type IndexPoint, type SearchHit } from './contract.js';
 import { lastById } from './lancedb-batch.js';
 import { defaultCacheMb, type LanceCacheMb } from './lancedb-cache.js';
-import { filterToSql } from './lancedb-filter.js';
 import { CommitJournal, type CommitRows } from './lancedb-journal.js';
 import { TableMaintenance } from './lancedb-maintenance.js';
-import { filesOf, moveRows } from './lancedb-move.js';
+import { filesOf, moveRows, whereAny } from './lancedb-move.js';
 import { DEFAULT_COMMIT_WINDOW_MS, keepVersionsMs, type LanceIndexOptions } from './lancedb-options.js';
 import { PresenceProbe } from './lancedb-presence.js';
 import {
@@ -227,9 +226,8 @@ class LanceIndex implements VectorIndex {
 
   async deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {
     const filters = filterList(filter);
-    const predicates = filters.map((f) => filterToSql(f) ?? 'true').filter((p) => p !== 'false');
-    if (predicates.length === 0) return 0;
-    const where = predicates.length === 1 ? predicates[0]! : predicates.map((p) => `(${p})`).join(' OR ');
+    const where = whereAny(filters);
+    if (where === 'false') return 0;
     const fileIds = new Set(filters.map((f) => f.fileId));
     const fileId = fileIds.size === 1 ? [...fileIds][0] : undefined;
     const table = await this.requireTable(filesOf(filters));
@@ -239,17 +237,19 @@ class LanceIndex implements VectorIndex {
     return outcome.rows;
   }
 
-  async count(filter: IndexFilter): Promise<number> {
-    const where = filterToSql(filter);
+  async count(filter: IndexFilter | readonly IndexFilter[]): Promise<number> {
+    const filters = filterList(filter);
+    const where = whereAny(filters);
     if (where === 'false') return 0;
-    const table = await this.requireTable(filesOf([filter]));
-    return where === undefined ? table.countRows() : table.countRows(where);
+    const table = await this.requireTable(filesOf(filters));
+    return where === 'true' ? table.countRows() : table.countRows(where);
   }
 
-  async moveTo(filter: IndexFilter, collectionName: string): Promise<number> {
-    const table = await this.requireTable(filesOf([filter]));
+  async moveTo(filter: IndexFilter | readonly IndexFilter[], collectionName: string): Promise<number> {
+    const filters = filterList(filter);
+    const table = await this.requireTable(filesOf(filters));
     const { writer, maintenance, exec, denseDim, layout } = this;
-    return moveRows({ writer, maintenance, exec, denseDim, layout }, table, filter, collectionName);
+    return moveRows({ writer, maintenance, exec, denseDim, layout }, table, filters, collectionName);
   }
 
   /** One column scan of the chunks' tenant key (the embedded index is one machine's corpus). */

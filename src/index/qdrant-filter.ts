@@ -68,3 +68,18 @@ export function toQdrantFilter(f: IndexFilter): Filter | undefined {
 function unique(values: readonly string[]): string[] {
   return [...new Set(values)];
 }
+
+/**
+ * One filter matching any of `filters` (a `should` of them), or undefined when none can match
+ * anything. Every filter must narrow: one that would match every point throws `refusal`.
+ */
+export function anyOf(filters: readonly IndexFilter[], refusal: string): Filter | undefined {
+  const parts: Filter[] = [];
+  for (const one of filters) {
+    const f = toQdrantFilter(one);
+    if (!f) throw new Error(refusal);
+    if (!matchesNothing(one)) parts.push(f);
+  }
+  if (parts.length === 0) return undefined;
+  return parts.length === 1 ? parts[0]! : { should: parts };
+}

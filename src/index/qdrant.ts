@@ -18,7 +18,7 @@ import {
   missingPayloadIndexes,
   type QdrantCollectionInfo,
 } from './qdrant-collection.js';
-import { matchesNothing, toQdrantFilter } from './qdrant-filter.js';
+import { anyOf, matchesNothing, toQdrantFilter } from './qdrant-filter.js';
 import { createQdrantHttp, type QdrantCall } from './qdrant-http.js';
 import {
   checkDense,
@@ -114,10 +114,14 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     return res.count;
   }
 
-  async function count(given: IndexFilter): Promise<number> {
-    const filter = await resolveSourcePrefix(given);
-    if (matchesNothing(filter)) return 0;
-    return countMatching(toQdrantFilter(filter));
+  async function count(given: IndexFilter | readonly IndexFilter[]): Promise<number> {
+    const filters = (await Promise.all(filterList(given).map(resolveSourcePrefix))).filter(
+      (f) => !matchesNothing(f),
+    );
+    if (filters.length === 0) return 0;
+    const parts = filters.map(toQdrantFilter);
+    if (parts.some((f) => f === undefined)) return countMatching(undefined);
+    return countMatching(parts.length === 1 ? parts[0] : { should: parts as Schemas['Filter'][] });
   }
 
   async function searchLexical(q: HybridQuery, given: IndexFilter, limit: number) {
@@ -210,15 +214,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     },
 
     async deleteWhere(filter) {
-      const filters = filterList(filter);
-      const parts: Schemas['Filter'][] = [];
-      for (const one of filters) {
-        const f = toQdrantFilter(one);
-        if (!f) throw new Error('refusing to delete every point: deleteWhere needs a filter');
-        if (!matchesNothing(one)) parts.push(f);
-      }
-      if (parts.length === 0) return 0;
-      const f: Schemas['Filter'] = parts.length === 1 ? parts[0]! : { should: parts };
+      const f = anyOf(filterList(filter), 'refusing to delete every point: deleteWhere needs a filter');
+      if (!f) return 0;
       // Qdrant's delete answers no count; counting first is exact unless a writer races us.
       const n = await countMatching(f);
       if (n === 0) return 0;
@@ -230,9 +227,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
     count,
 
     async moveTo(filter, collectionName, options = {}) {
-      const f = toQdrantFilter(filter);
-      if (!f) throw new Error('refusing to move every point: moveTo needs a filter');
-      if (matchesNothing(filter)) return 0;
+      const f = anyOf(filterList(filter), 'refusing to move every point: moveTo needs a filter');
+      if (!f) return 0;
       // `set_payload` answers no count: one request more, unless the caller counts afterwards.
       const n = options.counted === false ? 0 : await countMatching(f);
       if (n === 0 && options.counted !== false) return 0;

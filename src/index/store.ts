@@ -89,14 +89,19 @@ export interface PointStore {
    * commit, one Qdrant request); returns how many were deleted.
    */
   deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
-  count(filter: IndexFilter): Promise<number>;
+  /** Points matching the filter, or any of the filters (one request). */
+  count(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
   /**
-   * Moves every point matching the filter to another tenant (`meta.collection_name`) in one
+   * Moves every point matching the filter, or any of the filters, to another tenant (`meta.collection_name`) in one
    * operation (one Qdrant `set_payload`, one LanceDB commit): readers filtering on collection names
    * see all of them move at once. Returns how many matched; with `counted: false` the caller counts
    * afterwards itself, and a store that needs a request of its own to count (Qdrant) answers 0.
    */
-  moveTo(filter: IndexFilter, collectionName: string, options?: { counted?: boolean }): Promise<number>;
+  moveTo(
+    filter: IndexFilter | readonly IndexFilter[],
+    collectionName: string,
+    options?: { counted?: boolean },
+  ): Promise<number>;
   /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
   scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
   /**

@@ -2,6 +2,7 @@ import type { IndexFilter, IndexPoint } from '../index/contract.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
 import type { PointStore, Presence } from '../index/store.js';
 import { committedRecord } from './ledger.js';
+import { writeTogether } from './write-together.js';
 
 /**
  * The two writes of a version, over any `PointStore` (publish.ts drives them): a batch staged
@@ -81,7 +82,9 @@ export async function stageVersion(store: PointStore, b: StagedBatch): Promise<v
  */
 export async function writeVersion(store: PointStore, v: VersionWrite): Promise<{ writing: boolean }> {
   v.signal?.throwIfAborted();
-  if (!store.atomicUpsert || (v.staged ?? 0) > 0) return stageAndMove(store, v);
+  if ((v.staged ?? 0) > 0) return stageAndMove(store, v);
+  // Versions written at once share their requests (write-together.ts).
+  if (!store.atomicUpsert) return writeTogether(store, v, stageAndMove);
   // The versions written in one pass (or by concurrent requests) ask together where the store
   // shares one read among them (lancedb-presence.ts); their upserts are group-committed.
   const found = await presenceOf(store, v);

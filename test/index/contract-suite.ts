@@ -496,8 +496,15 @@ export function runVectorIndexContract(
       );
       await index.upsert(staged);
       expect(await index.count({ fileId: 'file-staged', collectionNames: ['alpha'] })).toBe(0);
+      await index.upsert([
+        point(RESERVED_TENANTS.staging, 'file-staged-2', 'v1', 0, 'two', { dense: [1, 0, 0, 0] }),
+      ]);
       const filter = { fileId: 'file-staged', ingestVersion: 'v1', reserved: 'staging' as const };
-      await index.moveTo(filter, 'alpha', { counted: false });
+      const other = { ...filter, fileId: 'file-staged-2' };
+      expect(await index.count([filter, other, { collectionNames: [] }])).toBe(4);
+      await index.moveTo([filter, other], 'alpha', { counted: false });
+      expect(await index.count([{ fileId: 'file-staged-2', collectionNames: ['alpha'] }])).toBe(1);
+      await index.deleteWhere({ fileId: 'file-staged-2' });
       expect(await index.count({ fileId: 'file-staged', collectionNames: ['alpha'] })).toBe(3);
       expect(await index.count({ reserved: 'staging' })).toBe(0);
       const page = await index.scroll({ fileId: 'file-staged', collectionNames: ['alpha'] }, { limit: 10 });

@@ -292,7 +292,8 @@ describe('service-level faults on the real LanceDB index', () => {
       },
       moveTo: {
         value: async (...a: Parameters<VectorIndex['moveTo']>) => {
-          if (a[0].reserved === 'staging') published.push(batches.reduce((x, y) => x + y, 0));
+          if (filterList(a[0]).some((f) => f.reserved === 'staging'))
+            published.push(batches.reduce((x, y) => x + y, 0));
           return parts.index.moveTo(...a);
         },
       },

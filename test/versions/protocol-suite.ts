@@ -196,6 +196,36 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       expect(hits.filter((h) => h.meta.ingest_version === 'v2')).toHaveLength(5);
     });
 
+    it('writes the versions of many files at once, each whole; an aborted one fails alone', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      await index.upsert([point('alpha', 'many-0', 'v0', 0, 'older', { dense: [1, 0, 0, 0] })]);
+      const stopped = new AbortController();
+      stopped.abort();
+      const versions = Array.from({ length: 6 }, (_, k) => {
+        const points = Array.from({ length: k + 1 }, (_, s) =>
+          point(k % 2 === 0 ? 'alpha' : 'beta', `many-${k}`, 'v1', s, `many ${k} ${s}`, {
+            dense: [0, 1, 0, 0],
+          }),
+        );
+        const v = { ...versionOf(`many-${k}`, 'v1', points), collectionName: k % 2 === 0 ? 'alpha' : 'beta' };
+        return k === 5 ? { ...v, signal: stopped.signal } : v;
+      });
+      const outcomes = await Promise.allSettled(versions.map((v) => writeVersion(index, v)));
+      expect(outcomes.map((o) => o.status)).toEqual([...Array(5).fill('fulfilled'), 'rejected']);
+      for (const [k, v] of versions.entries()) {
+        const visible = await index.count({
+          fileId: v.fileId,
+          ingestVersion: 'v1',
+          collectionNames: [v.collectionName],
+        });
+        expect(visible).toBe(k === 5 ? 0 : k + 1);
+      }
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ reserved: 'committed' })).toBe(5);
+      // The older version beside the new one is the caller's to retire.
+      expect(await index.count({ fileId: 'many-0', collectionNames: ['alpha'] })).toBe(2);
+    });
+
     it('stops before anything becomes visible when the write is aborted', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       const controller = new AbortController();
