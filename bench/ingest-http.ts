@@ -16,12 +16,12 @@
  * ≤ 50 versions per 1,000 uploads) and `kilde ingest --url` against LangChain.js per file and against
  * the local CLI (target ≥ 0.9× its throughput). Asserts nothing.
  *
- * Usage: npm run bench:ingest-http [-- --quick] [-- --files 1000 --put 1,4|none --url-concurrency 8 --rounds 2 --no-langchain --no-build]
+ * Usage: npm run bench:ingest-http [-- --quick] [-- --files 1000 --put 1,4|none --url-concurrency 8 --rounds 2 --no-langchain --no-build --sets small,mixed,pdf --pages 300]
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { writeIngestSets } from './lib/ingest-sets.js';
@@ -38,6 +38,9 @@ const { values } = parseArgs({
     'no-langchain': { type: 'boolean', default: false },
     /** Use dist/ as built (another change in the tree may not compile right now). */
     'no-build': { type: 'boolean', default: false },
+    /** Also the mixed documents and a large PDF (`--url` against the local CLI only): `small,mixed,pdf`. */
+    sets: { type: 'string', default: 'small' },
+    pages: { type: 'string', default: '300' },
   },
 });
 // --quick: 300 files, one round.
@@ -68,6 +71,15 @@ const median = (xs: number[]) => {
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
 
 try {
+  const SETS = values.sets.split(',');
+  if (SETS.includes('small')) await smallFiles();
+  for (const key of SETS.filter((k) => k !== 'small')) await otherSet(key as 'mixed' | 'pdf');
+  console.log(`load average at the end ${load()}`);
+} finally {
+  await rm(work, { recursive: true, force: true });
+}
+
+async function smallFiles() {
   const [set] = await writeIngestSets(work, { files: FILES, pages: 0, keys: ['small'] });
   const files = set!.files;
   const dir = dirname(files[0]!);
@@ -155,7 +167,28 @@ try {
       `CPU of server and client together ${median(jobRuns.map((x) => x.cpu + x.clientCpu)).toFixed(2)} s against the CLI's ${median(localRuns.map((x) => x.cpu)).toFixed(2)} s ` +
       `(${(median(localRuns.map((x) => x.cpu)) / median(jobRuns.map((x) => x.cpu + x.clientCpu))).toFixed(2)}×)`,
   );
-  console.log(`load average at the end ${load()}`);
-} finally {
-  await rm(work, { recursive: true, force: true });
+}
+
+/**
+ * `kilde ingest --url` (job batches) against the local `kilde ingest` on the mixed documents or a
+ * large PDF: time, and the CPU of the server and the client together against the CLI's.
+ */
+async function otherSet(key: 'mixed' | 'pdf') {
+  const [set] = await writeIngestSets(work, { files: 0, pages: Number(values.pages), keys: [key] });
+  const dir = join(work, `${key}-files`);
+  await mkdir(dir, { recursive: true });
+  for (const f of set!.files) await copyFile(f, join(dir, basename(f)));
+  const runs: { local: HttpRun[]; url: HttpRun[] } = { local: [], url: [] };
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? (['local', 'url'] as const) : (['url', 'local'] as const);
+    for (const v of order)
+      runs[v].push(await (v === 'local' ? local(work, dir) : overJobs(work, dir, URL_C)));
+  }
+  const sec = (xs: HttpRun[]) => median(xs.map((x) => x.seconds));
+  const cpu = (xs: HttpRun[], client: boolean) => median(xs.map((x) => x.cpu + (client ? x.clientCpu : 0)));
+  console.log(
+    `${set!.name}: local ${sec(runs.local).toFixed(2)} s (CPU ${cpu(runs.local, false).toFixed(2)} s, peak ${mib(Math.max(...runs.local.map((x) => x.peakRss)))}); ` +
+      `--url ${sec(runs.url).toFixed(2)} s (server and client CPU ${cpu(runs.url, true).toFixed(2)} s, server peak ${mib(Math.max(...runs.url.map((x) => x.peakRss)))}): ` +
+      `${(sec(runs.local) / sec(runs.url)).toFixed(2)}× the local CLI's throughput (target ≥ 0.9), CPU ${(cpu(runs.local, false) / cpu(runs.url, true)).toFixed(2)}×; load ${load()}`,
+  );
 }
