@@ -18,11 +18,12 @@ import { DEFAULT_PASS_FILES, passesOf } from './passes.js';
 import { createProgress } from './progress.js';
 import { type FoundFile, findFiles } from './walk.js';
 
-/* `kilde ingest`: local passes of many files, or one job per file on a server (`--url`). */
+/* `kilde ingest`: local passes of many files, or job batches on a server (`--url`). */
 
 /**
- * `kilde ingest … --url`: one job per file on the server, followed through its events; Ctrl-C stops
- * following (the server keeps running what was submitted) and the same command resumes.
+ * `kilde ingest … --url`: job batches on the server (one job per file on one without them), followed
+ * through their events; Ctrl-C stops following (the server keeps running what was submitted) and the
+ * same command resumes.
  */
 async function ingestJobs(
   io: CliIo,
@@ -85,7 +86,12 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
       .requiredOption('-c, --collection <name>', 'collection name', collection)
       .option('--engine <engine>', 'extraction engine (local only; default EXTRACTION_ENGINE)')
       // 8: enough for the server's group commit to merge the writes of small files (~7x 2's files/s)
-      .option('--concurrency <n>', 'with --url: files in flight', positiveInt('--concurrency', 64), 8)
+      .option(
+        '--concurrency <n>',
+        'with --url against a server without job batches: files in flight',
+        positiveInt('--concurrency', 64),
+        8,
+      )
       .option(
         '--batch <n>',
         'local: most files per pipeline pass (one chunking task, one embedding call, one commit); files over 1 MiB go alone',
