@@ -5,6 +5,7 @@ import type { Lease } from './lease.js';
 import { committedTimes, everything, ledgerEntry, type VersionScope } from './ledger.js';
 import { type FencedRetire, type RetireOptions, retireFenced, retireWithRetry } from './retire.js';
 import { stageVersion, writeVersion } from './write.js';
+import { retireTogether } from './write-together.js';
 
 /**
  * Crash-consistent versioned replace: re-ingesting a `file_id` never leaves it half written, not
@@ -123,7 +124,14 @@ export async function commitVersion(
   // A first version (LanceDB) has no other version to retire and left no `writing` entry.
   if (!written.writing) return;
   try {
-    const retired = await retireWithRetry(index, scope, retireOptions);
+    // Deleted, not kept, from a store that writes in parts (Qdrant): with the others of this turn.
+    const together = !index.atomicUpsert && keep <= 0;
+    const retired = together
+      ? await retireTogether(index, scope).catch((err: unknown) => {
+          o.log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
+          return retireTogether(index, scope);
+        })
+      : await retireWithRetry(index, scope, retireOptions);
     o.log.debug({ ...scope, retired }, 'retired previous versions');
   } catch (err) {
     o.log.warn(

@@ -1,6 +1,7 @@
 import type { IndexFilter, IndexPoint } from '../index/contract.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
 import type { PointStore } from '../index/store.js';
+import { others, type VersionScope, writingEntryOf } from './ledger.js';
 import type { VersionWrite } from './write.js';
 
 /**
@@ -14,7 +15,7 @@ import type { VersionWrite } from './write.js';
  * A failure before anything moved is retried file by file (`alone`), so one file's bad point fails
  * only that file; a failure after a move fails every file of the group, each of which then deletes
  * its own version (the previous one stays). A count short of the total is resolved by counting file
- * by file.
+ * by file. Their retirements go together too (`retireTogether`).
  */
 type Alone = (store: PointStore, v: VersionWrite) => Promise<{ writing: boolean }>;
 
@@ -96,4 +97,26 @@ async function publishGroup(store: PointStore, all: Waiting[], alone: Alone): Pr
   } catch (err) {
     for (const w of group) w.reject(err);
   }
+}
+
+const retiring = new WeakMap<PointStore, { scopes: VersionScope[]; deleted: Promise<number> }>();
+
+/**
+ * The retirement of versions committed in the same turn (unfenced, none kept: retire.ts's delete),
+ * as one delete of every file's other versions and `writing` entry. Resolves with the points the
+ * delete removed, the other files' included.
+ */
+export function retireTogether(store: PointStore, scope: VersionScope): Promise<number> {
+  let group = retiring.get(store);
+  if (!group) {
+    const scopes: VersionScope[] = [];
+    const deleted = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      retiring.delete(store);
+      return store.deleteWhere(scopes.flatMap((s) => [others(s), writingEntryOf(s)]));
+    });
+    group = { scopes, deleted };
+    retiring.set(store, group);
+  }
+  group.scopes.push(scope);
+  return group.deleted;
 }

@@ -1,6 +1,8 @@
+import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { RESERVED_TENANTS, type ReservedTenant } from '../../src/index/reserved.js';
+import { commitVersion } from '../../src/versions/publish.js';
 import { stageVersion, type VersionWrite, writeVersion } from '../../src/versions/write.js';
 import { indexOpener, type MakeIndex } from '../index/contract-suite.js';
 
@@ -224,6 +226,30 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
       expect(await index.count({ reserved: 'committed' })).toBe(5);
       // The older version beside the new one is the caller's to retire.
       expect(await index.count({ fileId: 'many-0', collectionNames: ['alpha'] })).toBe(2);
+    });
+
+    it('commits new versions of many files at once and retires every older one', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const files = Array.from({ length: 5 }, (_, k) => `pass-${k}`);
+      const commitAll = (version: string) =>
+        Promise.all(
+          files.map((f) => {
+            const points = [0, 1].map((s) =>
+              point('alpha', f, version, s, `${version} ${s}`, { dense: [1, 0, 0, 0] }),
+            );
+            const scope = { fileId: f, collectionName: 'alpha', version };
+            return commitVersion(index, scope, points, { log: pino({ level: 'silent' }), now: () => 1 });
+          }),
+        );
+      await commitAll('v1');
+      await commitAll('v2');
+      for (const f of files) {
+        const page = await index.scroll({ fileId: f, collectionNames: ['alpha'] }, { limit: 10 });
+        expect(page.points.map((p) => p.meta.ingest_version)).toEqual(['v2', 'v2']);
+      }
+      expect(await index.count({ reserved: 'writing' })).toBe(0);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      expect(await index.count({ reserved: 'committed' })).toBe(5);
     });
 
     it('stops before anything becomes visible when the write is aborted', async () => {
