@@ -52,20 +52,14 @@ export async function receiveMultipart(
       if (next.done) break;
       const part = next.value;
       if (part.type === 'field') {
-        if (part.fieldname in fields) throw invalid(`Invalid request: field ${part.fieldname} given twice`);
-        if (typeof part.value !== 'string')
-          throw invalid(`Invalid request: field ${part.fieldname} must be text`);
-        fields[part.fieldname] = part.value;
+        addField(fields, part);
         continue;
       }
       if (part.fieldname !== 'file') {
         // A file part Kilde does not know is skipped like an unknown field.
         ignored.push(part.fieldname);
         streaming = part.file;
-        part.file.resume();
-        // `finished` also settles when the part fails (a body cut short): waiting for 'end' alone
-        // hung such a request forever.
-        await finished(part.file);
+        await skipPart(part.file);
         continue;
       }
       if (file) throw invalid('Invalid request: exactly one file part is allowed');
@@ -99,6 +93,22 @@ export async function receiveMultipart(
   }
   if (!file) throw invalid('Invalid request: the multipart body has no "file" part');
   return { fields, file, ignoredParts: ignored };
+}
+
+/** A text field of a multipart body into `fields`: named once, and text (400 otherwise). */
+export function addField(fields: Record<string, string>, part: { fieldname: string; value: unknown }): void {
+  if (part.fieldname in fields) throw invalid(`Invalid request: field ${part.fieldname} given twice`);
+  if (typeof part.value !== 'string') throw invalid(`Invalid request: field ${part.fieldname} must be text`);
+  fields[part.fieldname] = part.value;
+}
+
+/**
+ * Reads a file part to its end without keeping it. `finished` also settles when the part fails (a
+ * body cut short): waiting for 'end' alone hung such a request forever.
+ */
+export async function skipPart(file: NodeJS.ReadableStream): Promise<void> {
+  file.resume();
+  await finished(file);
 }
 
 /**

@@ -2,11 +2,11 @@ import { once } from 'node:events';
 import { createWriteStream, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { finished } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { KildeError } from '../../errors.js';
 import { tooLarge } from '../byte-limit.js';
+import { addField, skipPart } from '../multipart.js';
 import {
   checkCollection,
   checkFileName,
@@ -88,16 +88,12 @@ export async function receiveBatch(
     for await (const part of parts) {
       if (part.type === 'field') {
         if (shared) throw invalid(`Invalid request: field ${part.fieldname} comes after a file part`);
-        if (part.fieldname in fields) throw invalid(`Invalid request: field ${part.fieldname} given twice`);
-        if (typeof part.value !== 'string')
-          throw invalid(`Invalid request: field ${part.fieldname} must be text`);
-        fields[part.fieldname] = part.value;
+        addField(fields, part);
         continue;
       }
       if (part.fieldname !== 'file') {
         ignored.push(part.fieldname);
-        part.file.resume();
-        await finished(part.file);
+        await skipPart(part.file);
         continue;
       }
       // The first file: the batch's own fields are judged before a byte is stored.
@@ -127,8 +123,7 @@ export async function receiveBatch(
         target = parseFormIngest({ ...shared, ...own }, partName);
         checkCollection(target);
       } catch (err) {
-        part.file.resume();
-        await finished(part.file);
+        await skipPart(part.file);
         out.push({ name, fileId: '', error: refusal(err) });
         continue;
       }
