@@ -201,11 +201,13 @@ const KEEP_STOP_WORDS: Readonly<Record<Bm25Language, boolean>> = {
  * Words that ask rather than say what is asked about, left out of a query (its text is rewritten
  * before analysis, so its sparse vector is fastembed's vector of the rewritten text). English
  * question words are NLTK stop words already; Danish ones mostly are not ("hvilken", "hvem",
- * "hvornår"), and "følgende" is the multiple-choice phrasing ("Hvilket af følgende …").
+ * "hvornår", "hvad", "hvor"), and "følgende" is the multiple-choice phrasing ("Hvilket af følgende …").
  */
 const QUESTION_WORDS: Readonly<Record<Bm25Language, ReadonlySet<string>>> = {
   english: new Set(),
   danish: new Set([
+    'hvad',
+    'hvor',
     'hvilken',
     'hvilket',
     'hvilke',

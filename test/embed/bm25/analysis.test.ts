@@ -132,6 +132,9 @@ describe('LexicalAnalyzer', () => {
     expect(q.terms).not.toContain('hvilk');
     expect(withoutQuestionWords('Hvem? Hvornår?', 'danish')).toBe('Hvem? Hvornår?');
     expect(withoutQuestionWords('Hvilket af følgende partier', 'danish')).toBe('  af   partier');
+    expect(withoutQuestionWords('Hvad hedder partiet, og hvor ligger det?', 'danish')).toBe(
+      '  hedder partiet, og   ligger det?',
+    );
     expect(withoutQuestionWords('Which party?', 'english')).toBe('Which party?');
   });
 });
