@@ -23,7 +23,8 @@ queries and passages, then exits.
 Writes OUT.queries.f32 then OUT.docs.f32 (little-endian float32 rows of 384), appending to
 OUT.*.f32.part window by window: a stopped run resumes where it stopped, and a .part file is usable
 as far as it goes (`bench:search --vectors` reads it). `--join A,B --out OUT` writes OUT.docs.f32,
-A's passages then B's, and OUT.queries.f32, A's and B's queries in turn.
+A's and B's passages mixed in a fixed random order (a later join with more of B begins with the same
+rows), and OUT.queries.f32, A's and B's queries in turn.
 """
 
 import argparse
@@ -69,7 +70,20 @@ if args.join:
     docs = [rows(f"{p}.docs.f32") for p in parts]
     qs = [rows(f"{p}.queries.f32") for p in parts]
     n = min(len(q) for q in qs)
-    np.concatenate(docs).tofile(f"{args.out}.docs.f32")
+    # Mixed in a fixed random order (each row from A with probability 0.38, from a seeded stream,
+    # until A runs out), so that every prefix, the rows an index is first trained on included,
+    # mixes both; cut where B runs out, so that a later join, with more of B embedded, begins with
+    # the same rows (`bench:search --dir` grows a kept table).
+    a, b = docs
+    pick = np.random.default_rng(33).random(len(a) + len(b)) < 0.38
+    pick &= np.cumsum(pick) <= len(a)
+    pick = pick[: np.searchsorted(np.cumsum(~pick), len(b), side="right")]
+    end = len(pick)
+    joined = np.empty((end, DIM), dtype="<f4")
+    joined[pick] = a[: pick.sum()]
+    joined[~pick] = b[: (~pick).sum()]
+    joined.tofile(f"{args.out}.docs.f32")
+    docs = [a[: pick.sum()], b[: (~pick).sum()]]
     np.stack([q[:n] for q in qs], axis=1).reshape(-1, DIM).tofile(f"{args.out}.queries.f32")
     print(f"{args.out}: {' + '.join(str(len(d)) for d in docs)} passages, {n * len(qs)} queries")
     sys.exit(0)

@@ -48,7 +48,8 @@ import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.j
  * `bench/search-vectors.ts` with a real model over SciFact, or by `bench/ann-embed.py` over the 1.2M
  * real passages of `bench/ann-corpus.py`; a `.part` file still being written is read as far as it
  * goes), so recall is measured on a real embedding space. `--recall-queries 200` measures recall over
- * that many queries (default 100); `--steps 100000,400000` chooses the sizes measured.
+ * that many queries (default 100); `--steps 100000,400000` chooses the sizes measured; `--grow-only`
+ * grows the table in `--dir` to `--chunks` and stops (a later run measures it).
  */
 const { values: args } = parseArgs({
   options: {
@@ -69,6 +70,7 @@ const { values: args } = parseArgs({
     vectors: { type: 'string' },
     'recall-queries': { type: 'string', default: '100' },
     steps: { type: 'string' },
+    'grow-only': { type: 'boolean', default: false },
   },
 });
 const CHUNKS = Number(args.chunks);
@@ -545,7 +547,7 @@ async function main(): Promise<void> {
       }
       have = Math.max(have, rows);
       generated = Math.max(generated, rows);
-      await measureAt(dir, rows, queries, vectors);
+      if (!args['grow-only']) await measureAt(dir, rows, queries, vectors);
     }
   } finally {
     if (!args.dir) await rm(dir, { recursive: true, force: true });
