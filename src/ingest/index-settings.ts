@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import type { Logger } from 'pino';
 import { KildeError } from '../errors.js';
 import {
@@ -64,9 +65,7 @@ export async function reconcileIndexSettings(
         ? own.embedding === null
         : own.embedding !== null &&
           own.embedding.dim === recorded.embedding.dim &&
-          (own.embedding.model === recorded.embedding.model ||
-            own.embedding.model === '' ||
-            recorded.embedding.model === '');
+          sameModel(own.embedding.model, recorded.embedding.model);
     if (!same && recorded.embedding !== null) {
       if (!own.update) {
         throw conflict(
@@ -94,4 +93,14 @@ export async function reconcileIndexSettings(
     log.info({ keepVersions }, "KEEP_VERSIONS unset: using the index's recorded value");
   }
   return { keepVersions };
+}
+
+/**
+ * Whether two recorded model names are the same model: equal, unknown on one side, or the same
+ * model directory moved (an in-process model is named by its folder, and `~/.kilde` may move).
+ */
+function sameModel(a: string, b: string): boolean {
+  if (a === b || a === '' || b === '') return true;
+  const path = (m: string) => m.startsWith('/') || /^[A-Za-z]:[\\/]/.test(m);
+  return path(a) && path(b) && basename(a) === basename(b);
 }

@@ -82,4 +82,29 @@ describe('settings recorded in the index', () => {
       await updated.close();
     }
   });
+
+  it('takes a model folder that moved as the same model, and another folder as another', async () => {
+    const moved = await mkdtemp(join(tmpdir(), 'kilde-index-moved-'));
+    const start = (model: string) => startIngest(dense(model), { dataDir: moved, start: false });
+    try {
+      const first = await startIngest(dense('/home/a/.kilde/models/all-minilm-l6-v2'), { dataDir: moved });
+      await first.close();
+      const same = await start('/srv/kilde/models/all-minilm-l6-v2');
+      try {
+        await same.part.start?.();
+      } finally {
+        await same.close();
+      }
+      const other = await start('/srv/kilde/models/bge-small');
+      try {
+        await expect(other.part.start?.()).rejects.toMatchObject({
+          code: 'INDEX_SETTINGS_CONFLICT',
+        });
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await rm(moved, { recursive: true, force: true });
+    }
+  });
 });
