@@ -59,8 +59,23 @@ const { values } = parseArgs({
     pages: { type: 'string' },
     sets: { type: 'string', default: 'small,mixed,pdf' },
     'no-http': { type: 'boolean', default: false },
+    help: { type: 'boolean', default: false },
   },
 });
+if (values.help) {
+  console.log(`npm run bench:vs-langchain [-- --quick] [-- --rounds 2 --files 1000 --pages 300 --sets small,mixed,pdf --no-http]
+  Kilde's real \`kilde ingest\` (bin/kilde over dist/, lexical only and with dense vectors from a zero-cost
+  endpoint) against LangChain.js bulk on each set, both timed spawn to exit, with the CPU of each side's whole
+  process tree and its peak RSS; on the small set also the HTTP paths (PUT per file, kilde ingest --url) unless
+  --no-http; ends with the rows of issue #32's table.
+  --quick    one round, 300 small files, a 100-page PDF, no floor or feature-matched variants
+  --rounds   interleaved rounds (order alternating), default 2 (1 with --quick)
+  --files    small files (SciFact abstracts), default 1000 (300 with --quick)
+  --pages    pages of the generated PDF, default 300 (100 with --quick)
+  --sets     which of small, mixed, pdf
+  --no-http  leave out the HTTP paths`);
+  process.exit(0);
+}
 const QUICK = values.quick;
 const ROUNDS = Number(values.rounds ?? (QUICK ? 1 : 2));
 const FILES = Number(values.files ?? (QUICK ? 300 : 1000));
