@@ -12,14 +12,8 @@ import {
   initialFiles,
   type JobBatch,
 } from './batch.js';
-import {
-  type BullQueueSettings,
-  blockingOptions,
-  connectRedis,
-  followQueue,
-  openQueue,
-  redisCall,
-} from './bullmq-queue.js';
+import { blockingOptions, connectRedis, followQueue, openQueue, redisCall } from './bullmq-connection.js';
+import type { BullQueueSettings } from './bullmq-queue.js';
 import { describeJobFailure, type JobError, jobErrorOf, retryableJobFailure } from './job.js';
 
 const QUEUE = 'ingest-batch';
