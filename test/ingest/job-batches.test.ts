@@ -8,7 +8,7 @@ import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/o
 import { AUTH } from '../helpers/app.js';
 import { eventually } from '../helpers/eventually.js';
 import { REDIS_SERVER_MISSING, type RedisServer, redisSuite, startRedis } from '../helpers/redis.js';
-import { type Harness, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
+import { type Harness, multipartBody, pointsOf, startIngest, versionsOf } from './helpers/harness.js';
 
 /**
  * Job batches (`POST /api/v1/job-batches`) on both queues: many files in one multipart request, each
@@ -27,34 +27,11 @@ const MAX_UPLOAD = 4000;
 
 type Part = { name: string; content: string | Buffer; type?: string };
 
-/** A batch body as `kilde ingest --url` builds it: the shared fields, `files`, then the file parts. */
-function batchBody(
-  fields: Record<string, string>,
-  files: Part[],
-): { body: Buffer; headers: Record<string, string> } {
-  const boundary = `----kilde${Math.random().toString(16).slice(2)}`;
-  const chunks: Buffer[] = [];
-  for (const [k, v] of Object.entries(fields)) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
-  }
-  for (const f of files) {
-    chunks.push(
-      Buffer.from(
-        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${f.name}"\r\nContent-Type: ${f.type ?? 'text/plain'}\r\n\r\n`,
-      ),
-      Buffer.isBuffer(f.content) ? f.content : Buffer.from(f.content),
-      Buffer.from('\r\n'),
-    );
-  }
-  chunks.push(Buffer.from(`--${boundary}--\r\n`));
-  return {
-    body: Buffer.concat(chunks),
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-  };
-}
-
 function post(fields: Record<string, string>, files: Part[], auth: Record<string, string> = AUTH) {
-  const { body, headers } = batchBody(fields, files);
+  const { body, headers } = multipartBody(
+    fields,
+    files.map((f) => ({ ...f, type: f.type ?? 'text/plain' })),
+  );
   return h.app.inject({
     method: 'POST',
     url: '/api/v1/job-batches',

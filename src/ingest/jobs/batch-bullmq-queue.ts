@@ -12,7 +12,14 @@ import {
   initialFiles,
   type JobBatch,
 } from './batch.js';
-import { blockingOptions, connectRedis, followQueue, openQueue, redisCall } from './bullmq-connection.js';
+import {
+  blockingOptions,
+  closeQueue,
+  connectRedis,
+  followQueue,
+  openQueue,
+  redisCall,
+} from './bullmq-connection.js';
 import type { BullQueueSettings } from './bullmq-queue.js';
 import { describeJobFailure, type JobError, jobErrorOf, retryableJobFailure } from './job.js';
 
@@ -230,14 +237,9 @@ export class BullBatchQueue implements BatchQueue {
     await this.#call('ping', () => this.#redis.ping());
   }
 
-  async close(): Promise<void> {
-    const timer = this.s.clock.schedule(() => this.#stopping.abort(), this.s.shutdownGraceMs);
-    await this.#worker?.close().catch(() => undefined);
-    timer.cancel();
-    this.#stopping.abort();
-    await this.#queueEvents?.close().catch(() => undefined);
-    await this.#queue.close().catch(() => undefined);
-    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  close(): Promise<void> {
+    const parts = { worker: this.#worker, events: this.#queueEvents, queue: this.#queue, redis: this.#redis };
+    return closeQueue({ ...parts, stopping: this.#stopping }, this.s.clock, this.s.shutdownGraceMs);
   }
 
   #call<T>(what: string, fn: () => Promise<T>): Promise<T> {

@@ -127,3 +127,29 @@ export function blockingOptions(url: string): RedisOptions {
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
   };
 }
+
+/**
+ * Closes a queue's worker, events, queue and connection: the worker takes nothing new and lets its
+ * running work finish for `graceMs`; what still runs then is stopped (`stopping` aborts: the run
+ * fails retryably and is queued again).
+ */
+export async function closeQueue(
+  parts: {
+    worker: { close(): Promise<void> } | undefined;
+    events: { close(): Promise<void> } | undefined;
+    queue: { close(): Promise<void> };
+    redis: Redis;
+    stopping: AbortController;
+  },
+  clock: Clock,
+  graceMs: number,
+): Promise<void> {
+  const timer = clock.schedule(() => parts.stopping.abort(), graceMs);
+  await parts.worker?.close().catch(() => undefined);
+  timer.cancel();
+  parts.stopping.abort();
+  await parts.events?.close().catch(() => undefined);
+  await parts.queue.close().catch(() => undefined);
+  // QUIT waits for the replies of commands still in flight (a disconnect would reject them).
+  await parts.redis.quit().catch(() => parts.redis.disconnect());
+}

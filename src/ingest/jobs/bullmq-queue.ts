@@ -5,7 +5,14 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import { CLAIM_CANCEL, CLAIM_RUN, CLAIM_TTL_S } from './bullmq-claims.js';
-import { blockingOptions, connectRedis, followQueue, openQueue, redisCall } from './bullmq-connection.js';
+import {
+  blockingOptions,
+  closeQueue,
+  connectRedis,
+  followQueue,
+  openQueue,
+  redisCall,
+} from './bullmq-connection.js';
 import { type Bull, type Data, progressWriter, recordOf, STATE_TYPES, stateOf } from './bullmq-records.js';
 import {
   describeJobFailure,
@@ -264,15 +271,9 @@ export class BullJobQueue implements JobQueue {
    * Takes no new jobs and lets running ones finish for `shutdownGraceMs`; those still running then
    * are stopped and queued again (the signal aborts, the run fails retryably).
    */
-  async close(): Promise<void> {
-    const timer = this.s.clock.schedule(() => this.#stopping.abort(), this.s.shutdownGraceMs);
-    await this.#worker?.close().catch(() => undefined);
-    timer.cancel();
-    this.#stopping.abort();
-    await this.#queueEvents?.close().catch(() => undefined);
-    await this.#queue.close().catch(() => undefined);
-    // QUIT waits for the replies of commands still in flight (a disconnect would reject them).
-    await this.#redis.quit().catch(() => this.#redis.disconnect());
+  close(): Promise<void> {
+    const parts = { worker: this.#worker, events: this.#queueEvents, queue: this.#queue, redis: this.#redis };
+    return closeQueue({ ...parts, stopping: this.#stopping }, this.s.clock, this.s.shutdownGraceMs);
   }
 
   #claimKey(id: string): string {

@@ -102,17 +102,22 @@ export function versionsOf(points: readonly StoredPoint[]): string[] {
   return [...new Set(points.map((p) => p.meta.ingest_version))];
 }
 
-/** A multipart body as the chat platform's client builds it (fields, then the file part). */
+export type MultipartFile = { name: string; content: Buffer | string; type?: string };
+
+/**
+ * A multipart body as the chat platform's client builds it (fields, then the file part); several
+ * files (a job batch) are several `file` parts in order.
+ */
 export function multipartBody(
   fields: Record<string, string>,
-  file?: { name: string; content: Buffer | string; type?: string },
+  files?: MultipartFile | MultipartFile[],
 ): { body: Buffer; headers: Record<string, string> } {
   const boundary = `----kilde${Math.random().toString(16).slice(2)}`;
   const chunks: Buffer[] = [];
   for (const [k, v] of Object.entries(fields)) {
     chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
   }
-  if (file) {
+  for (const file of files === undefined ? [] : Array.isArray(files) ? files : [files]) {
     chunks.push(
       Buffer.from(
         `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name}"\r\n` +
