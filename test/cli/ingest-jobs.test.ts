@@ -2,6 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createJobClient } from '../../src/cli/job-client.js';
+import { ingestWithJobs } from '../../src/cli/job-ingest.js';
+import { findFiles } from '../../src/cli/walk.js';
 import type { JobBatch } from '../../src/ingest/jobs/batch.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { AUTH } from '../helpers/app.js';
@@ -125,5 +128,39 @@ describe('kilde ingest --url on ingestion jobs', () => {
     });
     // One batch for the file: the resumed run followed it instead of submitting it again.
     expect(queuedBatches() - before).toBe(1);
+  });
+
+  it('against a server without job batches (404), submits one job per file as before', async () => {
+    await writeFile(join(work.dir, 'notes', 'lark.txt'), 'The lark rises over the field at noon.\n');
+    const client = createJobClient({
+      base: url,
+      apiKey: 'test-key',
+      // An older Kilde: no such route.
+      fetch: async (input, init) =>
+        String(input).includes('/api/v1/job-batches')
+          ? new Response(JSON.stringify({ detail: 'Not Found' }), { status: 404 })
+          : fetch(input, init),
+    });
+    const outcomes: { file: string; ok: boolean; job_id?: string }[] = [];
+    await ingestWithJobs({
+      client,
+      files: await findFiles(['notes/lark.txt'], work.dir, { root: work.dir }),
+      collection: 'older',
+      userId: 'u1',
+      url,
+      manifest: join(work.dir, 'older-manifest.json'),
+      force: false,
+      concurrency: 2,
+      record: (o) => outcomes.push(o),
+      stage: () => undefined,
+      signal: new AbortController().signal,
+    });
+    expect(outcomes).toMatchObject([{ file: 'notes/lark.txt', ok: true }]);
+    const job = await h.app.inject({
+      method: 'GET',
+      url: `/api/v1/jobs/${outcomes[0]!.job_id}`,
+      headers: AUTH,
+    });
+    expect(job.json()).toMatchObject({ state: 'done', collection_name: 'older', name: 'lark.txt' });
   });
 });
