@@ -115,7 +115,7 @@ export async function skipPart(file: NodeJS.ReadableStream): Promise<void> {
  * Rejects when the request's socket closes before its body was complete: `dispose` when the body has
  * been read (or the request failed otherwise).
  */
-function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: () => void } {
+export function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: () => void } {
   const raw = request.raw;
   let reject: (err: Error) => void = () => undefined;
   const promise = new Promise<never>((_, r) => {

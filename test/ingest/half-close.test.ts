@@ -1,5 +1,7 @@
-import { readdir } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { uploadsRoot } from '../../src/ingest/temp-dir.js';
 import { type Harness, startIngest } from './helpers/harness.js';
@@ -11,12 +13,15 @@ import { type Harness, startIngest } from './helpers/harness.js';
  */
 let h: Harness;
 let port: number;
+let spool: string;
 beforeAll(async () => {
-  h = await startIngest();
+  spool = await mkdtemp(join(tmpdir(), 'kilde-half-close-spool-'));
+  h = await startIngest({ JOBS_SPOOL_DIR: spool });
   port = Number(new URL(await h.app.listen({ port: 0, host: '127.0.0.1' })).port);
 });
 afterAll(async () => {
   await h?.close();
+  await rm(spool, { recursive: true, force: true });
 });
 
 /** Polls `check` (a bounded number of times; nothing here measures time). */
@@ -32,6 +37,17 @@ async function until(what: string, check: () => Promise<boolean>): Promise<void>
 async function ourUploadFolders(): Promise<string[]> {
   const names = await readdir(uploadsRoot()).catch(() => [] as string[]);
   return names.filter((n) => n.startsWith(`${process.pid}-`));
+}
+
+/** Waits until `folders()` equals `before` on several polls in a row (a folder may be made just after the 400). */
+async function backTo(what: string, folders: () => Promise<string[]>, before: string[]): Promise<void> {
+  let steady = 0;
+  await until(what, async () => {
+    const now = await folders();
+    steady = JSON.stringify(now.sort()) === JSON.stringify([...before].sort()) ? steady + 1 : 0;
+    return steady >= 10;
+  });
+  expect(await folders()).toEqual(before);
 }
 
 /** Sends `head` and the start of a body, half-closes, and resolves with all the server then sends. */
@@ -77,14 +93,24 @@ describe('a multipart upload whose client half-closes mid-body', () => {
     );
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     // The request's handler ends too (its folder is removed as it does): before the fix it never did.
-    // The folder may be made just after the 400 is sent, so the check waits for the set of folders
-    // to be back to `before` on several polls in a row, not on the first.
-    let steady = 0;
-    await until('the upload folder is removed', async () => {
-      const now = await ourUploadFolders();
-      steady = JSON.stringify(now.sort()) === JSON.stringify([...before].sort()) ? steady + 1 : 0;
-      return steady >= 10;
-    });
-    expect(await ourUploadFolders()).toEqual(before);
+    await backTo('the upload folder is removed', ourUploadFolders, before);
+  });
+
+  it('a job batch: answered 400 and its spool folder is removed', async () => {
+    const spoolFolders = () => readdir(spool).catch(() => [] as string[]);
+    const before = await spoolFolders();
+    const body =
+      `--${B}\r\nContent-Disposition: form-data; name="collection_name"\r\n\r\nkb-half\r\n` +
+      `--${B}\r\nContent-Disposition: form-data; name="user_id"\r\n\r\nu1\r\n` +
+      `--${B}\r\nContent-Disposition: form-data; name="file"; filename="a.md"\r\nContent-Type: text/markdown\r\n\r\n` +
+      '# Title\n\nThe first bytes of a batch whose rest never comes.\n';
+    const answer = await halfClose(
+      '/api/v1/job-batches',
+      'POST',
+      `Content-Type: multipart/form-data; boundary=${B}\r\nContent-Length: ${body.length + 5000}\r\n`,
+      body,
+    );
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    await backTo('the batch spool folder is removed', spoolFolders, before);
   });
 });
