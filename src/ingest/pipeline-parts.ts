@@ -38,7 +38,7 @@ export interface PipelineParts {
   observer?: StageObserver;
   /** Clock of the version ledger (ms since the epoch); tests inject one. Default `Date.now`. */
   now?: () => number;
-  /** `KEEP_VERSIONS`: retired versions kept per file and collection (versioning.ts). Default 0. */
+  /** `KEEP_VERSIONS`: retired versions kept per file and collection (src/versions/retire.ts). Default 0. */
   keepVersions?: number;
   /**
    * Most chunks embedded, encoded and written at a time (`INGEST_BATCH_CHUNKS`): a larger file is

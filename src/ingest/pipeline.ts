@@ -40,7 +40,7 @@ const SPLIT_MIN_CHARS = 32 * 1024;
  * as a file of a shared pass. Runs under the caller's per-file_id lock. A failure deletes only this
  * run's points; an aborted `signal` (the client left) stops the run before its version becomes
  * visible. Under a fenced lease (Redis) the lease is checked before writing and only older versions
- * are retired (version-retire.ts, `retireFenced`).
+ * are retired (src/versions/retire.ts, `retireFenced`).
  */
 export async function runPipeline(
   parts: PipelineParts,
@@ -71,7 +71,7 @@ export async function runPipeline(
  * chunked together in one pool task per worker, embedded in one call, analysed together, and their
  * versions are written together, so the index group-commits them after one shared presence read.
  * Every file keeps its own version semantics: its own version id, its own commit (all or nothing,
- * then its older versions retired: versioning.ts), and a failure anywhere in its path fails only
+ * then its older versions retired: src/versions/publish.ts), and a failure anywhere in its path fails only
  * that file, whose previous version stays. A shared stage that fails is retried file by file, so
  * the error lands on the file that caused it. A file larger than one batch (`INGEST_BATCH_CHUNKS`
  * chunks or `INGEST_SEGMENT_CHARS` characters) is written alone in bounded batches

@@ -122,7 +122,7 @@ export function runVersionProtocolSuite(name: string, makeIndex: MakeIndex): voi
 
     it('writes an exclusive first version whole, and never a second `committed` entry for a file', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
-      // The `committed` entry's id is fixed per file and collection, as version-ledger.ts makes it.
+      // The `committed` entry's id is fixed per file and collection, as src/versions/ledger.ts makes it.
       const committed = (fileId: string, version: string): IndexPoint => ({
         ...ledgerLike('committed', fileId, version, 'alpha'),
         id: pointId(fileId, '\u0001committed\u0001alpha', 0),
