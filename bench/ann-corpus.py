@@ -15,6 +15,13 @@ source:
   into sentences and short paragraphs. Code blocks, tables, URLs and lines that look like code are
   dropped.
 
+The Debian documentation is fetched and unpacked beforehand:
+    cd .tmp/ann/deb && apt-get download linux-doc-6.1 python3.11-doc perl-doc && for f in *.deb; do dpkg -x $f x; done
+    find x \( -name '*.rst.gz' -o -name '*.txt.gz' -o -name '*.pod.gz' \) -exec gunzip -q {} +
+What the node_modules and .tmp/*-venv folders hold depends on the checkout (2026-11-27: the
+interop, models, otel and Open WebUI environments): the set is real and deduplicated, not fixed.
+`--max-chars 200 --without-scifact` writes the short set the recall figures use.
+
 The queries are SciFact's train questions interleaved with as many passages held out of the corpus
 (sentences of the same sources that never enter OUT.docs.txt), so recall is measured for question-
 shaped and passage-shaped queries alike. Only text is written: nothing here is redistributed, and

@@ -45,7 +45,7 @@ import { gridOf, parseRefines, printGrid, vectorGrid } from './lib/vector-grid.j
  * service measurements.
  * `--vectors PREFIX` takes real embeddings instead of the clustered random vectors: the chunks' from
  * `PREFIX.docs.f32`, the queries' from `PREFIX.queries.f32` (float32 rows of `--dim`; written by
- * `bench/search-vectors.ts` with a real model over SciFact, or by `bench/ann-embed.py` over the 1.2M
+ * `bench/search-vectors.ts` with a real model over SciFact, or by `bench/ann-embed.py` over the
  * real passages of `bench/ann-corpus.py`; a `.part` file still being written is read as far as it
  * goes), so recall is measured on a real embedding space. `--recall-queries 200` measures recall over
  * that many queries (default 100); `--steps 100000,400000` chooses the sizes measured; `--grow-only`
