@@ -7,8 +7,8 @@ import { type IndexPoint, pointId } from '../src/index/contract.js';
 import { createLanceIndex } from '../src/index/lancedb.js';
 import { listCollections, listDocuments, listVersions } from '../src/ingest/knowledge.js';
 import { newIngestVersion } from '../src/versions/ledger.js';
-import { restoreVersion } from '../src/versions/restore.js';
 import { commitVersion } from '../src/versions/publish.js';
+import { restoreVersion } from '../src/versions/restore.js';
 import { mulberry32, percentile } from './lib/stats.js';
 
 /**

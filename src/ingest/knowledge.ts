@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { KildeError } from '../errors.js';
 import type { StoredPoint } from '../index/contract.js';
 import type { VectorIndex } from '../index/store.js';
-import { invalid } from './request.js';
 import { committedRecord, ledgerFields, retiredEntries } from '../versions/ledger.js';
+import { invalid } from './request.js';
 
 /**
  * Read-only views of what is indexed (docs/api.md): collections, the documents of one, the
