@@ -1,5 +1,5 @@
 import { finished } from 'node:stream/promises';
-import type {} from '@fastify/multipart';
+import type { Multipart } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { KildeError } from '../errors.js';
 import { streamToFile, tooLarge } from './byte-limit.js';
@@ -36,21 +36,11 @@ export async function receiveMultipart(
   const fields: Record<string, string> = {};
   const ignored: string[] = [];
   let file: ReceivedFile | undefined;
-  const parts = request.parts({
+  const parts = guardedParts(request, {
     limits: { fileSize: opts.maxBytes, fields: 32, fieldSize: 64 * 1024, parts: 40 },
   });
-  // A client that ends its side of the socket before the body's end (a half-close) gets Node's 400,
-  // but the parser's streams are left waiting for bytes that never come: the request hung and its
-  // upload folder stayed until restart. Its close ends the wait here, with the error that says so.
-  const cut = cutShort(request);
-  let streaming: { destroy(err?: Error): void } | undefined;
-  cut.promise.catch((err: Error) => streaming?.destroy(err));
-  const iterator = parts[Symbol.asyncIterator]();
   try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), cut.promise]);
-      if (next.done) break;
-      const part = next.value;
+    for await (const part of parts) {
       if (part.type === 'field') {
         addField(fields, part);
         continue;
@@ -58,7 +48,6 @@ export async function receiveMultipart(
       if (part.fieldname !== 'file') {
         // A file part Kilde does not know is skipped like an unknown field.
         ignored.push(part.fieldname);
-        streaming = part.file;
         await skipPart(part.file);
         continue;
       }
@@ -67,7 +56,6 @@ export async function receiveMultipart(
       checkFileName(part.filename ?? '', "the file part's filename");
       opts.early?.(fields);
       const path = sourcePath(dir, part.filename ?? '');
-      streaming = part.file;
       const bytes = await streamToFile(part.file, path, opts.maxBytes);
       // busboy stops at `fileSize` and marks the stream truncated instead of failing it.
       if (part.file.truncated) throw tooLarge(opts.maxBytes);
@@ -86,10 +74,6 @@ export async function receiveMultipart(
     // A local file-system failure (disk full) is ours, not the client's.
     if (e.syscall !== undefined) throw err;
     throw invalid(`Malformed multipart body: ${String(e.message ?? err)}`);
-  } finally {
-    cut.dispose();
-    // Left early (an error): the parser's iterator is let go without waiting on it.
-    iterator.return?.().catch(() => undefined);
   }
   if (!file) throw invalid('Invalid request: the multipart body has no "file" part');
   return { fields, file, ignoredParts: ignored };
@@ -112,10 +96,39 @@ export async function skipPart(file: NodeJS.ReadableStream): Promise<void> {
 }
 
 /**
+ * The parts of a multipart body, as `request.parts(options)` gives them, ended by an error when the
+ * client cuts the body short. A client that ends its side of the socket before the body's end (a
+ * half-close) gets Node's 400, but the parser's streams are left waiting for bytes that never come:
+ * the request hung and its upload folder stayed until restart. Its close ends the wait, with the
+ * error that says so, and fails the file part being read.
+ */
+export async function* guardedParts(
+  request: FastifyRequest,
+  options: Parameters<FastifyRequest['parts']>[0],
+): AsyncGenerator<Multipart> {
+  const iterator = request.parts(options)[Symbol.asyncIterator]();
+  const cut = cutShort(request);
+  let streaming: { destroy(err?: Error): void } | undefined;
+  cut.promise.catch((err: Error) => streaming?.destroy(err));
+  try {
+    for (;;) {
+      const next = await Promise.race([iterator.next(), cut.promise]);
+      if (next.done) return;
+      if (next.value.type === 'file') streaming = next.value.file;
+      yield next.value;
+    }
+  } finally {
+    cut.dispose();
+    // Left early (an error): the parser's iterator is let go without waiting on it.
+    iterator.return?.().catch(() => undefined);
+  }
+}
+
+/**
  * Rejects when the request's socket closes before its body was complete: `dispose` when the body has
  * been read (or the request failed otherwise).
  */
-export function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: () => void } {
+function cutShort(request: FastifyRequest): { promise: Promise<never>; dispose: () => void } {
   const raw = request.raw;
   let reject: (err: Error) => void = () => undefined;
   const promise = new Promise<never>((_, r) => {

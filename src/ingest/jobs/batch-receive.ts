@@ -6,7 +6,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { KildeError } from '../../errors.js';
 import { tooLarge } from '../byte-limit.js';
-import { addField, cutShort, skipPart } from '../multipart.js';
+import { addField, guardedParts, skipPart } from '../multipart.js';
 import {
   checkCollection,
   checkFileName,
@@ -83,24 +83,15 @@ export async function receiveBatch(
       parts: limits.maxFiles + 32,
     },
   };
-  const parts = request.parts(options);
-  // A client that half-closes mid-body leaves the parser waiting for bytes that never come; its
-  // close ends the wait (as a single upload's, src/ingest/multipart.ts) and the spool folder goes.
-  const cut = cutShort(request);
-  let streaming: { destroy(err?: Error): void } | undefined;
-  cut.promise.catch((err: Error) => streaming?.destroy(err));
-  const iterator = parts[Symbol.asyncIterator]();
+  // A client that half-closes mid-body ends the request (400) and the spool folder goes, as a single upload's.
+  const parts = guardedParts(request, options);
   try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), cut.promise]);
-      if (next.done) break;
-      const part = next.value;
+    for await (const part of parts) {
       if (part.type === 'field') {
         if (shared) throw invalid(`Invalid request: field ${part.fieldname} comes after a file part`);
         addField(fields, part);
         continue;
       }
-      streaming = part.file;
       if (part.fieldname !== 'file') {
         ignored.push(part.fieldname);
         await skipPart(part.file);
@@ -172,9 +163,6 @@ export async function receiveBatch(
       throw invalid(`Invalid request: more than JOBS_BATCH_MAX_FILES (${limits.maxFiles}) files`, 'tooLarge');
     }
     throw invalid(`Malformed multipart body: ${String(e.message ?? err)}`);
-  } finally {
-    cut.dispose();
-    iterator.return?.().catch(() => undefined);
   }
   if (!shared || out.length === 0) throw invalid('Invalid request: the multipart body has no "file" part');
   if (named && out.length < named.length) {
