@@ -60,11 +60,11 @@ const env = (name: string, extra: Record<string, string> = {}) =>
     JOBS_CONCURRENCY: '4',
     HOST: '127.0.0.1',
     PORT: '0',
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL_APP: 'warn',
     ...extra,
   });
 async function start(args: string[], e: NodeJS.ProcessEnv) {
-  const server = Server.start(args, { ...e, LOG_LEVEL: 'info' });
+  const server = Server.start(args, { ...e, LOG_LEVEL_APP: 'info' });
   const url = (await server.waitFor(listening, 120_000))[1]!;
   return { server, url };
 }

@@ -108,7 +108,7 @@ type Language = 'english' | 'danish';
 
 /** The embedded defaults of `kilde serve all`, in a throwaway data directory, nothing from the shell. */
 function envFor(dataDir: string, language: Language, extra: Record<string, string> = {}) {
-  return { KILDE_DATA_DIR: dataDir, SPARSE_LANGUAGE: language, LOG_LEVEL: 'silent', ...SETTINGS, ...extra };
+  return { KILDE_DATA_DIR: dataDir, SPARSE_LANGUAGE: language, ...SETTINGS, ...extra };
 }
 
 /** Ingests every file through the local backend (the ingest service: extract, chunk, BM25, write). */

@@ -210,7 +210,6 @@ async function build(dir: string, embedUrl: string): Promise<Built> {
           CHUNK_SPLIT_BY: 'word',
           CHUNK_SIZE: String(size),
           CHUNK_OVERLAP: '0',
-          LOG_LEVEL: 'warn',
         }),
         encoding: 'utf8',
         maxBuffer: 256 * 1024 * 1024,
@@ -322,7 +321,7 @@ async function startServer(variant: Variant, dir: string, embedUrl: string): Pro
       { PATH: env.PATH, HOME: env.HOME, GLIBC_TUNABLES: env.GLIBC_TUNABLES, NODE_OPTIONS: env.NODE_OPTIONS },
     );
   }
-  const extra: Record<string, string> = { LOG_LEVEL: 'info' };
+  const extra: Record<string, string> = { LOG_LEVEL_APP: 'info' };
   if (variant === 'kilde-hybrid') extra.ENABLE_HYBRID_SEARCH = 'true';
   if (variant === 'kilde-lexical') {
     extra.EMBEDDING_PROVIDER = 'none';

@@ -22,7 +22,10 @@ const LAUNCHER = fileURLToPath(new URL('../../bin/kilde', import.meta.url));
 export const BENCH_KEY = 'bench-key-not-served-anywhere';
 const TICKS = 100;
 
-/** The environment every Kilde process of these benches gets: lexical-only, quiet logs. */
+/**
+ * The environment every Kilde process of these benches gets: lexical-only, JSON logs at each command's
+ * own default level (the CLI's `error`; servers get `LOG_LEVEL_APP=warn` in `startServer`).
+ */
 export function kildeEnv(): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -31,7 +34,6 @@ export function kildeEnv(): NodeJS.ProcessEnv {
     EMBEDDING_PROVIDER: 'none',
     API_KEY: BENCH_KEY,
     KILDE_API_KEY: BENCH_KEY,
-    LOG_LEVEL: 'warn',
     LOG_FORMAT: 'json',
   };
 }
@@ -210,7 +212,15 @@ export async function startServer(
 ): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const child = spawn(LAUNCHER, ['serve', 'ingest'], {
-    env: { ...kildeEnv(), KILDE_DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: String(port), ...extra },
+    // Warnings and errors only (no line per request), as an operator quiets a busy ingest server.
+    env: {
+      ...kildeEnv(),
+      LOG_LEVEL_APP: 'warn',
+      KILDE_DATA_DIR: dataDir,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      ...extra,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
