@@ -1,5 +1,6 @@
 import type { Table } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
+import type { KnownFiles } from './lancedb-known.js';
 import { type LanceRow, rowsToArrow } from './lancedb-rows.js';
 import type { SerialQueue } from './lancedb-writer.js';
 
@@ -55,6 +56,8 @@ export class WriteBatcher {
     private readonly queue: SerialQueue,
     /** Most rows one group commit merges; an operation larger than this runs alone, in one merge. */
     private readonly batchRows: number,
+    /** Told every file_id before it is written, and every version a commit produced. */
+    private readonly known: KnownFiles,
   ) {}
 
   /** `append`: every id is new to the table, so the rows may be appended instead of merged by id. */
@@ -66,6 +69,7 @@ export class WriteBatcher {
     options: { append?: boolean } = {},
   ): Promise<WriteOutcome> {
     const append = options.append === true;
+    this.known.note(rows.map((r) => r.file_id));
     return this.#enqueue((w) => ({ kind: 'upsert', table, schema, rows, exec, append, ...w }));
   }
 
@@ -100,7 +104,9 @@ export class WriteBatcher {
     // Appended only when every operation's ids are new (and distinct): else one merge by id for all.
     const append = ops.every((o) => o.append) && unique.length === all.length;
     try {
-      await (append ? appendRows : mergeRows)(first.table, first.schema, unique, first.exec);
+      this.known.committed(
+        await (append ? appendRows : mergeRows)(first.table, first.schema, unique, first.exec),
+      );
     } catch (err) {
       if (ops.length === 1 && !append) return first.reject(err);
       // Merge-insert by id is idempotent: replaying each operation alone, merged, is safe (an append
@@ -116,7 +122,8 @@ export class WriteBatcher {
     const first = ops[0]!;
     if (ops.length === 1) {
       try {
-        const { numDeletedRows } = await first.table.delete(first.where);
+        const { numDeletedRows, version } = await first.table.delete(first.where);
+        this.known.committed(version);
         first.resolve({ commits: numDeletedRows > 0 ? 1 : 0, rows: numDeletedRows });
       } catch (err) {
         first.reject(err);
@@ -130,7 +137,10 @@ export class WriteBatcher {
         ops.map((o) => o.where),
       );
       // Nothing to delete (the usual case for a file ingested the first time): no commit at all.
-      if (counts.some((n) => n > 0)) await first.table.delete(ops.map((o) => `(${o.where})`).join(' OR '));
+      if (counts.some((n) => n > 0)) {
+        const { version } = await first.table.delete(ops.map((o) => `(${o.where})`).join(' OR '));
+        this.known.committed(version);
+      }
     } catch {
       return this.#oneByOne(ops);
     }
@@ -220,14 +230,19 @@ async function mergeRows(
   schema: Schema,
   rows: LanceRow[],
   exec: { timeoutMs: number },
-): Promise<void> {
+): Promise<number> {
   const data = rowsToArrow(rows, schema);
-  await table.mergeInsert('id').whenMatchedUpdateAll().whenNotMatchedInsertAll().execute(data, exec);
+  const merged = await table
+    .mergeInsert('id')
+    .whenMatchedUpdateAll()
+    .whenNotMatchedInsertAll()
+    .execute(data, exec);
+  return merged.version;
 }
 
 /** One append, one commit: rows whose ids the table does not hold (the caller checked). */
-async function appendRows(table: Table, schema: Schema, rows: LanceRow[]): Promise<void> {
-  await table.add(rowsToArrow(rows, schema));
+async function appendRows(table: Table, schema: Schema, rows: LanceRow[]): Promise<number> {
+  return (await table.add(rowsToArrow(rows, schema))).version;
 }
 
 /** Keeps the last occurrence of each id, so one merge never sees an id twice (Lance rejects that). */

@@ -67,6 +67,7 @@ export async function moveRows(
         },
       }),
     );
+    c.writer.known.committed(result.version);
     c.maintenance.wrote(table, { commits: 1, rows: result.rowsUpdated });
     return result.rowsUpdated;
   }

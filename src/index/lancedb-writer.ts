@@ -1,6 +1,7 @@
 import type { Timer } from '../clock.js';
 import { WriteBatcher } from './lancedb-batch.js';
 import type { CommitJournal } from './lancedb-journal.js';
+import { KnownFiles } from './lancedb-known.js';
 
 /**
  * One serialised writer per LanceDB table per process. Lance commits are optimistic: concurrent
@@ -31,6 +32,8 @@ export interface TableWriter {
   readonly queue: SerialQueue;
   /** Upserts and deletes, group-committed through `queue`. */
   readonly batcher: WriteBatcher;
+  /** The file_ids the table may hold, and the versions this process committed (lancedb-known.ts). */
+  readonly known: KnownFiles;
   /** Write operations since the last optimize. */
   writesSinceOptimize: number;
   /** Rows written since the last optimize. */
@@ -72,9 +75,11 @@ export function acquireWriter(directory: string, table: string, batchRows: numbe
     return found.writer;
   }
   const queue = new SerialQueue();
+  const known = new KnownFiles();
   const writer: TableWriter = {
     queue,
-    batcher: new WriteBatcher(queue, batchRows),
+    batcher: new WriteBatcher(queue, batchRows, known),
+    known,
     writesSinceOptimize: 0,
     rowsSinceOptimize: 0,
     optimizeQueued: false,

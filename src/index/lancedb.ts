@@ -198,6 +198,7 @@ class LanceIndex implements VectorIndex {
     if (options.append === true && this.journal.enabled && points.every((p) => p.meta.file_id === fileId)) {
       await this.rawTable();
       const rows = lastById(points).map((p) => pointToRow(p, this.denseDim, this.layout));
+      this.writer.known.note([fileId]);
       await this.journal.add(fileId, rows, this.commitJournaled);
       this.writer.epoch += 1;
       return;
@@ -219,6 +220,10 @@ class LanceIndex implements VectorIndex {
    */
   async presence(q: PresenceQuery): Promise<Presence> {
     const table = await this.rawTable();
+    // A file the table has never held, asked under this process's own lock: nothing to read.
+    if (q.exclusive === true && !(await this.writer.known.mayHold(table, q.fileId))) {
+      return { chunks: false, id: false };
+    }
     if (this.journal.pending(q.fileId)) await this.journal.flush();
     const found = await this.probe.has(table, q.fileId, q.collectionName, q.id);
     return { chunks: found.chunks, id: found.committed };

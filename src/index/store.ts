@@ -44,6 +44,12 @@ export interface PresenceQuery {
   collectionName: string;
   /** A point id whose existence is asked too. */
   id: string;
+  /**
+   * The asker's lock on the file is this process's alone (`VersionWrite.exclusive`): a store may
+   * answer from what it knows this process wrote, as long as it notices other processes' writes
+   * (LanceDB, src/index/lancedb-known.ts).
+   */
+  exclusive?: boolean;
 }
 
 export interface Presence {
@@ -86,9 +92,10 @@ export interface PointStore {
   upsert(points: readonly IndexPoint[], options?: UpsertOptions): Promise<void>;
   /**
    * Deletes every point matching the filter, or any of the filters (one operation: one LanceDB
-   * commit, one Qdrant request); returns how many were deleted.
+   * commit, one Qdrant request); returns how many were deleted. With `counted: false` the caller
+   * does not need the number, and a store that needs a request of its own to count (Qdrant) answers 0.
    */
-  deleteWhere(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
+  deleteWhere(filter: IndexFilter | readonly IndexFilter[], options?: { counted?: boolean }): Promise<number>;
   /** Points matching the filter, or any of the filters (one request). */
   count(filter: IndexFilter | readonly IndexFilter[]): Promise<number>;
   /**

@@ -115,7 +115,12 @@ async function stageAndMove(store: PointStore, v: VersionWrite): Promise<{ writi
 
 /** Whether the file has chunks in the collection, and whether its `committed` entry exists. */
 async function presenceOf(store: PointStore, v: VersionWrite): Promise<Presence> {
-  const query = { fileId: v.fileId, collectionName: v.collectionName, id: v.committed.id };
+  const query = {
+    fileId: v.fileId,
+    collectionName: v.collectionName,
+    id: v.committed.id,
+    ...(v.exclusive === true ? { exclusive: true } : {}),
+  };
   if (store.presence) return store.presence(query);
   const [chunks, record] = await Promise.all([
     store.count({ fileId: v.fileId, collectionNames: [v.collectionName] }),
