@@ -54,12 +54,15 @@ import type { AuditEntry } from './quality-metrics.js';
  *                       provider over DIR (an ONNX export, `.tmp/models/all-MiniLM-L6-v2` after
  *                       `npm run test:models-live`) and searched dense-only and hybrid (RRF); with
  *                       --rerank-url/--rerank-model, hybrid + rerank too (a Cohere/Jina/TEI endpoint)
+ *   --model-url URL     the model behind an OpenAI-style `/embeddings` endpoint instead (EMBEDDING_PROVIDER
+ *                       =http-compat at URL, e.g. http://127.0.0.1:8781/v1); --model is then the name sent
  *   --model-name NAME   the model's name in the tables (default: DIR's last part)
  *   --model-dim 384 --model-max-tokens 256 --prefix-doc '' --prefix-query ''   the model's settings
  *                       (defaults: all-MiniLM-L6-v2's; an e5 model wants 'passage: ' / 'query: ' and 512)
- *   --index-dir DIR     keep each set's ingested index in DIR/scifact, DIR/danish, and reuse it when a
- *                       run with the same DIR finds it complete (ingestion skipped: SciFact's takes
- *                       minutes); delete the folder after a change to extraction, chunking or analysis
+ *   --index-dir DIR     keep each set's ingested index in DIR/scifact, DIR/danish (a model's in
+ *                       DIR/danish-model-NAME, …), and reuse it when a run with the same DIR finds it
+ *                       complete (ingestion skipped: SciFact's takes minutes, a model's longer); delete
+ *                       the folder after a change to extraction, chunking, analysis or the model's settings
  *   --env KEY=VALUE     a Kilde setting for every run of the bench (repeatable), e.g. --env CHUNK_SIZE=512
  *                       to measure a setting before changing its default (use its own --index-dir)
  *   --corpus-sample N   SciFact: only N abstracts, every one the queries judge relevant and the
@@ -75,6 +78,7 @@ const { values: args } = parseArgs({
     misses: { type: 'boolean', default: false },
     pdf: { type: 'boolean', default: false },
     model: { type: 'string' },
+    'model-url': { type: 'string' },
     'corpus-sample': { type: 'string' },
     'index-dir': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
@@ -90,6 +94,9 @@ const { values: args } = parseArgs({
 const MODEL = args.model;
 const SAMPLE = args['corpus-sample'] === undefined ? Number.POSITIVE_INFINITY : Number(args['corpus-sample']);
 const MODEL_NAME = args['model-name'] ?? MODEL?.split('/').filter(Boolean).at(-1) ?? '';
+const MODEL_URL = args['model-url'];
+/** Where the model runs, as the tables say it. */
+const MODEL_WHERE = MODEL_URL ? 'http-compat' : 'in process';
 const LIMIT = args['limit-queries'] === undefined ? Number.POSITIVE_INFINITY : Number(args['limit-queries']);
 const CONCURRENCY = Number(args.concurrency);
 const RUNS = args.runs;
@@ -196,15 +203,24 @@ const viaBackend =
   };
 
 /**
- * The settings of the real-model runs (`--model`): the in-process provider over the ONNX export,
- * hybrid configured (so a search can ask for dense-only or hybrid), reranking when an endpoint is given.
+ * The settings of the real-model runs (`--model`): the in-process provider over the ONNX export, or
+ * an OpenAI-style endpoint (`--model-url`); hybrid configured (so a search can ask for dense-only or
+ * hybrid), reranking when an endpoint is given.
  */
 function modelEnv(): Record<string, string> {
   if (!MODEL) return {};
+  const provider = MODEL_URL
+    ? {
+        EMBEDDING_PROVIDER: 'http-compat',
+        EMBEDDING_API_BASE_URL: MODEL_URL,
+        // A CPU server on a loaded machine answers a batch in minutes, one request at a time.
+        EMBEDDING_BATCH_SIZE: '8',
+        EMBEDDING_TIMEOUT: '1800',
+      }
+    : { EMBEDDING_PROVIDER: 'inprocess', EMBEDDING_OFFLINE: 'true' };
   return {
-    EMBEDDING_PROVIDER: 'inprocess',
+    ...provider,
     EMBEDDING_MODEL: MODEL,
-    EMBEDDING_OFFLINE: 'true',
     EMBEDDING_DIM: args['model-dim'],
     // all-MiniLM-L6-v2 and the like take no e5-style prefixes, and read at most 256 tokens.
     EMBEDDING_PREFIX_DOC: args['prefix-doc'],
@@ -225,7 +241,7 @@ function modelEnv(): Record<string, string> {
 /** The searches of a real-model run: dense-only, hybrid, and hybrid + rerank when configured. */
 function modelSearches(backend: Backend): [string, Search][] {
   const rows: [string, Search][] = [
-    [`dense (${MODEL_NAME}, in process)`, viaBackend(backend, { hybrid: false, rerank: false })],
+    [`dense (${MODEL_NAME}, ${MODEL_WHERE})`, viaBackend(backend, { hybrid: false, rerank: false })],
     [`hybrid: full-text + ${MODEL_NAME}, RRF`, viaBackend(backend, { hybrid: true, rerank: false })],
   ];
   if (args['rerank-url']) {
@@ -377,14 +393,15 @@ async function scifact(): Promise<void> {
       ],
     );
     if (MODEL) {
-      const modelDir = join(work, 'kilde-model');
-      const env = envFor(modelDir, 'english', modelEnv());
-      const ingesting = createLocalBackend(env, log);
-      const t1 = performance.now();
-      const modelChunks = await ingestAll(ingesting, files, docs, 'scifact (model)');
-      const modelS = (performance.now() - t1) / 1000;
-      await ingesting.close();
-      await settle(modelDir);
+      const sample = SAMPLE < Number.POSITIVE_INFINITY ? `-${SAMPLE}` : '';
+      const built = await ingestedIndex(`scifact${sample}-model-${MODEL_NAME}`, work, async (dir) => {
+        const ingesting = createLocalBackend(envFor(dir, 'english', modelEnv()), log);
+        const n = await ingestAll(ingesting, files, docs, 'scifact (model)');
+        await ingesting.close();
+        return n;
+      });
+      const { chunks: modelChunks, seconds: modelS } = built;
+      const env = envFor(built.dataDir, 'english', modelEnv());
       const backend = createLocalBackend(env, log);
       const rows: string[][] = [
         ['lexical (the offline default, above)', ...METRICS.map((m) => lexical[m].toFixed(3))],
@@ -395,7 +412,7 @@ async function scifact(): Promise<void> {
       }
       await backend.close();
       console.log(
-        `\nSciFact with a real model: ${MODEL_NAME} (${MODEL}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s; documents pooled from 100 chunks`,
+        `\nSciFact with a real model: ${MODEL_NAME} (${MODEL}, ${MODEL_WHERE}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s${built.reused ? ' (index reused)' : ''}; documents pooled from 100 chunks`,
       );
       printTable(['search', 'nDCG@10', 'Recall@10', 'Recall@100', 'MRR@10'], rows);
     }
@@ -478,19 +495,15 @@ async function danish(): Promise<void> {
     );
     for (const p of problems) console.log(`audit entry no longer holds, not used: ${p}`);
     if (MODEL) {
-      const modelDir = join(work, 'model');
-      const env = envFor(modelDir, 'english', modelEnv());
-      const ingesting = createLocalBackend(env, log);
-      const t1 = performance.now();
-      const modelChunks = await ingestAll(
-        ingesting,
-        corpus,
-        names.map((name) => ({ name, id: name })),
-        'danish (model)',
-      );
-      const modelS = (performance.now() - t1) / 1000;
-      await ingesting.close();
-      await settle(modelDir);
+      const built = await ingestedIndex(`danish-model-${MODEL_NAME}`, work, async (dir) => {
+        const ingesting = createLocalBackend(envFor(dir, 'english', modelEnv()), log);
+        const files = names.map((name) => ({ name, id: name }));
+        const n = await ingestAll(ingesting, corpus, files, 'danish (model)');
+        await ingesting.close();
+        return n;
+      });
+      const { chunks: modelChunks, seconds: modelS } = built;
+      const env = envFor(built.dataDir, 'english', modelEnv());
       const backend = createLocalBackend(env, log);
       const cells = (r: Awaited<ReturnType<typeof evalDanish>>) => [
         ...r.audited.map(pct),
@@ -504,7 +517,7 @@ async function danish(): Promise<void> {
       }
       await backend.close();
       console.log(
-        `\nDanish textbook with a real model: ${MODEL_NAME} (${MODEL}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s`,
+        `\nDanish textbook with a real model: ${MODEL_NAME} (${MODEL}, ${MODEL_WHERE}), ${modelChunks} chunks, ingested with embedding in ${modelS.toFixed(0)} s${built.reused ? ' (index reused)' : ''}`,
       );
       printTable(
         [
