@@ -49,6 +49,18 @@ export class QdrantError extends Error {
 
 const errorBody = z.object({ status: z.object({ error: z.string() }).partial() }).partial();
 
+// `{result: …}` around each result schema, made once: zod compiles an object schema on its first
+// parse, which cost more than the parse itself when a fresh wrapper was built for every answer.
+const answers = new WeakMap<z.ZodType, z.ZodType>();
+function answerOf<T>(result: z.ZodType<T>): z.ZodType<{ result: T }> {
+  let answer = answers.get(result);
+  if (!answer) {
+    answer = z.object({ result });
+    answers.set(result, answer);
+  }
+  return answer as z.ZodType<{ result: T }>;
+}
+
 export interface QdrantHttp {
   /** Sends the call and returns the parsed `result`; throws `QdrantError` on any non-2xx. */
   call<T>(c: QdrantCall, result: z.ZodType<T>): Promise<T>;
@@ -127,7 +139,7 @@ export function createQdrantHttp(opts: QdrantHttpOptions): QdrantHttp {
   }
 
   function parse<T>(c: QdrantCall, json: unknown, result: z.ZodType<T>): T {
-    const parsed = z.object({ result }).safeParse(json);
+    const parsed = answerOf(result).safeParse(json);
     if (!parsed.success) {
       throw new QdrantError(
         `Qdrant ${c.method} ${c.path} answered an unexpected body: ${z.prettifyError(parsed.error)}`,

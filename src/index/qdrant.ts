@@ -213,12 +213,13 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       }
     },
 
-    async deleteWhere(filter) {
+    async deleteWhere(filter, options = {}) {
       const f = anyOf(filterList(filter), 'refusing to delete every point: deleteWhere needs a filter');
       if (!f) return 0;
-      // Qdrant's delete answers no count; counting first is exact unless a writer races us.
-      const n = await countMatching(f);
-      if (n === 0) return 0;
+      // Qdrant's delete answers no count; counting first is exact unless a writer races us. Not
+      // counted (`counted: false`, a version's retirement), the delete goes alone: one request.
+      const n = options.counted === false ? 0 : await countMatching(f);
+      if (n === 0 && options.counted !== false) return 0;
       const body: Schemas['FilterSelector'] = { filter: f };
       await http.call(write('POST', `${base}/points/delete`, body), updateResult);
       return n;

@@ -126,12 +126,15 @@ export async function commitVersion(
   try {
     // Deleted, not kept, from a store that writes in parts (Qdrant): with the others of this turn.
     const together = !index.atomicUpsert && keep <= 0;
-    const retired = together
-      ? await retireTogether(index, scope).catch((err: unknown) => {
-          o.log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
-          return retireTogether(index, scope);
-        })
-      : await retireWithRetry(index, scope, retireOptions);
+    if (together) {
+      await retireTogether(index, scope).catch((err: unknown) => {
+        o.log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
+        return retireTogether(index, scope);
+      });
+      o.log.debug(scope, 'retired previous versions');
+      return;
+    }
+    const retired = await retireWithRetry(index, scope, retireOptions);
     o.log.debug({ ...scope, retired }, 'retired previous versions');
   } catch (err) {
     o.log.warn(

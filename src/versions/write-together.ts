@@ -99,20 +99,23 @@ async function publishGroup(store: PointStore, all: Waiting[], alone: Alone): Pr
   }
 }
 
-const retiring = new WeakMap<PointStore, { scopes: VersionScope[]; deleted: Promise<number> }>();
+const retiring = new WeakMap<PointStore, { scopes: VersionScope[]; deleted: Promise<void> }>();
 
 /**
  * The retirement of versions committed in the same turn (unfenced, none kept: retire.ts's delete),
- * as one delete of every file's other versions and `writing` entry. Resolves with the points the
- * delete removed, the other files' included.
+ * as one delete of every file's other versions and `writing` entry, not counted (on Qdrant a count
+ * is a request of its own; nothing reads the number but a debug line). Resolves when it is done.
  */
-export function retireTogether(store: PointStore, scope: VersionScope): Promise<number> {
+export function retireTogether(store: PointStore, scope: VersionScope): Promise<void> {
   let group = retiring.get(store);
   if (!group) {
     const scopes: VersionScope[] = [];
-    const deleted = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+    const deleted = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
       retiring.delete(store);
-      return store.deleteWhere(scopes.flatMap((s) => [others(s), writingEntryOf(s)]));
+      await store.deleteWhere(
+        scopes.flatMap((s) => [others(s), writingEntryOf(s)]),
+        { counted: false },
+      );
     });
     group = { scopes, deleted };
     retiring.set(store, group);
