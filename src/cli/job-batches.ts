@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { contentHash } from '../embedded/file-ingest.js';
 import { fileIdFor } from '../index/identifiers.js';
 import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
@@ -11,6 +12,10 @@ import type { FoundFile } from './walk.js';
 /** Most files, and about the most bytes, of one batch request (a larger file goes alone). */
 const BATCH_FILES = 256;
 const BATCH_BYTES = 64 << 20;
+/** A file up to this size is read into memory once, hashed and sent from there ... */
+const IN_MEMORY = 1 << 20;
+/** ... while a slice's files in memory stay under this. */
+const SLICE_MEMORY = 32 << 20;
 
 interface Planned {
   file: FoundFile;
@@ -18,6 +23,8 @@ interface Planned {
   sha256: string;
   bytes: number;
   started: number;
+  /** The file's bytes, read once to hash and send (a small file). */
+  data?: Buffer;
 }
 
 /**
@@ -33,20 +40,27 @@ export async function inBatches(
   onSkip: () => void,
 ): Promise<FoundFile[]> {
   const singles: FoundFile[] = [];
-  /** Planned in slices of a batch's size, each submitted before the next is read and hashed. */
-  const plan = (file: FoundFile): Promise<Planned> =>
-    stat(file.path)
-      .then(
-        (st) => st.size,
-        () => 0,
-      )
-      .then(async (bytes) => ({
-        file,
-        fileId: fileIdFor(o.collection, file.relative),
-        sha256: await hashOf(file.path, bytes).catch(() => ''),
-        bytes,
-        started: performance.now(),
-      }));
+  /**
+   * Planned in slices of a batch's size, each submitted before the next is read and hashed. A small
+   * file is read once: hashed, and sent from the same bytes (while the slice's stay under
+   * `SLICE_MEMORY`); a larger one is hashed as it streams and read again as it is sent.
+   */
+  const plan = async (file: FoundFile, held: { bytes: number }): Promise<Planned> => {
+    const base = { file, fileId: fileIdFor(o.collection, file.relative), started: performance.now() };
+    // The walk's size; the bytes read decide (the file may have changed since).
+    if (file.bytes <= IN_MEMORY && held.bytes + file.bytes <= SLICE_MEMORY) {
+      held.bytes += file.bytes;
+      const data = readSmall(file.path);
+      if (data) {
+        return { ...base, bytes: data.length, data, sha256: createHash('sha256').update(data).digest('hex') };
+      }
+    }
+    const bytes = await stat(file.path).then(
+      (st) => st.size,
+      () => 0,
+    );
+    return { ...base, bytes, sha256: await contentHash(file.path).catch(() => '') };
+  };
   const recordFile = (p: Planned, batchId: string, f: BatchFile | undefined) => {
     const base = {
       file: p.file.relative,
@@ -70,6 +84,7 @@ export async function inBatches(
   };
   /** Follows a batch to its end, recording its files (by their place in it) as each settles. */
   const watch = async (batchId: string, files: (Planned & { index: number })[], first?: JobBatch) => {
+    for (const p of files) delete p.data;
     const byIndex = new Map(files.map((p) => [p.index, p]));
     const settle = (f: BatchFile) => {
       const p = byIndex.get(f.index);
@@ -96,7 +111,10 @@ export async function inBatches(
   const known = new Map<string, Promise<JobBatch | undefined>>();
   let noBatches = false;
   // The next slice is read and hashed while this one's request is sent.
-  const planSlice = (at: number) => mapLimited(o.files.slice(at, at + BATCH_FILES), 32, plan);
+  const planSlice = (at: number) => {
+    const held = { bytes: 0 };
+    return mapLimited(o.files.slice(at, at + BATCH_FILES), 32, (f) => plan(f, held));
+  };
   let next = planSlice(0);
   for (let at = 0; at < o.files.length && !o.signal.aborted; at += BATCH_FILES) {
     const planned = await next;
@@ -157,7 +175,9 @@ export async function inBatches(
       if (o.signal.aborted) break;
       let batch: JobBatch | undefined;
       try {
-        batch = await o.client.submitBatch(group.map((p) => argsOf(o, p.file, p.fileId)));
+        batch = await o.client.submitBatch(
+          group.map((p) => ({ ...argsOf(o, p.file, p.fileId), ...(p.data ? { data: p.data } : {}) })),
+        );
       } catch (err) {
         if (o.signal.aborted) break;
         failAll(o, group, err);
@@ -187,12 +207,26 @@ export async function inBatches(
   return singles;
 }
 
-/** A small file's SHA-256 in one read; a larger one's streamed (`contentHash`). */
-async function hashOf(path: string, bytes: number): Promise<string> {
-  if (bytes > 1 << 20) return contentHash(path);
-  return createHash('sha256')
-    .update(await readFile(path))
-    .digest('hex');
+/**
+ * A small file's bytes, read synchronously (one open, read and close, no round trips through the
+ * thread pool: most of the client's reading cost for thousands of small files), or undefined when
+ * it cannot be read now or has grown past `IN_MEMORY` (it is then read as a large file, and fails there).
+ */
+function readSmall(path: string): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const size = fstatSync(fd).size;
+    if (size > IN_MEMORY) return undefined;
+    const data = Buffer.allocUnsafe(size);
+    let n = 0;
+    for (let got = 1; n < size && got > 0; n += got) got = readSync(fd, data, n, size - n, null);
+    return n === size ? data : data.subarray(0, n);
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** Records each of `files` as failed with `err` (its message and code). */

@@ -3,6 +3,10 @@ import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
 import type { Job } from '../ingest/jobs/job.js';
 import { errorFromBody, type IngestArgs } from './backend.js';
 import { CliError } from './fail.js';
+import { multipartBody } from './multipart-body.js';
+
+/** A file of a job batch: its bytes when the client already read them (a small file), else read from `path`. */
+export type BatchUpload = IngestArgs & { data?: Uint8Array };
 
 /** The jobs API of a running Kilde (`POST /api/v1/jobs`, `GET …/{id}`, `GET …/{id}/events`). */
 export interface JobClient {
@@ -15,7 +19,7 @@ export interface JobClient {
    * Many files in one request (`POST /api/v1/job-batches`), sharing the collection and user;
    * undefined when the server has no batches (an older Kilde): submit one job per file instead.
    */
-  submitBatch(files: readonly IngestArgs[]): Promise<JobBatch | undefined>;
+  submitBatch(files: readonly BatchUpload[]): Promise<JobBatch | undefined>;
   /** undefined: the server does not know the batch. */
   getBatch(id: string): Promise<JobBatch | undefined>;
   /** Follows the batch's events until it ends; `onFile` sees each file's changes. Resolves with the whole batch. */
@@ -109,7 +113,7 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
     async submitBatch(files) {
       const res = await call('submit', '/api/v1/job-batches', {
         method: 'POST',
-        body: await batchForm(files),
+        ...(await batchBody(files)),
       });
       const b = await body(res);
       if (res.status === 404 || res.status === 405) return undefined;
@@ -145,26 +149,42 @@ export function createJobClient(o: { base: string; apiKey: string; fetch?: typeo
 
 /**
  * The multipart body of a batch: the shared fields, `files` naming each file (by path as
- * `uploadForm` does, or by file_id), then the files in that order.
+ * `uploadForm` does, or by file_id), then the files in that order. When every file's bytes are in
+ * memory it is one buffer (`multipartBody`); else a `FormData` whose files are read from disk as it
+ * is sent.
  */
-export async function batchForm(files: readonly IngestArgs[]): Promise<FormData> {
+export async function batchBody(
+  files: readonly BatchUpload[],
+): Promise<{ body: Uint8Array | FormData; headers?: Record<string, string> }> {
   const first = files[0];
   if (!first) throw new CliError('a job batch needs at least one file');
-  const form = new FormData();
-  form.set('collection_name', first.collection);
-  form.set('user_id', first.userId);
-  form.set(
-    'files',
-    JSON.stringify(
-      files.map((a) =>
-        a.legacy === undefined
-          ? { file_id: a.fileId, filename: a.filename }
-          : { path: a.source, legacy_path: a.legacy, filename: a.filename },
+  const fields = [
+    { name: 'collection_name', value: first.collection },
+    { name: 'user_id', value: first.userId },
+    {
+      name: 'files',
+      value: JSON.stringify(
+        files.map((a) =>
+          a.legacy === undefined
+            ? { file_id: a.fileId, filename: a.filename }
+            : { path: a.source, legacy_path: a.legacy, filename: a.filename },
+        ),
       ),
-    ),
-  );
-  for (const a of files) form.append('file', await openAsBlob(a.path), a.filename);
-  return form;
+    },
+  ];
+  if (files.every((a) => a.data !== undefined)) {
+    const { body, contentType } = multipartBody([
+      ...fields,
+      ...files.map((a) => ({ name: 'file', filename: a.filename, data: a.data! })),
+    ]);
+    return { body, headers: { 'content-type': contentType } };
+  }
+  const form = new FormData();
+  for (const f of fields) form.set(f.name, f.value);
+  for (const a of files) {
+    form.append('file', a.data ? new Blob([a.data]) : await openAsBlob(a.path), a.filename);
+  }
+  return { body: form };
 }
 
 /** The multipart body of an upload (`PUT /api/v1/ingest`, `POST /api/v1/jobs`). */

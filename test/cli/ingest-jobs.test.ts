@@ -163,4 +163,29 @@ describe('kilde ingest --url on ingestion jobs', () => {
     });
     expect(job.json()).toMatchObject({ state: 'done', collection_name: 'older', name: 'lark.txt' });
   });
+
+  it('sends a batch whose files are partly in memory (read once by the client) and partly read from disk', async () => {
+    await writeFile(join(work.dir, 'notes', 'kite.txt'), 'The red kite circles over the moor.\n');
+    await writeFile(join(work.dir, 'notes', 'stork.txt'), 'The stork nests on the church roof.\n');
+    const client = createJobClient({ base: url, apiKey: 'test-key' });
+    const args = (name: string) => ({
+      path: join(work.dir, 'notes', name),
+      fileId: `mixed-${name}`,
+      filename: name,
+      collection: 'mixed',
+      userId: 'u1',
+      source: `notes/${name}`,
+    });
+    const submitted = await client.submitBatch([
+      { ...args('kite.txt'), data: Buffer.from('The red kite circles over the moor.\n') },
+      args('stork.txt'),
+    ]);
+    const end = await client.watchBatch(submitted!.batch_id, () => undefined);
+    expect(end.files.map((f) => [f.name, f.state])).toEqual([
+      ['kite.txt', 'done'],
+      ['stork.txt', 'done'],
+    ]);
+    expect(embed.inputs().some((t) => t.includes('red kite'))).toBe(true);
+    expect(embed.inputs().some((t) => t.includes('stork nests'))).toBe(true);
+  });
 });
