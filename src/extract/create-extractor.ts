@@ -198,6 +198,7 @@ export function createExtractor(
   return {
     name: extractor.name,
     acceptsProfile: extractor.acceptsProfile,
+    ...(extractor.acceptsData ? { acceptsData: true } : {}),
     extract: extractor.extract.bind(extractor),
     ...(extractor.extractMany ? { extractMany: extractor.extractMany.bind(extractor) } : {}),
     ...(extractor.probe ? { probe: extractor.probe.bind(extractor) } : {}),

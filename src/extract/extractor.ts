@@ -54,6 +54,12 @@ export interface SourceFile {
   mimeType?: string;
   /** Its size in bytes, when the caller already knows it (spares a `stat` per file and stage). */
   bytes?: number;
+  /**
+   * The whole file, when a small upload was kept in memory (`path` is then empty): given only to an
+   * extractor that `acceptsData`, which reads it without a file (a plain-text file) or writes it to
+   * one first (any other kind).
+   */
+  data?: Uint8Array;
 }
 
 export interface ExtractOptions {
@@ -77,6 +83,8 @@ export interface Extractor {
   readonly name: string;
   /** Whether the engine accepts a `profile` (vision engines only). */
   readonly acceptsProfile: boolean;
+  /** Whether the engine reads a `SourceFile` given as `data` (no file); only those are given one. */
+  readonly acceptsData?: boolean;
   extract(file: SourceFile, options?: ExtractOptions): Promise<ExtractedDocument[]>;
   /**
    * Many files at once (a pipeline pass over small files), each exactly as `extract` would return

@@ -1,4 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { KildeError } from '../errors.js';
 import { extractionFailed, reasonOf, toDocument } from './document.js';
 import type { ExtractedDocument, ExtractOptions, Extractor, SourceFile } from './extractor.js';
@@ -57,7 +58,9 @@ export interface ReadDocument {
  */
 export async function readDocument(file: SourceFile, opts: InprocessOptions): Promise<ReadDocument> {
   const limits = opts.limits ?? DEFAULT_LIMITS;
-  const start = readStart(file.path);
+  // A small upload kept in memory: plain text is read from it; any other kind from a file of it.
+  if (file.data && !(await plainInMemory(file, file.data))) return readSpilled(file, file.data, opts);
+  const start = file.data ? startOf(file.data) : readStart(file.path);
   const type = await detectFileType(file.path, file.filename, file.mimeType, start.head);
   if (type.kind === undefined) {
     throw extractionFailed(
@@ -111,6 +114,38 @@ function readStart(path: string): { head: Uint8Array; whole?: Buffer } {
   } finally {
     closeSync(fd);
   }
+}
+
+/** A file's start as `readStart` reads it, from the file in memory. */
+function startOf(data: Uint8Array): { head: Uint8Array; whole?: Buffer } {
+  const whole = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return data.length <= WHOLE_BYTES
+    ? { head: whole.subarray(0, HEAD_BYTES), whole }
+    : { head: whole.subarray(0, HEAD_BYTES) };
+}
+
+/** Whether a file in memory is plain text read whole from memory (no reader needs a file of it). */
+async function plainInMemory(file: SourceFile, data: Uint8Array): Promise<boolean> {
+  if (data.length > WHOLE_BYTES || startsWithZip(data)) return false;
+  const type = await detectFileType('', file.filename, file.mimeType, data.subarray(0, HEAD_BYTES));
+  return type.kind === 'text' || type.kind === 'markdown';
+}
+
+const startsWithZip = (d: Uint8Array) => d[0] === 0x50 && d[1] === 0x4b && d[2] === 0x03 && d[3] === 0x04;
+
+/** A file in memory that is not plain text: written to a file of its own, read as any file is. */
+async function readSpilled(
+  file: SourceFile,
+  data: Uint8Array,
+  opts: InprocessOptions,
+): Promise<ReadDocument> {
+  const { withTempDir, sourcePath } = await import('../ingest/temp-dir.js');
+  return withTempDir(async (dir) => {
+    const path = sourcePath(dir, file.filename);
+    await writeFile(path, data, { flag: 'wx', mode: 0o600 });
+    const { data: _kept, ...rest } = file;
+    return readDocument({ ...rest, path }, opts);
+  });
 }
 
 /**

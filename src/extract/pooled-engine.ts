@@ -70,7 +70,7 @@ export function createPooledExtractor(
     bytes: number,
     signal: AbortSignal | undefined,
   ): Promise<ExtractTasks['extract']['output'] | undefined> => {
-    if (!split || !maySplit(bytes)) return undefined;
+    if (!split || file.data || !maySplit(bytes)) return undefined;
     const type = await detectFileType(file.path, file.filename, file.mimeType);
     if (type.kind !== 'pdf' || (opts.only && !opts.only.includes('pdf')) || pool.free < 2) return undefined;
     const parts = await Promise.allSettled(
@@ -89,6 +89,8 @@ export function createPooledExtractor(
   return {
     name: opts.name,
     acceptsProfile: false,
+    // Its workers read a small upload kept in memory (inprocess-engine.ts, `readDocument`).
+    acceptsData: true,
     async extract(file, options) {
       const signal = options?.signal;
       const bytes = await sizeOf(file);
@@ -183,7 +185,8 @@ export function createPooledExtractor(
      * decoding (three copies of a 100 MB file). Reading plain text needs none of the pool's isolation.
      */
     async openText(file, { minBytes, signal }) {
-      if ((file.bytes ?? (await stat(file.path)).size) <= minBytes) return undefined;
+      // A file kept in memory is small: read whole, by a worker.
+      if (file.data || (file.bytes ?? (await stat(file.path)).size) <= minBytes) return undefined;
       const type = await detectFileType(file.path, file.filename, file.mimeType);
       if (type.kind !== 'text' && type.kind !== 'markdown') return undefined;
       if (opts.only && !opts.only.includes(type.kind)) return undefined;
@@ -218,6 +221,7 @@ export const GROUP_MIN_BYTES = 32 * 1024;
 /** A file's size: as its caller measured it, else from the file system (0 when it cannot be read). */
 function sizeOf(file: SourceFile): Promise<number> {
   if (file.bytes !== undefined) return Promise.resolve(file.bytes);
+  if (file.data) return Promise.resolve(file.data.length);
   return stat(file.path).then(
     (s) => s.size,
     () => 0,
@@ -226,5 +230,10 @@ function sizeOf(file: SourceFile): Promise<number> {
 
 /** What the worker needs of a file (no other property crosses the process boundary). */
 function wireFile(file: SourceFile): SourceFile {
-  return { path: file.path, filename: file.filename, ...(file.mimeType ? { mimeType: file.mimeType } : {}) };
+  return {
+    path: file.path,
+    filename: file.filename,
+    ...(file.mimeType ? { mimeType: file.mimeType } : {}),
+    ...(file.data ? { data: file.data } : {}),
+  };
 }

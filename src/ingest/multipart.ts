@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { Multipart } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
@@ -7,7 +8,10 @@ import { checkFileName, invalid } from './request.js';
 import { sourcePath } from './temp-dir.js';
 
 export interface ReceivedFile {
+  /** Where it was stored; empty when it was kept in memory (`data`). */
   path: string;
+  /** The whole file, when it was no larger than `memoryBytes`. */
+  data?: Buffer;
   bytes: number;
   /** The name the client gave the part (may be empty). */
   filename: string;
@@ -26,12 +30,14 @@ export interface ReceivedForm {
  * Reads a multipart body part by part: the `file` part streams straight into `dir` with the size limit
  * enforced as bytes arrive (413 before the whole upload is read), text fields are collected. `early`
  * runs as soon as the file part starts, with the fields seen so far, so a request whose fields are
- * already known to be bad is rejected before its file is stored.
+ * already known to be bad is rejected before its file is stored. With `memoryBytes`, a file no
+ * larger than that is kept in memory (`data`; `dir` is never asked for), a larger one goes on into
+ * a file as its bytes arrive.
  */
 export async function receiveMultipart(
   request: FastifyRequest,
-  dir: string,
-  opts: { maxBytes: number; early?: (fields: Record<string, string>) => void },
+  dir: string | (() => Promise<string>),
+  opts: { maxBytes: number; memoryBytes?: number; early?: (fields: Record<string, string>) => void },
 ): Promise<ReceivedForm> {
   const fields: Record<string, string> = {};
   const ignored: string[] = [];
@@ -55,14 +61,12 @@ export async function receiveMultipart(
       // The part's own name, which no form field vouches for: refused before anything is stored.
       checkFileName(part.filename ?? '', "the file part's filename");
       opts.early?.(fields);
-      const path = sourcePath(dir, part.filename ?? '');
-      const bytes = await streamToFile(part.file, path, opts.maxBytes);
+      const stored = await storeFile(part.file, part.filename ?? '', dir, opts);
       // busboy stops at `fileSize` and marks the stream truncated instead of failing it.
       if (part.file.truncated) throw tooLarge(opts.maxBytes);
       const mime = part.mimetype?.split(';')[0]?.trim().toLowerCase();
       file = {
-        path,
-        bytes,
+        ...stored,
         filename: part.filename ?? '',
         ...(mime && mime !== 'application/octet-stream' ? { mimeType: mime } : {}),
       };
@@ -77,6 +81,55 @@ export async function receiveMultipart(
   }
   if (!file) throw invalid('Invalid request: the multipart body has no "file" part');
   return { fields, file, ignoredParts: ignored };
+}
+
+/**
+ * The file part's bytes: in memory when they end within `memoryBytes`, else in a file under `dir`
+ * (the bytes read so far first, then the rest as it arrives), the size limit enforced either way.
+ */
+async function storeFile(
+  source: AsyncIterable<Buffer> & NodeJS.ReadableStream,
+  filename: string,
+  dir: string | (() => Promise<string>),
+  opts: { maxBytes: number; memoryBytes?: number },
+): Promise<{ path: string; bytes: number; data?: Buffer }> {
+  const at = async () => sourcePath(typeof dir === 'string' ? dir : await dir(), filename);
+  const keep = Math.min(opts.memoryBytes ?? 0, opts.maxBytes);
+  if (keep <= 0) {
+    const path = await at();
+    return { path, bytes: await streamToFile(source, path, opts.maxBytes) };
+  }
+  const held: Buffer[] = [];
+  let bytes = 0;
+  const iterator = source[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await iterator.next();
+    if (next.done) {
+      const data = held.length === 1 ? held[0]! : Buffer.concat(held, bytes);
+      return { path: '', bytes, data };
+    }
+    held.push(next.value);
+    bytes += next.value.length;
+    if (bytes > keep) break;
+  }
+  // Larger than kept in memory: what came so far, then the rest of the stream, into a file.
+  const path = await at();
+  const rest = Readable.from(
+    (async function* () {
+      try {
+        yield* held.splice(0);
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) return;
+          yield next.value;
+        }
+      } finally {
+        // Stopped early (over the limit, the disk failed): the part is destroyed, as a pipeline would.
+        await iterator.return?.();
+      }
+    })(),
+  );
+  return { path, bytes: await streamToFile(rest, path, opts.maxBytes) };
 }
 
 /** A text field of a multipart body into `fields`: named once, and text (400 otherwise). */

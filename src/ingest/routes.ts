@@ -32,7 +32,7 @@ import { chunksDocs, deleteDocs, extractDocs, ingestDocs } from './route-docs.js
 import type { IngestOutcome } from './service.js';
 import { timed } from './stages.js';
 import { successBody } from './success-body.js';
-import { sourcePath, withTempDir } from './temp-dir.js';
+import { sourcePath, withLazyTempDir, withTempDir } from './temp-dir.js';
 
 export interface RouteDeps {
   /** The warm pipeline; throws 503 while start-up has not finished. */
@@ -58,6 +58,8 @@ const chunksQuery = z.strictObject({
   include_content: z.enum(['false', 'preview', 'full']).default('false'),
 });
 const PREVIEW_CHARS = 200;
+/** Uploads up to this size are kept in memory, as the worker reads a small file whole (inprocess-engine.ts). */
+const IN_MEMORY_BYTES = 64 * 1024;
 
 /** Thin routes: parse and gate the request, then hand over to the IngestService. */
 export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps: RouteDeps) {
@@ -141,12 +143,14 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
   }
 
   async function ingestUpload(request: FastifyRequest, signal: AbortSignal): Promise<IngestOutcome> {
-    const { service } = deps.pipeline();
-    return withTempDir(async (dir) => {
-      // The upload read to a temporary file, a span of its own (src/telemetry/).
+    const { service, extractor } = deps.pipeline();
+    return withLazyTempDir(async (dir) => {
+      // The upload read to a temporary file, a span of its own (src/telemetry/); a small one stays in
+      // memory when the engine reads it so (the worker pool's): no folder, no file, no second read.
       const form = await inSpan('kilde.ingest.receive', {}, () =>
         receiveMultipart(request, dir, {
           maxBytes: deps.maxBytes,
+          ...(extractor.acceptsData ? { memoryBytes: IN_MEMORY_BYTES } : {}),
           // Fields sent before the file are judged before a byte of it is stored.
           early: (fields) => {
             if ('file_id' in fields && 'collection_name' in fields && 'user_id' in fields) {
@@ -172,6 +176,7 @@ export async function registerIngestRoutes(app: KildeApp, ctx: PartContext, deps
           bytes: form.file.bytes,
           filename: target.filename,
           ...(form.file.mimeType ? { mimeType: form.file.mimeType } : {}),
+          ...(form.file.data ? { data: form.file.data } : {}),
         }),
         signal,
       );

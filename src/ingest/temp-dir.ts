@@ -46,6 +46,30 @@ export async function withTempDir<T>(fn: (dir: string) => Promise<T>): Promise<T
 }
 
 /**
+ * As `withTempDir`, the folder made only when `fn` first asks for it (a small upload kept in memory
+ * never does: no folder made, none removed).
+ */
+export async function withLazyTempDir<T>(fn: (dir: () => Promise<string>) => Promise<T>): Promise<T> {
+  let made: Promise<string> | undefined;
+  const dir = () => {
+    made ??= newRequestDir().then((d) => {
+      inUse.add(d);
+      return d;
+    });
+    return made;
+  };
+  try {
+    return await fn(dir);
+  } finally {
+    const d = await made?.catch(() => undefined);
+    if (d !== undefined) {
+      await rm(d, { recursive: true, force: true });
+      inUse.delete(d);
+    }
+  }
+}
+
+/**
  * Removes the upload folders of processes that are gone (killed before their clean-up ran), and
  * those with this process's id that it is not using (a container restarts with the same pid).
  * Folders of other live processes stay. Returns what it removed.
