@@ -1,38 +1,45 @@
 /**
- * Where the CPU of a local ingestion goes, process by process: runs Kilde's side of
- * `npm run bench:vs-langchain` (bench/vs-langchain-kilde.ts over the built dist/, the `kilde`
- * launcher's memory settings and compile cache) once under `node --cpu-prof`, which the worker pool
- * passes on to its workers, and prints for each process (the main one, then each worker) its busy
- * and idle time, the functions and the files with the most self time, and the calls with the most
- * time below them. Profiling adds its own cost (about a third more CPU), so compare profiles with
- * profiles; the bench's own figures (CPU, peak RSS) are printed too. A profile's times are the wall
- * time between samples: on a loaded machine a process's waits for a core are charged to whatever
- * it was running, so read the shares on a quiet machine and the CPU seconds on a busy one (the load
- * average is printed). Asserts nothing.
+ * Where the CPU of an ingestion goes, process by process: runs the real `kilde` command (bin/kilde over
+ * the built dist/, as bench:vs-langchain and bench:vs-platforms run it) under `--cpu-prof` (through
+ * NODE_OPTIONS, which the worker pool's processes inherit), and prints for each process (the main one,
+ * then each worker) its busy and idle time, the functions and the files with the most self time, and
+ * the calls with the most time below them. `--path cli` (default) profiles a local `kilde ingest` of
+ * the set; `--path put` a `kilde serve ingest` taking one `PUT /api/v1/ingest` per file, one at a time
+ * (its profile starts with the server's start-up, printed apart in the figures). `--qdrant` writes
+ * into a real Qdrant started from QDRANT_BIN (default /work/qdrant-src/v1.18.3/target/perf/qdrant,
+ * dense vectors from a zero-cost endpoint and BM25 sparse vectors, as bench:vs-platforms's Kilde →
+ * Qdrant sides) and prints Qdrant's CPU and its requests by kind. Profiling adds its own cost (about a
+ * third more CPU), so compare profiles with profiles. A profile's times are the wall time between
+ * samples: on a loaded machine a process's waits for a core are charged to whatever it was running, so
+ * read the shares on a quiet machine and the CPU seconds on a busy one (the load average is printed).
+ * Asserts nothing.
  *
- * Usage: npm run build && npx tsx bench/profile-ingest.ts [--set small|mixed|pdf --files 1000 --top 25]
+ * Usage: npm run build && npx tsx bench/profile-ingest.ts [--set small|mixed|pdf --files 1000 --top 25
+ *        --path cli|put --qdrant]
  */
-import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { compileCacheDir } from '../src/cli/compile-cache.js';
-import { withMallocTunables, withYoungGenerationFlag } from '../src/cli/process-memory.js';
-import { benchData, FIXTURE_DOCUMENTS } from './lib/data.js';
-import { writeTextPdf } from './text-pdf.js';
+import { startQdrantNodes } from '../test/live/qdrant-nodes.js';
+import { writeIngestSets } from './lib/ingest-sets.js';
+import { kildeCli, zeroCostEmbeddingEnv } from './lib/kilde-cli.js';
+import { overPut } from './lib/kilde-http.js';
+import { describeRequests, qdrantMark, qdrantSince } from './lib/qdrant-meter.js';
+import { serveZeroCostEmbeddings } from './lib/zero-cost.js';
 
 const { values } = parseArgs({
   options: {
     set: { type: 'string', default: 'small' },
     files: { type: 'string', default: '1000' },
     top: { type: 'string', default: '25' },
+    path: { type: 'string', default: 'cli' },
+    qdrant: { type: 'boolean', default: false },
   },
 });
 const TOP = Number(values.top);
-const here = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const QDRANT_BIN = process.env.QDRANT_BIN ?? '/work/qdrant-src/v1.18.3/target/perf/qdrant';
 
 interface ProfileNode {
   id: number;
@@ -43,37 +50,6 @@ interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
-}
-
-/** The files of one set, as bench:vs-langchain writes them. */
-async function setFiles(work: string): Promise<string[]> {
-  if (values.set === 'small') {
-    const dir = join(work, 'small');
-    await mkdir(dir);
-    const files: string[] = [];
-    for (const line of (await readFile(benchData('scifact', 'corpus.jsonl'), 'utf8')).split('\n')) {
-      if (files.length >= Number(values.files) || line.trim() === '') continue;
-      const row = JSON.parse(line) as { _id: string; title: string; text: string };
-      const path = join(dir, `${row._id}.txt`);
-      await writeFile(path, `${row.title}\n\n${row.text}\n`);
-      files.push(path);
-    }
-    return files;
-  }
-  if (values.set === 'mixed') {
-    const danish = benchData('da-citizenship', 'corpus');
-    return [
-      ...readdirSync(FIXTURE_DOCUMENTS)
-        .filter((f) => /\.(pdf|docx)$/.test(f))
-        .map((f) => join(FIXTURE_DOCUMENTS, f)),
-      ...readdirSync(danish)
-        .filter((f) => f.endsWith('.md'))
-        .map((f) => join(danish, f)),
-    ];
-  }
-  const pdf = join(work, 'large.pdf');
-  await writeFile(pdf, writeTextPdf(300, 45));
-  return [pdf];
 }
 
 const ms = (us: number) => `${(us / 1000).toFixed(0).padStart(6)} ms`;
@@ -126,46 +102,52 @@ function summarise(file: string, role: string): void {
 }
 
 const work = await mkdtemp(join(tmpdir(), 'kilde-profile-'));
+const nodes = values.qdrant ? await startQdrantNodes(QDRANT_BIN, 1) : undefined;
+const zero = await serveZeroCostEmbeddings(384);
 try {
-  const list = join(work, 'files.json');
-  const files = await setFiles(work);
-  await writeFile(list, JSON.stringify(files));
+  const [set] = await writeIngestSets(work, {
+    files: Number(values.files),
+    pages: 300,
+    keys: [values.set ?? 'small'],
+  });
+  const files = set!.files;
   const profiles = join(work, 'profiles');
-  const cache = compileCacheDir(process.env);
-  const res = spawnSync(
-    process.execPath,
-    [
-      '--cpu-prof',
-      `--cpu-prof-dir=${profiles}`,
-      '--disable-warning=ExperimentalWarning',
-      '--import',
-      here('./lib/use-dist.mjs'),
-      here('./vs-langchain-kilde.ts'),
-      list,
-      join(work, 'index'),
-      '400',
-      '80',
-    ],
-    {
-      encoding: 'utf8',
-      env: {
-        ...process.env,
-        GLIBC_TUNABLES: withMallocTunables(process.env.GLIBC_TUNABLES),
-        NODE_OPTIONS: withYoungGenerationFlag(process.env.NODE_OPTIONS),
-        ...(cache ? { NODE_COMPILE_CACHE: cache } : {}),
-      },
-    },
-  );
-  if (res.status !== 0)
-    throw new Error(`the profiled run failed (exit ${res.status}): ${res.stderr.slice(-2000)}`);
+  const env: Record<string, string> = {
+    NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profiles}`,
+    ...(nodes
+      ? {
+          ...zeroCostEmbeddingEnv(zero.url),
+          VECTORDB_URI: nodes.urls[0]!,
+          VECTORDB_INDEX: 'profile',
+          ENABLE_SPARSE_EMBEDDINGS: 'true',
+        }
+      : {}),
+  };
+  const qdrantPid = nodes?.nodes[0]?.process?.pid;
+  const mark = nodes ? await qdrantMark(nodes.urls[0]!, qdrantPid) : undefined;
+  const run =
+    values.path === 'put'
+      ? await overPut(work, files, 1, env)
+      : await kildeCli(work, files, { chunkTokens: 400, overlapTokens: 80, env });
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+  const { seconds, cpu, peakRss } = run;
   console.log(
-    `set ${values.set} (${files.length} files), load ${load}; the run (profiled): ${res.stdout.trim().split('\n').at(-1)}`,
+    `set ${values.set} (${files.length} files), path ${values.path}${nodes ? ' into Qdrant' : ''}, load ${load}; the run (profiled): ${JSON.stringify({ seconds, cpu, peakRss })}`,
   );
-  // The main process's profile first (its pid is in the file name), then the workers'.
-  const main = `.${res.pid}.`;
-  const written = readdirSync(profiles).sort((a, b) => Number(b.includes(main)) - Number(a.includes(main)));
-  for (const f of written) summarise(join(profiles, f), f.includes(main) ? 'main process' : 'pool worker');
+  if (nodes && mark) {
+    const cost = await qdrantSince(nodes.urls[0]!, qdrantPid, mark);
+    console.log(
+      `Qdrant: CPU ${cost.cpu.toFixed(2)} s, ${cost.total} requests (the collection's creation included): ${describeRequests(cost.requests, files.length)}`,
+    );
+  }
+  // The main process's profile first (the lowest pid: it starts its workers), then the workers'.
+  const pidOf = (f: string) => Number(f.split('.')[2]);
+  const written = readdirSync(profiles).sort((a, b) => pidOf(a) - pidOf(b));
+  written.forEach((f, i) => {
+    summarise(join(profiles, f), i === 0 ? 'main process' : 'pool worker');
+  });
 } finally {
+  await zero.close();
+  await nodes?.close();
   await rm(work, { recursive: true, force: true });
 }

@@ -19,6 +19,23 @@ import { runMeasured } from './measured.js';
 
 const LAUNCHER = fileURLToPath(new URL('../../bin/kilde', import.meta.url));
 
+/**
+ * A Kilde process's dense path (`EMBEDDING_PROVIDER=http-compat`, base64) pointed at a zero-cost
+ * endpoint (bench/lib/zero-cost.ts `serveZeroCostEmbeddings`), 384 dimensions, no prefixes (the other
+ * sides send their texts as they are).
+ */
+export function zeroCostEmbeddingEnv(url: string): Record<string, string> {
+  return {
+    EMBEDDING_PROVIDER: 'http-compat',
+    EMBEDDING_API_BASE_URL: url,
+    EMBEDDING_MODEL: 'zero-cost',
+    EMBEDDING_DIM: '384',
+    EMBEDDING_ENCODING_FORMAT: 'base64',
+    EMBEDDING_PREFIX_DOC: '',
+    EMBEDDING_PREFIX_QUERY: '',
+  };
+}
+
 export interface CliRun {
   files: number;
   chunks: number;
@@ -48,18 +65,7 @@ export async function kildeCli(
     const res = await runMeasured(o.launcher ?? LAUNCHER, ['ingest', ...files, '-c', 'bench'], {
       ...kildeEnv(),
       KILDE_DATA_DIR: data,
-      ...(o.embeddings
-        ? {
-            EMBEDDING_PROVIDER: 'http-compat',
-            EMBEDDING_API_BASE_URL: o.embeddings,
-            EMBEDDING_MODEL: 'zero-cost',
-            EMBEDDING_DIM: '384',
-            EMBEDDING_ENCODING_FORMAT: 'base64',
-            // LangChain's side sends its texts as they are.
-            EMBEDDING_PREFIX_DOC: '',
-            EMBEDDING_PREFIX_QUERY: '',
-          }
-        : {}),
+      ...(o.embeddings ? zeroCostEmbeddingEnv(o.embeddings) : {}),
       CHUNK_SIZE: String(o.chunkTokens),
       CHUNK_OVERLAP: String(o.overlapTokens),
       ...o.env,
