@@ -1,3 +1,4 @@
+import { type Stats, statSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { glob } from 'tinyglobby';
@@ -101,7 +102,9 @@ type Walked = { path: string; legacy: string; bytes: number };
 /** Every argument stated at once, and every file a folder or glob names (its size for the passes). */
 async function walk(args: readonly string[], cwd: string): Promise<Walked[]> {
   const out = new Map<string, Walked>();
-  const infos = await Promise.all(args.map((arg) => stat(resolve(cwd, arg)).catch(() => undefined)));
+  // Synchronously, here and for a folder's files: nothing else runs yet, and 1000 files cost ≈15 ms
+  // of CPU so against ≈30 ms as 1000 promises through libuv's threads.
+  const infos = args.map((arg) => statOrNone(resolve(cwd, arg)));
   for (const [i, arg] of args.entries()) {
     const abs = resolve(cwd, arg);
     const info = infos[i];
@@ -119,17 +122,15 @@ async function walk(args: readonly string[], cwd: string): Promise<Walked[]> {
     });
     const base = info?.isDirectory() ? abs : resolve(cwd, fixedPart(arg));
     // A file that vanished since the listing counts 0 bytes here and fails alone when it is read.
-    const sizes = await Promise.all(
-      matches.map((m) =>
-        stat(m).then(
-          (s) => s.size,
-          () => 0,
-        ),
-      ),
-    );
-    matches.forEach((m, k) => {
-      out.set(m, { path: m, legacy: named(base, m), bytes: sizes[k]! });
-    });
+    for (const m of matches) out.set(m, { path: m, legacy: named(base, m), bytes: statOrNone(m)?.size ?? 0 });
   }
   return [...out.values()].sort((a, b) => a.path.localeCompare(b.path));
+}
+
+function statOrNone(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
 }
