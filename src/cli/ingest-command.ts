@@ -14,7 +14,7 @@ import {
 import { CliError } from './fail.js';
 import type { JobClient } from './job-client.js';
 import { failuresByCode, ingestWithJobs, manifestPath } from './job-ingest.js';
-import { DEFAULT_PASS_FILES, passesOf } from './passes.js';
+import { DEFAULT_PASS_FILES, ingestEnv, passesOf } from './passes.js';
 import { createProgress } from './progress.js';
 import { type FoundFile, findFiles } from './walk.js';
 
@@ -124,7 +124,9 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
     ) => {
       const files = await findFiles(paths, process.cwd(), o.root === undefined ? {} : { root: o.root });
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
-      await withBackend(io, o, o.engine, async (backend) => {
+      // A small job on one extraction worker (passes.ts `ONE_WORKER_BYTES`); a server decides its own.
+      const local = { ...io, env: ingestEnv(io.env, files) };
+      await withBackend(local, o, o.engine, async (backend) => {
         const progress = createProgress(files.length, io.out.isTTY === true, io.out);
         if (backend.jobs && backend.url) {
           await ingestJobs(io, backend.jobs, backend.url, files, o, progress);

@@ -82,6 +82,8 @@ export async function composeServices(
      * index alone): used as it is, and left to its owner to close (no `embedded-index` part).
      */
     index?: VectorIndex;
+    /** Ingestion's first worker started at once (`IngestPartDeps.startWorker`: the CLI's ingest). */
+    startWorker?: { preload: boolean };
   } = {},
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
@@ -115,6 +117,7 @@ export async function composeServices(
         ...net,
         ...(deps.clock ? { clock: deps.clock } : {}),
         ...(deps.jobs === false ? { jobs: false } : {}),
+        ...(deps.startWorker ? { startWorker: deps.startWorker } : {}),
       });
       parts.push(ingest);
     }

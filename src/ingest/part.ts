@@ -35,6 +35,11 @@ export interface IngestPartDeps {
    * Redis queue because REDIS_URL is in its environment). The job routes then answer 503.
    */
   jobs?: boolean;
+  /**
+   * Start one extraction worker as soon as the pipeline is built, before the index's settings and
+   * sweep (`kilde ingest`, whose first pass follows at once); `preload`: PDFium too (a PDF comes).
+   */
+  startWorker?: { preload: boolean };
 }
 
 /** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
@@ -324,6 +329,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           deps.log.info({ folders: spooled.length }, 'removed spooled uploads no job needs');
       }
       const made = await build();
+      if (deps.startWorker) made.pool.startOne(deps.startWorker.preload);
       try {
         await made.index.ensureCollection();
       } catch (err) {

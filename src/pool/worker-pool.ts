@@ -101,6 +101,18 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     while (!this.#closed && this.#workers.size < warm) this.#spawnKept();
   }
 
+  /**
+   * Starts one worker now when none runs, for tasks about to come (`kilde ingest`: its start overlaps
+   * the pipeline's own, the index's settings and sweep); with `preload` it loads PDFium too, as a
+   * kept worker does. It stops when idle as any worker does.
+   */
+  startOne(preload: boolean): void {
+    if (this.#closed || this.#workers.size > 0) return;
+    const worker = this.#spawn();
+    if (preload) worker.child.send({ type: 'preload' } satisfies ToWorker);
+    this.#idleLater(worker);
+  }
+
   /** Worker processes now running and tasks waiting for one. */
   get load(): { threads: number; queued: number } {
     return { threads: this.#workers.size, queued: this.#queue.length };

@@ -139,6 +139,25 @@ describe('kept workers at start-up', () => {
     }
   });
 
+  it('startOne (`kilde ingest`): one worker before any task, kept or not, which the first task uses', async () => {
+    const idle = new ManualClock();
+    const pool = poolOf({ warm: 0 }, idle);
+    try {
+      pool.startOne(false);
+      pool.startOne(true);
+      expect(pool.pids).toHaveLength(1);
+      const [started] = pool.pids;
+      const [chunks] = await chunk(pool, 'The first task finds the started worker.');
+      expect(chunks?.[0]?.content).toBe('The first task finds the started worker.');
+      expect(pool.pids).toEqual([started]);
+      // Not a kept worker: it stops once idle, as any other.
+      idle.advance(IDLE_MS);
+      expect(pool.pids).toEqual([]);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('`kilde serve ingest` starts its kept worker once it listens', async () => {
     const tmp = await tempDir('kilde-warm-serve-');
     const running = await startService('ingest', {
