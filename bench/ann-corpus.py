@@ -18,9 +18,27 @@ source:
 The Debian documentation is fetched and unpacked beforehand:
     cd .tmp/ann/deb && apt-get download linux-doc-6.1 python3.11-doc perl-doc && for f in *.deb; do dpkg -x $f x; done
     find x \( -name '*.rst.gz' -o -name '*.txt.gz' -o -name '*.pod.gz' \) -exec gunzip -q {} +
+The 1M run's further sets came from more packages, fetched and unpacked the same way (only the
+Debian handbook's en-US folder kept): `.tmp/ann/deb2` openjdk-17-doc postgresql-doc-15
+python-django-doc ruby3.1-doc git-doc debian-reference-en; `.tmp/ann/deb3` rust-doc
+qtbase5-doc-html erlang-doc debian-handbook python-scipy-doc python-pandas-doc python-sklearn-doc
+libboost1.81-doc octave-doc nodejs-doc libreoffice-help-en-us vim-doc ghc-doc sphinx-doc gnuplot-doc
+and python3-{sympy,scipy,numpy,pandas,matplotlib,sklearn,twisted,astropy,networkx,sqlalchemy,
+statsmodels,django} (their docstrings); `.tmp/ann/deb4` racket-doc gimp-help-en lilypond-doc-html
+cmake-doc exim4-doc-html postfix-doc sqlite3-doc python-biopython-doc python-statsmodels-doc
+python-sqlalchemy-doc python-skimage-doc zsh-doc maxima-doc bind9-doc debian-policy
+developers-reference debian-faq kicad-doc-en python3-kubernetes python3-nova.
 What the node_modules and .tmp/*-venv folders hold depends on the checkout (2026-11-27: the
 interop, models, otel and Open WebUI environments): the set is real and deduplicated, not fixed.
 `--max-chars 200 --without-scifact` writes the short set the recall figures use.
+
+`--exclude FILE` (repeatable) writes a further set from new sources only: any passage of FILE (an
+earlier set's docs or queries, case and spacing folded) is left out, so the earlier set, already
+embedded, stays as it is and the new one extends it. The 1M run's second and third sets, from more
+Debian documentation packages (see docs/quality.md for the list):
+    python3 bench/ann-corpus.py --max-chars 200 --without-scifact --exclude .tmp/ann/short.docs.txt \\
+      --exclude .tmp/ann/short.queries.txt --source .tmp/ann/deb2/x --source .tmp/ann/deb3/x --out .tmp/ann/short2
+    (the same with short2's files excluded too and --source .tmp/ann/deb4/x --out .tmp/ann/short3)
 
 The queries are SciFact's train questions interleaved with as many passages held out of the corpus
 (sentences of the same sources that never enter OUT.docs.txt), so recall is measured for question-
@@ -48,6 +66,7 @@ ap.add_argument("--held-out", type=int, default=809)
 ap.add_argument("--source", action="append")
 ap.add_argument("--max-chars", type=int, default=0)
 ap.add_argument("--without-scifact", action="store_true")
+ap.add_argument("--exclude", action="append", default=[])
 args = ap.parse_args()
 
 SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
@@ -146,12 +165,25 @@ seen: set[bytes] = set()
 by_source: dict[str, list[str]] = {}
 
 
+def fold(text: str) -> bytes:
+    """The deduplication key: case and spacing folded."""
+    return hashlib.blake2b(" ".join(text.lower().split()).encode(), digest_size=12).digest()
+
+
 def add(source: str, text: str) -> None:
-    key = hashlib.blake2b(" ".join(text.lower().split()).encode(), digest_size=12).digest()
+    key = fold(text)
     if key in seen:
         return
     seen.add(key)
     by_source.setdefault(source, []).append(text)
+
+
+# `--exclude FILE`: passages (and queries) of an earlier set are never written again, so that a second
+# set extends the first without repeating it (the first set's order and vectors stay as they are).
+excluded: set[bytes] = set()
+for path in args.exclude:
+    with open(path, encoding="utf-8") as fh:
+        excluded.update(fold(line) for line in fh if line.strip())
 
 
 with open(os.path.join(DATA, "scifact", "corpus.jsonl"), encoding="utf-8") as fh:
@@ -185,6 +217,8 @@ for root in sources:
                 n += 1
     print(f"{root}: {n} passages before deduplication", file=sys.stderr)
 
+if excluded:
+    by_source = {name: [p for p in items if fold(p) not in excluded] for name, items in by_source.items()}
 for name, items in by_source.items():
     print(f"{name}: {len(items)} distinct passages", file=sys.stderr)
 

@@ -24,7 +24,11 @@ Writes OUT.queries.f32 then OUT.docs.f32 (little-endian float32 rows of 384), ap
 OUT.*.f32.part window by window: a stopped run resumes where it stopped, and a .part file is usable
 as far as it goes (`bench:search --vectors` reads it). `--join A,B --out OUT` writes OUT.docs.f32,
 A's and B's passages mixed in a fixed random order (a later join with more of B begins with the same
-rows), and OUT.queries.f32, A's and B's queries in turn.
+rows), and OUT.queries.f32, A's and B's queries in turn. `--join A,B,C[,D…]` appends C's passages (as
+far as its .part file goes), then D's, after the join of A and B, which must then be complete, and
+takes every set's queries in turn (as many of each as the smallest set has). The 1M set:
+`--join .tmp/ann/scifact,.tmp/ann/short-bf16,.tmp/ann/short2-bf16,.tmp/ann/short3-bf16`, short3
+embedded with `--limit 104448`.
 """
 
 import argparse
@@ -64,17 +68,21 @@ def rows(path: str) -> np.ndarray:
 
 
 if args.join:
-    # `--join A,B --out OUT`: OUT.docs.f32 holds A's passages then B's; OUT.queries.f32 takes A's
-    # and B's queries in turn (SciFact questions and held-out passages).
+    # `--join A,B[,C…] --out OUT`: OUT.docs.f32 holds A's and B's passages mixed, then C's (and any
+    # later input's, in order) after them; OUT.queries.f32 takes every input's queries in turn (SciFact
+    # questions and each set's held-out passages).
     parts = args.join.split(",")
     docs = [rows(f"{p}.docs.f32") for p in parts]
     qs = [rows(f"{p}.queries.f32") for p in parts]
     n = min(len(q) for q in qs)
-    # Mixed in a fixed random order (each row from A with probability 0.38, from a seeded stream,
-    # until A runs out), so that every prefix, the rows an index is first trained on included,
-    # mixes both; cut where B runs out, so that a later join, with more of B embedded, begins with
-    # the same rows (`bench:search --dir` grows a kept table).
-    a, b = docs
+    # A and B mixed in a fixed random order (each row from A with probability 0.38, from a seeded
+    # stream, until A runs out), so that every prefix, the rows an index is first trained on
+    # included, mixes both; cut where B runs out, so that a later join, with more of B embedded,
+    # begins with the same rows (`bench:search --dir` grows a kept table). A later input is appended
+    # whole, once B is complete: the rows before it stay those of the join of A and B, so a table
+    # grown from that join grows on with C's rows as they are embedded (C's .part file), as a
+    # collection grows with new documents.
+    a, b = docs[:2]
     pick = np.random.default_rng(33).random(len(a) + len(b)) < 0.38
     pick &= np.cumsum(pick) <= len(a)
     pick = pick[: np.searchsorted(np.cumsum(~pick), len(b), side="right")]
@@ -82,8 +90,11 @@ if args.join:
     joined = np.empty((end, DIM), dtype="<f4")
     joined[pick] = a[: pick.sum()]
     joined[~pick] = b[: (~pick).sum()]
-    joined.tofile(f"{args.out}.docs.f32")
-    docs = [a[: pick.sum()], b[: (~pick).sum()]]
+    with open(f"{args.out}.docs.f32", "wb") as fh:
+        joined.tofile(fh)
+        for later in docs[2:]:
+            later.tofile(fh)
+    docs = [a[: pick.sum()], b[: (~pick).sum()], *docs[2:]]
     np.stack([q[:n] for q in qs], axis=1).reshape(-1, DIM).tofile(f"{args.out}.queries.f32")
     print(f"{args.out}: {' + '.join(str(len(d)) for d in docs)} passages, {n * len(qs)} queries")
     sys.exit(0)
