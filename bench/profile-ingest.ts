@@ -137,7 +137,7 @@ try {
   if (nodes && mark) {
     const cost = await qdrantSince(nodes.urls[0]!, qdrantPid, mark);
     console.log(
-      `Qdrant: CPU ${cost.cpu.toFixed(2)} s, ${cost.total} requests (the collection's creation included): ${describeRequests(cost.requests, files.length)}`,
+      `Qdrant: CPU ${cost.cpu.toFixed(2)} s, ${cost.total} requests (the collection's creation included): ${describeRequests(cost.requests, files.length, cost.ms)}`,
     );
   }
   // The main process's profile first (the lowest pid: it starts its workers), then the workers'.

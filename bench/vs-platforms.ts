@@ -107,6 +107,7 @@ interface Run {
   /** Qdrant's REST requests over the run, by endpoint, and their sum. */
   qdrantRequests?: Record<string, number>;
   qdrantTotal?: number;
+  qdrantMs?: Record<string, number>;
   /** Kilde's CLI sides: the whole run, spawn to exit, and the one-file run taken off it. */
   whole?: { seconds: number; cpu: number };
   fixed?: { seconds: number; cpu: number };
@@ -219,7 +220,13 @@ async function runOnce(side: Side, list: string): Promise<Run> {
   const withQdrant = async (run: Run): Promise<Run> => {
     if (!mark) return run;
     const cost = await qdrantSince(qdrantUrl!, qdrantPid, mark);
-    return { ...run, qdrantCpu: cost.cpu, qdrantRequests: cost.requests, qdrantTotal: cost.total };
+    return {
+      ...run,
+      qdrantCpu: cost.cpu,
+      qdrantRequests: cost.requests,
+      qdrantTotal: cost.total,
+      qdrantMs: cost.ms,
+    };
   };
   // Every return awaits its Qdrant reading: the collection is dropped in `finally`, after it.
   try {
@@ -399,7 +406,7 @@ try {
       if (q) {
         const total = median(rs.map((x) => x.qdrantTotal ?? 0));
         console.log(
-          `    ${LABEL[side]}: Qdrant requests ${total} (${(total / set.files.length).toFixed(2)} a file): ${describeRequests(q, set.files.length)}`,
+          `    ${LABEL[side]}: Qdrant requests ${total} (${(total / set.files.length).toFixed(2)} a file): ${describeRequests(q, set.files.length, rs[0]!.qdrantMs)} (ms: Qdrant's own answer time, waits included)`,
         );
       }
       const failed = rs[0]!.failed ?? [];
