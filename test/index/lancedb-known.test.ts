@@ -2,11 +2,11 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type IndexPoint, pointId } from '../../src/index/contract.js';
 import { createLanceIndex } from '../../src/index/lancedb.js';
 import type { PresenceQuery, VectorIndex } from '../../src/index/store.js';
 import { eventually } from '../helpers/eventually.js';
 import { tempDirs } from '../helpers/temp-dirs.js';
+import { filePoints } from './file-points.js';
 
 /**
  * A question under this process's own lock (`exclusive`) about a file the table has never held is
@@ -17,19 +17,8 @@ import { tempDirs } from '../helpers/temp-dirs.js';
 const log = pino({ level: 'silent' });
 const tempDir = tempDirs('kilde-known-');
 
-function chunk(fileId: string, collection = 'c'): IndexPoint {
-  return {
-    id: pointId(fileId, 'v1', 0),
-    content: `text of ${fileId}`,
-    meta: {
-      collection_name: collection,
-      collection_type: 'knowledge',
-      file_id: fileId,
-      ingest_version: 'v1',
-      split_id: 0,
-    },
-  };
-}
+/** One chunk of version v1 of a file in collection `c`. */
+const chunk = (fileId: string) => filePoints(fileId, 'v1', 1);
 
 const ask = (fileId: string, collectionName = 'c'): PresenceQuery => ({
   fileId,
@@ -57,12 +46,12 @@ describe('LanceDB presence from the known file_ids', () => {
   it('answers as a read would: new files, written files, journaled files, an earlier process`s files', async () => {
     const dir = await tempDir();
     const first = await index(dir);
-    await first.upsert([chunk('merged')]);
+    await first.upsert(chunk('merged'));
     expect(await first.presence(ask('merged'))).toEqual({ chunks: true, id: false });
     expect(await first.presence(ask('merged', 'elsewhere'))).toEqual({ chunks: false, id: false });
     expect(await first.presence(ask('never'))).toEqual({ chunks: false, id: false });
     // A new file's version, journaled (not yet committed): known at once.
-    await first.upsert([chunk('journaled')], { append: true });
+    await first.upsert(chunk('journaled'), { append: true });
     expect(await first.presence(ask('journaled'))).toEqual({ chunks: true, id: false });
     await first.close();
     open.splice(0);
@@ -80,11 +69,11 @@ describe('LanceDB presence from the known file_ids', () => {
   it('sees a file another process writes after this one has answered from what it knows', async () => {
     const dir = await tempDir();
     const i = await index(dir);
-    await i.upsert([chunk('parent')]);
+    await i.upsert(chunk('parent'));
     // Answered (the file_ids known from here on), then written by the child.
     expect(await i.presence(ask('child'))).toEqual({ chunks: false, id: false });
     // More of this process's own commits between: they do not hide the child's.
-    await i.upsert([chunk('parent-2')]);
+    await i.upsert(chunk('parent-2'));
     const child = fileURLToPath(new URL('./lance-writer-child.ts', import.meta.url));
     await new Promise<void>((resolve, reject) => {
       const p = spawn(process.execPath, ['--import', 'tsx', child, dir], {
@@ -93,7 +82,7 @@ describe('LanceDB presence from the known file_ids', () => {
       p.on('error', reject);
       p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`child exited ${code}`))));
     });
-    await i.upsert([chunk('parent-3')]);
+    await i.upsert(chunk('parent-3'));
     // Seen once this reader re-checks the table (readConsistencySeconds), as a read would see it.
     await eventually(async () => (await i.presence(ask('child'))).chunks, 100);
     expect(await i.presence(ask('child'))).toEqual({ chunks: true, id: false });
