@@ -13,7 +13,7 @@ export { type ExtractionLimits, LIMIT_DEFAULTS };
 export const extractionLimitsPiece = {
   EXTRACTION_WORKERS: int(
     2,
-    'Worker processes that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced. A local `kilde ingest` of files totalling at most 8 MiB uses one unless this is set: a second worker\'s start and the libraries it loads again cost more than it saves on so little work.',
+    'Worker processes that run the in-process extraction engine, chunking and BM25 encoding off the event loop; a worker that dies or runs out of memory is replaced. A local `kilde ingest` of files totalling at most 8 MiB uses one unless this is set: starting a second worker and loading its libraries again costs more than it saves on so little work.',
     { min: 1, max: 64 },
   ),
   EXTRACTION_WARM_WORKERS: int(
