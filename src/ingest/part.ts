@@ -276,6 +276,8 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
           maxBytes: config.JOBS_BATCH_MAX_BYTES,
         },
         spool: spoolRoot(config.JOBS_SPOOL_DIR),
+        // Small files stay in memory when this process runs the batch and its engine reads them so.
+        inMemory: () => batches?.kind === 'memory' && built?.extractor.acceptsData === true,
         identify: async (uploads) => {
           const { identifyUploads } = await import('./file-identity.js');
           return identifyUploads(pipeline().index, uploads);

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { fileIdFor } from '../../src/index/identifiers.js';
 import type { BatchFile, JobBatch } from '../../src/ingest/jobs/batch.js';
+import { heldBytes } from '../../src/ingest/jobs/batch-held.js';
 import { type FakeEmbeddingsServer, startFakeOpenAIEmbeddings } from '../fakes/openai-embeddings.js';
 import { AUTH } from '../helpers/app.js';
 import { eventually } from '../helpers/eventually.js';
@@ -251,6 +252,48 @@ for (const queue of QUEUES) {
       expect(missing.json()).toMatchObject({ code: 'JOB_NOT_FOUND' });
       expect(await readdir(spool)).toEqual([]);
       expect(await h.index.count({ collectionNames: ['batch'] })).toBe(0);
+      // Nothing of the refused requests is kept in memory either.
+      expect(heldBytes()).toBe(0);
     });
+
+    it(
+      queue.redis
+        ? 'spools every file before the 202 (another worker may run the batch)'
+        : 'keeps small files in memory until the batch ends: nothing spooled',
+      async () => {
+        let release!: () => void;
+        embed.faults.push({ kind: 'held', until: new Promise<void>((r) => (release = r)) });
+        const res = await post({ ...shared, files: JSON.stringify([{ file_id: 'm1' }, { file_id: 'm2' }]) }, [
+          { name: 'one.txt', content: TEXT },
+          {
+            name: 'two.md',
+            content: '# Two\n\nThe second small file of the batch.\n',
+            type: 'text/markdown',
+          },
+        ]);
+        expect(res.statusCode, res.body).toBe(202);
+        const id = (res.json() as JobBatch).batch_id;
+        const [folder] = await readdir(spool);
+        const spooled = (await readdir(join(spool, folder!))).sort();
+        if (queue.redis) {
+          expect(spooled).toEqual(['0.txt', '1.md']);
+          expect(heldBytes()).toBe(0);
+        } else {
+          expect(spooled).toEqual([]);
+          expect(heldBytes()).toBeGreaterThan(TEXT.length);
+        }
+        release();
+        const end = (await events(id)).batches.at(-1)!;
+        expect(end.files.map((f) => [f.file_id, f.state])).toEqual([
+          ['m1', 'done'],
+          ['m2', 'done'],
+        ]);
+        expect((await pointsOf(h.index, 'm2')).map((p) => p.content).join(' ')).toContain(
+          'second small file',
+        );
+        await spoolEmptied();
+        expect(heldBytes()).toBe(0);
+      },
+    );
   });
 }

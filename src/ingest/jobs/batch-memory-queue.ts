@@ -10,6 +10,7 @@ import {
   type JobBatch,
   unsettled,
 } from './batch.js';
+import { releaseHeld } from './batch-held.js';
 import { backoffMs, describeJobFailure, jobErrorOf, retryableJobFailure } from './job.js';
 import type { QueueSettings } from './memory-queue.js';
 
@@ -83,6 +84,8 @@ export class MemoryBatchQueue implements BatchQueue {
     for (const t of this.#retries) t.cancel();
     this.#retries.clear();
     await Promise.all(this.#running);
+    // Batches that never ended let go of the files they kept in memory (their spool is swept at the next start).
+    for (const r of this.#batches.values()) if (!isBatchTerminal(r.state)) releaseHeld(r.payload.files);
   }
 
   #changed(id: string): void {
@@ -157,16 +160,14 @@ export class MemoryBatchQueue implements BatchQueue {
     }
   }
 
-  /** A batch ended: release its uploads, announce it, keep the history bounded. */
+  /**
+   * A batch ended: announce it, keep the history bounded, release its uploads. Announced first: its
+   * client waits for the end, and removing a spool folder of hundreds of files took 0.1–0.4 s under load.
+   */
   async #finish(r: BatchRecord, state: 'done' | 'failed'): Promise<void> {
     r.state = state;
     r.finishedAt = this.s.clock.now();
     r.lastError = null;
-    await this.s
-      .cleanup(r.payload)
-      .catch((err: unknown) =>
-        this.s.log.warn({ batchId: r.id, err }, 'could not remove the spooled uploads of a job batch'),
-      );
     this.#changed(r.id);
     let kept = 0;
     for (const x of [...this.#batches.values()].reverse()) {
@@ -174,5 +175,10 @@ export class MemoryBatchQueue implements BatchQueue {
       kept += 1;
       if (kept > this.s.history) this.#batches.delete(x.id);
     }
+    await this.s
+      .cleanup(r.payload)
+      .catch((err: unknown) =>
+        this.s.log.warn({ batchId: r.id, err }, 'could not remove the spooled uploads of a job batch'),
+      );
   }
 }

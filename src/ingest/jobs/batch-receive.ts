@@ -17,6 +17,7 @@ import {
 } from '../request.js';
 import { sourcePath } from '../temp-dir.js';
 import type { BatchEntry } from './batch.js';
+import { holdBytes, releaseHeld } from './batch-held.js';
 import { jobErrorOf } from './job.js';
 
 /** One file's own fields in the `files` field of a batch (the rest are the batch's). */
@@ -46,6 +47,12 @@ export interface BatchLimits {
   maxFiles: number;
   /** `JOBS_BATCH_MAX_BYTES`: the whole request's files; past it the request is a 413. */
   maxBytes: number;
+  /**
+   * Keep a file up to this size in memory (`data`, no spool file) while the process's batches may
+   * hold it (batch-held.ts): the in-process queue with an engine that reads files from memory. A
+   * batch on BullMQ spools every file (another worker may run it after this process is gone).
+   */
+  memoryFileBytes?: number;
 }
 
 /** A received file before its identity is resolved: the fields it was parsed from. */
@@ -64,10 +71,31 @@ export async function receiveBatch(
   request: FastifyRequest,
   dir: string,
   limits: BatchLimits,
-): Promise<{ shared: Record<string, string>; entries: ReceivedEntry[]; ignoredParts: string[] }> {
+): Promise<ReceivedBatch> {
+  const out: ReceivedEntry[] = [];
+  try {
+    return await readBatch(request, dir, limits, out);
+  } catch (err) {
+    // A refused request keeps nothing: its files in memory are let go as its spool folder is removed.
+    releaseHeld(out);
+    throw err;
+  }
+}
+
+export interface ReceivedBatch {
+  shared: Record<string, string>;
+  entries: ReceivedEntry[];
+  ignoredParts: string[];
+}
+
+async function readBatch(
+  request: FastifyRequest,
+  dir: string,
+  limits: BatchLimits,
+  out: ReceivedEntry[],
+): Promise<ReceivedBatch> {
   const fields: Record<string, string> = {};
   const ignored: string[] = [];
-  const out: ReceivedEntry[] = [];
   let named: z.infer<typeof batchEntrySchema>[] | undefined;
   let shared: Record<string, string> | undefined;
   let total = 0;
@@ -130,9 +158,10 @@ export async function receiveBatch(
       }
       // `<k>.<ext>`: the place in the batch, and only a plain extension of the client's name.
       const path = join(dir, `${k}${extname(sourcePath(dir, partName))}`);
-      const bytes = await spoolPart(part.file, path);
+      const { bytes, data } = await storePart(part.file, path, limits.memoryFileBytes ?? -1);
       total += bytes;
       if (total > limits.maxBytes) {
+        releaseHeld([{ name, fileId: '', ...(data ? { data } : {}) }]);
         throw invalid(
           `Invalid request: the files of a batch exceed JOBS_BATCH_MAX_BYTES (${limits.maxBytes} bytes)`,
           'tooLarge',
@@ -150,7 +179,7 @@ export async function receiveBatch(
         fileId: target.fileId,
         target,
         fields: { ...shared, ...own },
-        path,
+        ...(data ? { data } : { path }),
         bytes,
         ...(mime && mime !== 'application/octet-stream' ? { mimeType: mime } : {}),
       });
@@ -175,12 +204,18 @@ export async function receiveBatch(
 const IN_ONE_WRITE = 1 << 20;
 
 /**
- * Writes a file part to `path` (a new file, mode 0600) and answers its size. A batch is mostly small
- * files: each is gathered and written with one synchronous call (one open, write and close, no
- * stream machinery: a third of the receiving side's CPU went to write streams); past
- * `IN_ONE_WRITE` the rest streams. busboy already caps the part at `MAX_UPLOAD_BYTES`.
+ * A file part's bytes: kept in memory (`data`) when they end within `keepBytes` and the process's
+ * batches may hold them (batch-held.ts), else written to `path` (a new file, mode 0600). A batch is
+ * mostly small files: each is gathered and written with one synchronous call (one open, write and
+ * close, no stream machinery: a third of the receiving side's CPU went to write streams); past
+ * `IN_ONE_WRITE` the rest streams. busboy already caps the part at `MAX_UPLOAD_BYTES` (a truncated
+ * part is never kept).
  */
-async function spoolPart(part: AsyncIterable<Buffer>, path: string): Promise<number> {
+async function storePart(
+  part: AsyncIterable<Buffer> & { truncated?: boolean },
+  path: string,
+  keepBytes: number,
+): Promise<{ bytes: number; data?: Buffer }> {
   let chunks: Buffer[] = [];
   let size = 0;
   let out: ReturnType<typeof createWriteStream> | undefined;
@@ -200,15 +235,14 @@ async function spoolPart(part: AsyncIterable<Buffer>, path: string): Promise<num
     } else if (!out.write(chunk)) await once(out, 'drain');
   }
   if (!out) {
-    writeFileSync(path, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), {
-      flag: 'wx',
-      mode: 0o600,
-    });
-    return size;
+    const data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+    if (size <= keepBytes && part.truncated !== true && holdBytes(size)) return { bytes: size, data };
+    writeFileSync(path, data, { flag: 'wx', mode: 0o600 });
+    return { bytes: size };
   }
   out.end();
   await once(out, 'finish');
-  return size;
+  return { bytes: size };
 }
 
 function parseEntries(text: string, max: number): z.infer<typeof batchEntrySchema>[] {

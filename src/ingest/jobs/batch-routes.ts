@@ -6,6 +6,7 @@ import type { KildeApp, PartContext } from '../../http/app.js';
 import { multipartForm, type RouteDocs } from '../../http/openapi.js';
 import type { IngestTarget } from '../request.js';
 import { type BatchPayload, type BatchQueue, batchSchema, isBatchTerminal, type JobBatch } from './batch.js';
+import { releaseHeld } from './batch-held.js';
 import { type BatchLimits, batchFieldsSchema, type ReceivedEntry, receiveBatch } from './batch-receive.js';
 import { streamEvents } from './event-stream.js';
 import { jobErrorOf } from './job.js';
@@ -22,7 +23,15 @@ export interface BatchRouteDeps {
   ) => Promise<Array<IngestTarget | KildeError>>;
   /** Comment lines on an idle event stream, so proxies keep it open (ms). */
   keepAliveMs?: number;
+  /**
+   * Whether a batch's small files may stay in memory (batch-held.ts): the queue is this process's
+   * and its extraction engine reads files from memory.
+   */
+  inMemory?: () => boolean;
 }
+
+/** A batch's files up to this size stay in memory (as a single upload's, src/ingest/routes.ts) when `inMemory`. */
+const IN_MEMORY_BYTES = 64 * 1024;
 
 const batchParams = z.object({ batch_id: z.string().trim().min(1).max(200) });
 
@@ -55,10 +64,14 @@ export function registerBatchRoutes(app: KildeApp, ctx: PartContext, deps: Batch
       }
       const id = randomUUID();
       const dir = await spoolDir(deps.spool, id);
+      const limits = deps.inMemory?.() ? { ...deps.limits, memoryFileBytes: IN_MEMORY_BYTES } : deps.limits;
+      let received: ReceivedEntry[] = [];
       let batch: JobBatch;
       try {
-        const form = await receiveBatch(request, dir, deps.limits);
+        const form = await receiveBatch(request, dir, limits);
+        received = form.entries;
         const files = await identified(form.entries);
+        received = files;
         const payload: BatchPayload = {
           collectionName: form.shared.collection_name ?? '',
           dir,
@@ -68,6 +81,7 @@ export function registerBatchRoutes(app: KildeApp, ctx: PartContext, deps: Batch
           request.log.debug({ parts: form.ignoredParts }, 'ignored file parts');
         batch = await deps.batches().submit(payload, id);
       } catch (err) {
+        releaseHeld(received);
         await rm(dir, { recursive: true, force: true });
         throw err;
       }

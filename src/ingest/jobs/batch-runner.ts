@@ -60,6 +60,16 @@ export function createBatchRunner(deps: { pipeline: () => BuiltPipeline }): Batc
               return {
                 target,
                 load: async () => {
+                  // Kept in memory by this process (batch-held.ts): read from there.
+                  if (e.data) {
+                    return {
+                      path: '',
+                      data: e.data,
+                      bytes: e.data.length,
+                      filename: target.filename,
+                      ...(e.mimeType ? { mimeType: e.mimeType } : {}),
+                    };
+                  }
                   await access(e.path ?? '').catch(() => {
                     throw new KildeError(
                       'PIPELINE_FAILED',

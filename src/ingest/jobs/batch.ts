@@ -25,7 +25,13 @@ export interface BatchEntry {
   fileId: string;
   /** Absent when the file was refused at submit (`error`). */
   target?: IngestTarget;
+  /** Where it was spooled; absent when it is kept in memory (`data`). */
   path?: string;
+  /**
+   * The whole file, kept in memory by the in-process queue (batch-receive.ts, `HELD_BYTES`); never
+   * in a batch on BullMQ, whose payload is stored in Redis.
+   */
+  data?: Buffer;
   bytes?: number;
   mimeType?: string;
   /** Why the file was refused at submit (its fields, its name, its size): it fails alone. */

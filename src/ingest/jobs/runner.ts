@@ -9,6 +9,8 @@ import type { ObjectStore } from '../object-store.js';
 import { type Stage, type StageObserver, timed } from '../stages.js';
 import { successBody } from '../success-body.js';
 import { isAlive, sourcePath, withTempDir } from '../temp-dir.js';
+import type { BatchEntry } from './batch.js';
+import { releaseHeld } from './batch-held.js';
 import type { JobHandler, JobPayload, JobQueue, JobStage } from './job.js';
 
 /** `JOBS_SPOOL_DIR`, default `kilde-jobs` in the temp dir. */
@@ -83,8 +85,12 @@ async function lastWritten(dir: string): Promise<number> {
   return Math.max(0, ...times);
 }
 
-/** Removes a job batch's spooled uploads (its whole folder). */
-export async function releaseBatchSpool(payload: { dir: string }): Promise<void> {
+/** Removes a job batch's uploads: its spool folder, and those it kept in memory. */
+export async function releaseBatchSpool(payload: {
+  dir: string;
+  files: readonly BatchEntry[];
+}): Promise<void> {
+  releaseHeld(payload.files);
   await rm(payload.dir, { recursive: true, force: true });
 }
 
