@@ -14,7 +14,8 @@
  * peak RSS; then the rows of issue #32's table for these paths: one upload at a time (c=1, c=4)
  * against LangChain.js per file (LC time / Kilde time; target ≥ 1×, ≤ 5 ms of server CPU a file,
  * ≤ 50 versions per 1,000 uploads) and `kilde ingest --url` against LangChain.js per file and against
- * the local CLI (target ≥ 0.9× its throughput). Asserts nothing.
+ * the local CLI (target ≥ 0.9× its throughput), with each round's time and CPU ratios (the target
+ * holds when it holds in every round). Asserts nothing.
  *
  * Usage: npm run bench:ingest-http [-- --quick] [-- --files 1000 --put 1,4|none --url-concurrency 8 --rounds 2 --no-langchain --no-build --sets small,mixed,pdf --pages 300]
  */
@@ -167,6 +168,14 @@ async function smallFiles() {
       `CPU of server and client together ${median(jobRuns.map((x) => x.cpu + x.clientCpu)).toFixed(2)} s against the CLI's ${median(localRuns.map((x) => x.cpu)).toFixed(2)} s ` +
       `(${(median(localRuns.map((x) => x.cpu)) / median(jobRuns.map((x) => x.cpu + x.clientCpu))).toFixed(2)}×)`,
   );
+  console.log(`  kilde ingest --url ${perRound(localRuns, jobRuns)}`);
+}
+
+/** Each round's ratios (the runs of a round are interleaved): time and CPU, the local CLI's over `--url`'s. */
+function perRound(local: HttpRun[], url: HttpRun[]): string {
+  const time = local.map((l, r) => (l.seconds / url[r]!.seconds).toFixed(2));
+  const cpu = local.map((l, r) => (l.cpu / (url[r]!.cpu + url[r]!.clientCpu)).toFixed(2));
+  return `by round: time ${time.join(', ')}×; CPU ${cpu.join(', ')}× (target ≥ 0.9 in every round)`;
 }
 
 /**
@@ -191,4 +200,5 @@ async function otherSet(key: 'mixed' | 'pdf') {
       `--url ${sec(runs.url).toFixed(2)} s (server and client CPU ${cpu(runs.url, true).toFixed(2)} s, server peak ${mib(Math.max(...runs.url.map((x) => x.peakRss)))}): ` +
       `${(sec(runs.local) / sec(runs.url)).toFixed(2)}× the local CLI's throughput (target ≥ 0.9), CPU ${(cpu(runs.local, false) / cpu(runs.url, true)).toFixed(2)}×; load ${load()}`,
   );
+  console.log(`  ${set!.name} ${perRound(runs.local, runs.url)}`);
 }
