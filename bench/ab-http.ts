@@ -13,13 +13,13 @@
  * Usage: npm run build && npx tsx bench/ab-http.ts --b <other checkout> [--files 320 --c 1]
  */
 import { once } from 'node:events';
-import { openAsBlob, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeIngestSets } from './lib/ingest-sets.js';
-import { BENCH_KEY, startServer, treeCpu } from './lib/kilde-http.js';
+import { putFile, startServer, treeCpu } from './lib/kilde-http.js';
 import { cpuMsOf } from './lib/proc-cpu.js';
 
 const { values } = parseArgs({
@@ -35,22 +35,6 @@ const other = resolve(values.b);
 const b = (await import(join(other, 'bench/lib/kilde-http.ts'))) as typeof import('./lib/kilde-http.js');
 const WARM = 20;
 
-async function put(url: string, path: string, fileId: string): Promise<void> {
-  const name = path.split('/').at(-1)!;
-  const form = new FormData();
-  form.set('file_id', fileId);
-  form.set('collection_name', 'bench');
-  form.set('user_id', 'bench');
-  form.set('file', await openAsBlob(path), name);
-  const res = await fetch(`${url}/api/v1/ingest`, {
-    method: 'PUT',
-    headers: { authorization: `Bearer ${BENCH_KEY}` },
-    body: form,
-  });
-  const body = await res.text();
-  if (!res.ok) throw new Error(`PUT ${name}: ${res.status} ${body}`);
-}
-
 const work = await mkdtemp(join(tmpdir(), 'kilde-bench-ab-'));
 try {
   const [set] = await writeIngestSets(work, {
@@ -63,12 +47,13 @@ try {
     { name: 'A (this checkout)', ...(await startServer(await mkdtemp(join(work, 'a-')), {})) },
     { name: `B (${other})`, ...(await b.startServer(await mkdtemp(join(work, 'b-')), {})) },
   ];
-  for (let i = 0; i < WARM; i++) for (const s of servers) await put(s.url, files[i]!, `warm-${i}`);
+  for (let i = 0; i < WARM; i++) for (const s of servers) await putFile(s.url, files[i]!, `warm-${i}`);
   const before = servers.map((s) => ({ tree: treeCpu(s.child.pid!), main: cpuMsOf(s.child.pid!) ?? 0 }));
   let next = WARM;
   const client = async () => {
     for (let i = next++; i < files.length; i = next++) {
-      for (const s of i % 2 === 0 ? servers : [...servers].reverse()) await put(s.url, files[i]!, `f-${i}`);
+      for (const s of i % 2 === 0 ? servers : [...servers].reverse())
+        await putFile(s.url, files[i]!, `f-${i}`);
     }
   };
   await Promise.all(Array.from({ length: Number(values.c) }, client));

@@ -173,6 +173,23 @@ async function runKilde(
   return { seconds, cpu: m ? Number(m[1]) + Number(m[2]) : Number.NaN, lanceCpu, peakRss: peak };
 }
 
+/** One `PUT /api/v1/ingest` of the file at `path` under `fileId`, as a chat platform uploads it (multipart). */
+export async function putFile(url: string, path: string, fileId: string): Promise<void> {
+  const name = path.split('/').at(-1)!;
+  const form = new FormData();
+  form.set('file_id', fileId);
+  form.set('collection_name', 'bench');
+  form.set('user_id', 'bench');
+  form.set('file', await openAsBlob(path), name);
+  const res = await fetch(`${url}/api/v1/ingest`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${BENCH_KEY}` },
+    body: form,
+  });
+  const body = await res.text();
+  if (!res.ok) throw new Error(`PUT ${name}: ${res.status} ${body}`);
+}
+
 /** `PUT /api/v1/ingest` per file, `concurrency` in flight, as a chat platform uploads (multipart). */
 export async function putAll(
   url: string,
@@ -185,19 +202,7 @@ export async function putAll(
   const worker = async () => {
     for (let i = next++; i < files.length; i = next++) {
       const path = files[i]!;
-      const name = path.split('/').at(-1)!;
-      const form = new FormData();
-      form.set('file_id', `put-${i}-${name}`);
-      form.set('collection_name', 'bench');
-      form.set('user_id', 'bench');
-      form.set('file', await openAsBlob(path), name);
-      const res = await fetch(`${url}/api/v1/ingest`, {
-        method: 'PUT',
-        headers: { authorization: `Bearer ${BENCH_KEY}` },
-        body: form,
-      });
-      const body = await res.text();
-      if (!res.ok) throw new Error(`PUT ${name}: ${res.status} ${body}`);
+      await putFile(url, path, `put-${i}-${path.split('/').at(-1)!}`);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
