@@ -20,6 +20,7 @@ import {
 } from './qdrant-collection.js';
 import { anyOf, matchesNothing, toQdrantFilter } from './qdrant-filter.js';
 import { createQdrantHttp, type QdrantCall } from './qdrant-http.js';
+import { qdrantOrdered } from './qdrant-ordered.js';
 import {
   checkDense,
   countResult,
@@ -199,6 +200,8 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
 
     // Requests of `batchSize` points, each applied on its own: `withEach` rides along with every one.
     atomicUpsert: false,
+
+    ordered: qdrantOrdered({ http, base, denseDim: settings.denseDim, write }),
 
     async upsert(points, options = {}) {
       const all = points.map((p) => toPointStruct(p, settings.denseDim));

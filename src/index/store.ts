@@ -77,6 +77,23 @@ export interface UpsertOptions {
   signal?: AbortSignal;
 }
 
+/** One step of `OrderedWrites.write`: one operation of the engine, never split. */
+export type WriteStep = { upsert: readonly IndexPoint[] } | { delete: readonly IndexFilter[] };
+
+/**
+ * Steps applied in order in one request (Qdrant's `POST /points/batch`), each one operation of the
+ * engine (one entry in Qdrant's write-ahead log, replayed whole after a crash): an upsert step is
+ * never split into parts as `upsert` splits its points. The first step that fails stops the rest
+ * (those before it stay applied) and the call throws.
+ */
+export interface OrderedWrites {
+  write(steps: readonly WriteStep[], options?: { signal?: AbortSignal }): Promise<void>;
+  /** The size of these points in a request (bytes of JSON, estimated from above). */
+  weigh(points: readonly IndexPoint[]): number;
+  /** The most bytes one request of `write` may weigh (well under the engine's own limit). */
+  readonly maxBytes: number;
+}
+
 /**
  * Storage only: what the version protocol (src/versions/) needs of an index, and all a backend has
  * to provide for it. The protocol knows versions, ledger entries and tenants; the store knows points.
@@ -117,6 +134,8 @@ export interface PointStore {
    * the protocol counts and scrolls.
    */
   presence?(query: PresenceQuery): Promise<Presence>;
+  /** Several writes in one request, in order (Qdrant). Optional: without it each is its own call. */
+  ordered?: OrderedWrites;
 }
 
 /**

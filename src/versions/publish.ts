@@ -4,7 +4,7 @@ import type { PointStore } from '../index/store.js';
 import type { Lease } from './lease.js';
 import { committedTimes, everything, ledgerEntry, type VersionScope } from './ledger.js';
 import { type FencedRetire, type RetireOptions, retireFenced, retireWithRetry } from './retire.js';
-import { stageVersion, writeVersion } from './write.js';
+import { stageVersion, type Written, writeVersion } from './write.js';
 import { retireTogether } from './write-together.js';
 
 /**
@@ -91,8 +91,11 @@ export async function commitVersion(
     keep,
     writtenAt: keep > 0 ? await committedTimes(index, scope) : new Map(),
   };
-  let written: { writing: boolean };
+  let written: Written;
   const total = staged + points.length;
+  const lease = o.lease;
+  const fence = lease?.fence;
+  const fenced = lease !== undefined && fence !== undefined;
   try {
     written = await writeVersion(index, {
       ...scope,
@@ -103,16 +106,17 @@ export async function commitVersion(
       ...(staged > 0 ? { staged } : {}),
       // Under the in-process lock (no fence) this process is the file's only writer.
       ...(o.lease !== undefined && o.lease.fence === undefined ? { exclusive: true } : {}),
+      // Unfenced, none kept, in parts (Qdrant): the delete below, which may ride along.
+      ...(!fenced && !index.atomicUpsert && keep <= 0 ? { retire: true } : {}),
     });
   } catch (err) {
     await discardVersion(index, scope, o.log);
     throw err;
   }
-  const fence = o.lease?.fence;
-  if (o.lease !== undefined && fence !== undefined) {
+  if (fenced) {
     let out: FencedRetire;
     try {
-      out = await retireFenced(index, scope, { ...o.lease, fence }, retireOptions, written.writing);
+      out = await retireFenced(index, scope, { ...lease, fence }, retireOptions, written.writing);
     } catch (err) {
       // Unfenced (Redis unreachable) the version must not stay: the previous one does.
       await discardVersion(index, scope, o.log);
@@ -123,10 +127,13 @@ export async function commitVersion(
   }
   // A first version (LanceDB) has no other version to retire and left no `writing` entry.
   if (!written.writing) return;
+  if (written.retired) {
+    o.log.debug(scope, 'retired previous versions with the write');
+    return;
+  }
   try {
     // Deleted, not kept, from a store that writes in parts (Qdrant): with the others of this turn.
-    const together = !index.atomicUpsert && keep <= 0;
-    if (together) {
+    if (!index.atomicUpsert && keep <= 0) {
       await retireTogether(index, scope).catch((err: unknown) => {
         o.log.warn({ err, ...scope }, 'retiring previous versions failed; retrying once');
         return retireTogether(index, scope);

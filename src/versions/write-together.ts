@@ -1,37 +1,44 @@
 import type { IndexFilter, IndexPoint } from '../index/contract.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
-import type { PointStore } from '../index/store.js';
+import type { OrderedWrites, PointStore, WriteStep } from '../index/store.js';
 import { others, type VersionScope, writingEntryOf } from './ledger.js';
-import type { VersionWrite } from './write.js';
+import type { VersionWrite, Written } from './write.js';
 
 /**
  * Versions written in the same turn of the event loop (the files of one pipeline pass, or concurrent
- * requests) to a store whose upsert lands in parts (Qdrant) are published together, one request per
- * step for all of them instead of one per file: their points staged in shared upserts (every
- * `writing` entry in the first), one `moveTo` per collection, one count of them all, one upsert of
- * their `committed` entries. Each version still becomes visible whole, at once, or not at all: a
- * move is one operation per collection, and each file's rollback is its own delete.
+ * requests) to a store whose upsert lands in parts (Qdrant) are published together, sharing their
+ * requests instead of paying them per file.
  *
- * A failure before anything moved is retried file by file (`alone`), so one file's bad point fails
- * only that file; a failure after a move fails every file of the group, each of which then deletes
- * its own version (the previous one stays). A count short of the total is resolved by counting file
- * by file. Their retirements go together too (`retireTogether`).
+ * Where the store writes in order (`PointStore.ordered`: Qdrant's batch endpoint), a version that
+ * fits one request is written once, straight under its collection: one upsert operation holds its
+ * `writing` entry, its points and its `committed` entry (one entry of Qdrant's write-ahead log,
+ * replayed whole after a crash: the same guarantee as the staged version's one move), and a delete
+ * after it in the same request retires the file's other versions and the `writing` entry
+ * (`VersionWrite.retire`). Several files share the request up to its size. A crash between the two
+ * operations leaves the `writing` entry with every point visible: the sweep finishes it. A failed
+ * request sends each of its files on the staged path alone (`alone`), which writes every point
+ * again by id and ends as it would have, or deletes the version.
+ *
+ * The others (too large for one request, or a store without ordered writes) are staged together:
+ * their points in shared upserts (every `writing` entry in the first), one `moveTo` per collection,
+ * one count of them all, one upsert of their `committed` entries. Each version still becomes visible
+ * whole, at once, or not at all: a move is one operation per collection, and each file's rollback is
+ * its own delete. A failure before anything moved is retried file by file (`alone`), so one file's
+ * bad point fails only that file; a failure after a move fails every file of the group, each of
+ * which then deletes its own version (the previous one stays). A count short of the total is
+ * resolved by counting file by file. Their retirements go together too (`retireTogether`).
  */
-type Alone = (store: PointStore, v: VersionWrite) => Promise<{ writing: boolean }>;
+type Alone = (store: PointStore, v: VersionWrite) => Promise<Written>;
 
 interface Waiting {
   v: VersionWrite;
-  resolve(written: { writing: boolean }): void;
+  resolve(written: Written): void;
   reject(err: unknown): void;
 }
 
 const groups = new WeakMap<PointStore, Waiting[]>();
 
-export function writeTogether(
-  store: PointStore,
-  v: VersionWrite,
-  alone: Alone,
-): Promise<{ writing: boolean }> {
+export function writeTogether(store: PointStore, v: VersionWrite, alone: Alone): Promise<Written> {
   return new Promise((resolve, reject) => {
     const group = groups.get(store);
     if (group) {
@@ -47,12 +54,66 @@ export function writeTogether(
   });
 }
 
+/** A version's points with its two ledger entries, as one upsert operation writes them. */
+const wholeVersion = (v: VersionWrite): IndexPoint[] => [v.writing(), ...v.points, v.committed];
+
+/** The versions that fit one request, packed into requests of at most `maxBytes`; and the rest. */
+function pack(group: Waiting[], ordered: OrderedWrites): { requests: Waiting[][]; rest: Waiting[] } {
+  const requests: Waiting[][] = [];
+  const rest: Waiting[] = [];
+  let open: Waiting[] = [];
+  let bytes = 0;
+  for (const w of group) {
+    // The ledger entries weigh little; 2 KiB stands for them.
+    const weight = ordered.weigh(w.v.points) + 2048;
+    if (weight > ordered.maxBytes) {
+      rest.push(w);
+      continue;
+    }
+    if (bytes + weight > ordered.maxBytes && open.length > 0) {
+      requests.push(open);
+      open = [];
+      bytes = 0;
+    }
+    open.push(w);
+    bytes += weight;
+  }
+  if (open.length > 0) requests.push(open);
+  return { requests, rest };
+}
+
+/** One request: the versions' points and ledger entries in one upsert, then their retirement. */
+async function writeOnce(store: PointStore, ordered: OrderedWrites, part: Waiting[], alone: Alone) {
+  const steps: WriteStep[] = [{ upsert: part.flatMap((w) => wholeVersion(w.v)) }];
+  const retiring = part.filter((w) => w.v.retire === true);
+  if (retiring.length > 0) {
+    steps.push({ delete: retiring.flatMap((w) => [others(w.v), writingEntryOf(w.v)]) });
+  }
+  try {
+    await ordered.write(steps);
+  } catch {
+    for (const w of part) alone(store, w.v).then(w.resolve, w.reject);
+    return;
+  }
+  for (const w of part) w.resolve(w.v.retire === true ? { writing: true, retired: true } : { writing: true });
+}
+
 async function publishGroup(store: PointStore, all: Waiting[], alone: Alone): Promise<void> {
-  const group = all.filter((w) => {
+  const unaborted = all.filter((w) => {
     if (!w.v.signal?.aborted) return true;
     w.reject(w.v.signal.reason);
     return false;
   });
+  let group = unaborted;
+  if (store.ordered) {
+    const { requests, rest } = pack(unaborted, store.ordered);
+    for (const part of requests) await writeOnce(store, store.ordered, part, alone);
+    group = rest;
+  }
+  await publishStaged(store, group, alone);
+}
+
+async function publishStaged(store: PointStore, group: Waiting[], alone: Alone): Promise<void> {
   if (group.length <= 1) {
     for (const w of group) alone(store, w.v).then(w.resolve, w.reject);
     return;

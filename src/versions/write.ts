@@ -1,7 +1,7 @@
 import type { IndexFilter, IndexPoint } from '../index/contract.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
 import type { PointStore, Presence } from '../index/store.js';
-import { committedRecord } from './ledger.js';
+import { committedRecord, others, writingEntryOf } from './ledger.js';
 import { writeTogether } from './write-together.js';
 
 /**
@@ -15,9 +15,14 @@ import { writeTogether } from './write-together.js';
  *   chunk, no `committed` entry, whose id is fixed per file and collection), written under a lock no
  *   other process shares (`exclusive`), is upserted with `append`: its ids are all new (the version
  *   id is fresh), so the store may append without a merge by id, or journal it (lancedb-journal.ts).
- * - Otherwise (Qdrant, whose requests apply in parts), and for a version streamed in batches, the
- *   points go under the staging tenant with the `writing` entry in every part, one `moveTo` moves
- *   them into their collection, the count is checked, then `committed` is written.
+ * - A store whose requests apply in parts but which writes in order (Qdrant's batch endpoint,
+ *   `PointStore.ordered`) writes a version that fits one request once, straight under its
+ *   collection, in one upsert operation with both ledger entries, its retirement after it in the
+ *   same request (write-together.ts).
+ * - Otherwise (a larger version), and for a version streamed in batches, the points go under the
+ *   staging tenant with the `writing` entry in every part, one `moveTo` moves them into their
+ *   collection, the count is checked, then `committed` is written (with the retirement, in one
+ *   request, where the store writes in order).
  *
  * On failure what was written stays for the caller to delete (the `writing` entry marks it).
  */
@@ -47,6 +52,20 @@ export interface VersionWrite {
    * yet (no chunk in the collection, no `committed` entry) may be appended without a merge by id.
    */
   exclusive?: boolean;
+  /**
+   * The caller retires the file's other versions in the collection by deleting them with its
+   * `writing` entry (unfenced, none kept: write-together.ts `retireTogether`). A store that writes
+   * in order (`PointStore.ordered`) does it in the same request as the version and says so
+   * (`retired` in the result).
+   */
+  retire?: boolean;
+}
+
+/** What `writeVersion` left: a `writing` entry for the retirement, or the retirement done. */
+export interface Written {
+  writing: boolean;
+  /** The other versions and the `writing` entry are deleted already (`VersionWrite.retire`). */
+  retired?: boolean;
 }
 
 /** One batch of a version that is streamed in parts (`stageVersion`). */
@@ -80,10 +99,11 @@ export async function stageVersion(store: PointStore, b: StagedBatch): Promise<v
  * (and the `committed` entry) is there; until then no reader filtering on collection names sees
  * any of them. Resolves with whether a `writing` entry was left for the retirement.
  */
-export async function writeVersion(store: PointStore, v: VersionWrite): Promise<{ writing: boolean }> {
+export async function writeVersion(store: PointStore, v: VersionWrite): Promise<Written> {
   v.signal?.throwIfAborted();
   if ((v.staged ?? 0) > 0) return stageAndMove(store, v);
-  // Versions written at once share their requests (write-together.ts).
+  // Versions written at once share their requests (write-together.ts), where a store that writes
+  // in order writes each point once, under its collection, with its ledger entries and retirement.
   if (!store.atomicUpsert) return writeTogether(store, v, stageAndMove);
   // The versions written in one pass (or by concurrent requests) ask together where the store
   // shares one read among them (lancedb-presence.ts); their upserts are group-committed.
@@ -95,7 +115,7 @@ export async function writeVersion(store: PointStore, v: VersionWrite): Promise<
 }
 
 /** Staged under the staging tenant, moved into the collection in one operation, counted, recorded. */
-async function stageAndMove(store: PointStore, v: VersionWrite): Promise<{ writing: boolean }> {
+async function stageAndMove(store: PointStore, v: VersionWrite): Promise<Written> {
   await stageVersion(store, v);
   v.signal?.throwIfAborted();
   const mine: IndexFilter = { fileId: v.fileId, ingestVersion: v.version };
@@ -108,6 +128,18 @@ async function stageAndMove(store: PointStore, v: VersionWrite): Promise<{ writi
     throw new Error(
       `version ${v.version} of ${v.fileId} has ${visible} of its ${total} points after publishing`,
     );
+  }
+  // The retirement rides along where the store writes in order: one request, not two. Should the
+  // request fail, the record is written alone and the caller retires as without it (a failed
+  // retirement never takes back a committed version).
+  if (v.retire === true && store.ordered) {
+    const retired = await store.ordered
+      .write([{ upsert: [v.committed] }, { delete: [others(v), writingEntryOf(v)] }])
+      .then(
+        () => true,
+        () => false,
+      );
+    if (retired) return { writing: true, retired: true };
   }
   await store.upsert([v.committed]);
   return { writing: true };

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { z } from 'zod';
 import {
+  batchSchema,
   countSchema,
   createCollectionSchema,
   createIndexSchema,
@@ -84,6 +85,7 @@ function handlers(m: QdrantMemory): Record<string, Handler> {
     upsert_points: parse(upsertSchema, (n, b) => m.upsert(n, b)),
     delete_points: parse(deleteSchema, (n, b) => m.delete(n, b)),
     set_payload: parse(setPayloadSchema, (n, b) => m.setPayload(n, b)),
+    batch_update: parse(batchSchema, (n, b) => m.batch(n, b)),
     count_points: parse(countSchema, (n, b) => m.count(n, b)),
     facet: parse(facetSchema, (n, b) => m.facet(n, b)),
     scroll_points: parse(scrollSchema, (n, b) => m.scroll(n, b)),
@@ -247,7 +249,13 @@ function clusterCreateBody(text: string, nodes: number): string {
   return JSON.stringify(body);
 }
 
-const WRITES = new Set(['upsert_points', 'delete_points', 'set_payload', 'create_field_index']);
+const WRITES = new Set([
+  'upsert_points',
+  'delete_points',
+  'set_payload',
+  'batch_update',
+  'create_field_index',
+]);
 
 /** The live mode of `startQdrantFake`: validate, record, rename collections, forward. */
 async function startQdrantProxy(

@@ -96,7 +96,7 @@ describe('Qdrant cluster settings', () => {
     });
 
     const writes = sent.filter((r) =>
-      ['upsert_points', 'delete_points', 'create_field_index'].includes(r.operationId ?? ''),
+      ['upsert_points', 'batch_update', 'delete_points', 'create_field_index'].includes(r.operationId ?? ''),
     );
     const reads = sent.filter((r) =>
       ['count_points', 'scroll_points', 'query_points'].includes(r.operationId ?? ''),

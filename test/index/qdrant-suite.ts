@@ -1,6 +1,8 @@
+import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
+import { commitVersion } from '../../src/versions/publish.js';
 import { openQdrant, type QdrantTarget, rawQdrant, uniqueCollection } from './qdrant-target.js';
 
 /**
@@ -182,6 +184,71 @@ export function runQdrantAdapterSuite(name: string, target: () => QdrantTarget):
       expect(page.points).toEqual([{ id, content: 'legacy text', meta }]);
       expect(await index.count({ notIngestVersion: 'v1' })).toBe(2);
       expect(await index.deleteWhere({ collectionNames: ['legacy'], notIngestVersion: 'v1' })).toBe(1);
+    });
+
+    it('applies ordered writes in one request, in order, and stops at the first that fails', async () => {
+      const { collection, index } = fresh();
+      await index.ensureCollection();
+      // A handle that does not know the dense size sends a wrong one; the server refuses it.
+      const blind = openQdrant(target(), { collection });
+      const p = (key: string, dense: number[]) => labelledPoint(collection, { key, dense });
+      const [a, b, c] = [p('A', [1, 0, 0, 0]), p('B', [1, 0, 0]), p('C', [0, 1, 0, 0])];
+      await expect(blind.ordered?.write([{ upsert: [a] }, { upsert: [b] }, { upsert: [c] }])).rejects.toThrow(
+        /HTTP 400: .*[Dd]imension/,
+      );
+      // The operation before the failing one stays applied; none after it is.
+      expect((await index.scroll({}, { limit: 10 })).points.map((x) => x.content)).toEqual(['document A']);
+      await index.ordered?.write([{ upsert: [c] }, { delete: [{ fileId: 'doc-A' }] }]);
+      expect((await index.scroll({}, { limit: 10 })).points.map((x) => x.content)).toEqual(['document C']);
+    });
+
+    it('writes a version that fits one request in one, and a file the server refuses fails alone', async () => {
+      const { collection, index } = fresh();
+      await index.ensureCollection();
+      const log = pino({ level: 'silent' });
+      const blind = openQdrant(target(), { collection });
+      const version = (file: string, v: string, dense: number[]) =>
+        [0, 1].map((split) => {
+          const meta: ChunkMeta = {
+            collection_name: 'alpha',
+            collection_type: 'knowledge',
+            file_id: file,
+            ingest_version: v,
+            split_id: split,
+          };
+          return { id: pointId(file, v, split), content: `${file} ${v} ${split}`, meta, dense };
+        });
+      const commit = (file: string, v: string, dense = [1, 0, 0, 0]) =>
+        commitVersion(blind, { fileId: file, collectionName: 'alpha', version: v }, version(file, v, dense), {
+          log,
+          now: () => 1,
+        });
+      await Promise.all(['f1', 'f2', 'f3'].map((f) => commit(f, 'v1')));
+      // The same turn: f2's new version has a dense size the collection refuses. The shared request
+      // fails; each file then goes alone, and only f2 fails, its previous version kept.
+      const outcomes = await Promise.allSettled([
+        commit('f1', 'v2'),
+        commit('f2', 'v2', [1, 0]),
+        commit('f3', 'v2'),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      const live = await index.scroll({ collectionNames: ['alpha'] }, { limit: 20 });
+      expect(live.points.map((x) => x.content).sort()).toEqual([
+        'f1 v2 0',
+        'f1 v2 1',
+        'f2 v1 0',
+        'f2 v1 1',
+        'f3 v2 0',
+        'f3 v2 1',
+      ]);
+      expect(await index.count({ reserved: 'writing' })).toBe(0);
+      expect(await index.count({ reserved: 'staging' })).toBe(0);
+      const records = await index.scroll({ reserved: 'committed' }, { limit: 10 });
+      expect(records.points.map((r) => `${r.meta.file_id} ${r.meta.ingest_version}`).sort()).toEqual([
+        'f1 v2',
+        'f2 v1',
+        'f3 v2',
+      ]);
     });
 
     it('rejects wrong dense sizes and unfiltered deletes before sending anything', async () => {

@@ -1,6 +1,8 @@
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ChunkMeta, type IndexPoint, pointId } from '../../src/index/contract.js';
 import { openIndex } from '../../src/index/open.js';
+import { commitVersion } from '../../src/versions/publish.js';
 import { type QdrantFake, startQdrantFake } from '../fakes/qdrant-server.js';
 import { runVectorIndexContract } from './contract-suite.js';
 import { runQdrantAdapterSuite } from './qdrant-suite.js';
@@ -159,6 +161,75 @@ describe('Qdrant adapter on the wire', () => {
     expect(await index.deleteWhere({ fileId: 'big' })).toBe(25);
     expect(since(del).map((r) => r.operationId)).toEqual(['count_points', 'delete_points']);
     expect(since(del)[1]?.query).toBe('?wait=true');
+  });
+
+  it('writes and retires a version that fits one request in one batch request, each point once', async () => {
+    const collection = uniqueCollection();
+    const index = openQdrant(target(), { collection, denseDim: 4 });
+    await index.ensureCollection();
+    const log = pino({ level: 'silent' });
+    const commit = (version: string) => {
+      const points = [0, 1, 2].map((split) => {
+        const p = point(collection, 'one', split);
+        return { ...p, id: pointId('one', version, split), meta: { ...p.meta, ingest_version: version } };
+      });
+      const scope = { fileId: 'one', collectionName: collection, version };
+      return commitVersion(index, scope, points, { log, now: () => 7 }).then(() => points);
+    };
+    await commit('v1');
+    const before = fake.requests.length;
+    const v2 = await commit('v2');
+    const sent = since(before);
+    expect(sent.map((r) => `${r.method} ${r.path}${r.query}`)).toEqual([
+      `POST /collections/${collection}/points/batch?wait=true`,
+    ]);
+    const { operations } = sent[0]!.body as {
+      operations: [
+        { upsert: { points: { id: string; payload: { meta: ChunkMeta } }[] } },
+        { delete: unknown },
+      ];
+    };
+    expect(operations).toHaveLength(2);
+    // The version's points straight under their collection, between its two ledger entries.
+    const written = operations[0].upsert.points;
+    expect(written.map((p) => p.payload.meta.collection_name)).toEqual([
+      '\u0001kilde:writing',
+      collection,
+      collection,
+      collection,
+      '\u0001kilde:committed',
+    ]);
+    expect(written.slice(1, 4).map((p) => p.id)).toEqual(v2.map((p) => p.id));
+    // Then the file's other versions in the collection and the `writing` entry, in one delete.
+    expect(operations[1]).toEqual({
+      delete: {
+        filter: {
+          should: [
+            {
+              must: [
+                { key: 'meta.collection_name', match: { any: [collection] } },
+                { key: 'meta.file_id', match: { value: 'one' } },
+              ],
+              must_not: [{ key: 'meta.ingest_version', match: { value: 'v2' } }],
+            },
+            {
+              must: [
+                { key: 'meta.collection_name', match: { value: '\u0001kilde:writing' } },
+                { key: 'meta.file_id', match: { value: 'one' } },
+                { key: 'meta.ingest_version', match: { value: 'v2' } },
+              ],
+            },
+          ],
+        },
+      },
+    });
+    const left = await fake.points(collection);
+    expect(left.map((p) => (p.payload.meta as ChunkMeta).ingest_version).sort()).toEqual([
+      'v2',
+      'v2',
+      'v2',
+      'v2',
+    ]);
   });
 
   it('answers an empty tenant set without asking the server', async () => {

@@ -74,6 +74,20 @@ export const setPayloadSchema = z.union([
   }),
 ]);
 
+/**
+ * `batch_update` (POST /points/batch): update operations applied in order; the ones Kilde sends.
+ * An operation of another kind is answered 501 like any member the fake does not implement.
+ */
+export const batchSchema = z.strictObject({
+  operations: z.array(
+    z.union([
+      z.strictObject({ upsert: upsertSchema }),
+      z.strictObject({ delete: deleteSchema }),
+      z.strictObject({ set_payload: setPayloadSchema }),
+    ]),
+  ),
+});
+
 /** `facet` (POST /facet): counts per distinct value of a keyword-indexed key. */
 export const facetSchema = z.strictObject({
   key: z.string(),

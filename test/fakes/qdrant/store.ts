@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type {
+  batchSchema,
   CreateCollectionBody,
   countSchema,
   createIndexSchema,
@@ -200,6 +201,18 @@ export class QdrantMemory {
       Object.assign(into, structuredClone(body.payload));
     }
     return this.ack(c);
+  }
+
+  /**
+   * Qdrant applies the operations one after the other and stops at the first that fails, answering
+   * its error; those before it stay applied. One result per operation.
+   */
+  batch(name: string, body: z.infer<typeof batchSchema>) {
+    return body.operations.map((op) => {
+      if ('upsert' in op) return this.upsert(name, op.upsert);
+      if ('delete' in op) return this.delete(name, op.delete);
+      return this.setPayload(name, op.set_payload);
+    });
   }
 
   /** Qdrant facets only keys with a keyword index; hits by count descending, then value. */
