@@ -5,6 +5,7 @@ import type {
   Field as FieldType,
   FixedSizeList as FixedSizeListType,
   Float32 as Float32Type,
+  Int32 as Int32Type,
   Schema,
   Vector,
 } from 'apache-arrow';
@@ -98,9 +99,78 @@ export function rowsToArrow(rows: readonly LanceRow[], schema: Schema): ArrowTab
     const values = rows.map((r) => r[field.name] ?? null);
     columns[field.name] = DataType.isFixedSizeList(field.type)
       ? fixedSizeVector(values, field.type)
-      : vectorFromArray(values, field.type);
+      : (directVector(values, field.type) ?? vectorFromArray(values, field.type));
   }
   return new arrow.Table(schema, columns);
+}
+
+/**
+ * The string, 32-bit integer and list-of-string columns built straight into their Arrow buffers
+ * (one UTF-8 buffer and its offsets a column): Arrow's `vectorFromArray` appends value by value
+ * through a builder that encodes each string on its own, most of the cost of writing a pass of small
+ * files' rows. Undefined for another type, or a value of another kind (Arrow's builder takes those).
+ */
+function directVector(
+  values: ReadonlyArray<LanceRow[string]>,
+  type: ApacheArrow.DataType,
+): Vector | undefined {
+  if (DataType.isUtf8(type)) {
+    if (!values.every((v) => v === null || typeof v === 'string')) return undefined;
+    return makeVector(utf8Data(values as ReadonlyArray<string | null>, type));
+  }
+  if (DataType.isInt(type) && type.bitWidth === 32 && type.isSigned) {
+    if (!values.every((v) => v === null || (typeof v === 'number' && v === (v | 0)))) return undefined;
+    const data = Int32Array.from(values, (v) => (v as number | null) ?? 0);
+    return makeVector(
+      makeData({ type: type as Int32Type, length: values.length, ...validity(values), data }),
+    );
+  }
+  const item = DataType.isList(type) ? type.children[0]!.type : undefined;
+  if (item && DataType.isUtf8(item)) {
+    const lists = values as ReadonlyArray<unknown>;
+    if (!lists.every((v) => v === null || (Array.isArray(v) && v.every((x) => typeof x === 'string')))) {
+      return undefined;
+    }
+    const valueOffsets = new Int32Array(values.length + 1);
+    const flat: string[] = [];
+    values.forEach((v, i) => {
+      if (v !== null) flat.push(...(v as string[]));
+      valueOffsets[i + 1] = flat.length;
+    });
+    const child = utf8Data(flat, item);
+    const list = type as ApacheArrow.List<ApacheArrow.Utf8>;
+    return makeVector(
+      makeData({ type: list, length: values.length, ...validity(values), valueOffsets, child }),
+    );
+  }
+  return undefined;
+}
+
+/** One UTF-8 buffer and its offsets for `values` (null: no bytes, and a cleared validity bit). */
+function utf8Data(values: ReadonlyArray<string | null>, type: ApacheArrow.Utf8) {
+  const valueOffsets = new Int32Array(values.length + 1);
+  let bytes = 0;
+  values.forEach((v, i) => {
+    if (v !== null) bytes += Buffer.byteLength(v, 'utf8');
+    valueOffsets[i + 1] = bytes;
+  });
+  const data = Buffer.allocUnsafeSlow(bytes);
+  values.forEach((v, i) => {
+    if (v !== null) data.write(v, valueOffsets[i]!, 'utf8');
+  });
+  return makeData({ type, length: values.length, ...validity(values), valueOffsets, data });
+}
+
+/** The null count and, when there are nulls, the validity bitmap of a column's values. */
+function validity(values: ReadonlyArray<unknown>): { nullCount: number; nullBitmap?: Uint8Array } {
+  let nullCount = 0;
+  for (const v of values) if (v === null) nullCount += 1;
+  if (nullCount === 0) return { nullCount };
+  const nullBitmap = new Uint8Array((values.length + 7) >> 3);
+  values.forEach((v, i) => {
+    if (v !== null) nullBitmap[i >> 3]! |= 1 << (i & 7);
+  });
+  return { nullCount, nullBitmap };
 }
 
 /** A fixed-size list column of floats (the dense vectors): one buffer, a validity bitmap for nulls. */

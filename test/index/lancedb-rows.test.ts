@@ -52,6 +52,7 @@ describe('rowsToArrow', () => {
       ledger,
       chunk('f1', 1, undefined, ['da', 'en']),
       chunk('f2', 0, [0.25, -1, 0, 0, 3, 0, 0, 0]),
+      chunk('f2', 1, undefined, []),
     ];
     for (const [dim, layout] of [
       [DIM, 'terms'],
