@@ -18,9 +18,10 @@
  *        --path cli|put --qdrant]
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startQdrantNodes } from '../test/live/qdrant-nodes.js';
 import { writeIngestSets } from './lib/ingest-sets.js';
@@ -128,7 +129,12 @@ try {
   const run =
     values.path === 'put'
       ? await overPut(work, files, 1, env)
-      : await kildeCli(work, files, { chunkTokens: 400, overlapTokens: 80, env });
+      : await kildeCli(work, files, {
+          chunkTokens: 400,
+          overlapTokens: 80,
+          env,
+          launcher: await profiledLauncher(work, profiles),
+        });
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
   const { seconds, cpu, peakRss } = run;
   console.log(
@@ -150,4 +156,23 @@ try {
   await zero.close();
   await nodes?.close();
   await rm(work, { recursive: true, force: true });
+}
+
+/**
+ * bin/kilde with `--cpu-prof` on Node's command line as well as in NODE_OPTIONS: the worker pool
+ * passes its parent's command-line flags on (src/pool/pool-process.ts), and a worker started with
+ * them writes its profile when the pool's SIGTERM ends it (src/pool/worker-runtime.ts); a worker
+ * profiled through NODE_OPTIONS alone is killed before it writes one.
+ */
+async function profiledLauncher(dir: string, profiles: string): Promise<string> {
+  const launcher = join(dir, 'kilde-profiled');
+  const bin = fileURLToPath(new URL('../bin/kilde', import.meta.url));
+  const script = readFileSync(bin, 'utf8').replace(
+    'exec node "$(dirname "$(readlink -f "$0")")/kilde.js" "$@"',
+    `exec node --cpu-prof --cpu-prof-dir=${profiles} ${bin}.js "$@"`,
+  );
+  if (!script.includes('--cpu-prof')) throw new Error('bin/kilde no longer ends as this bench expects');
+  await writeFile(launcher, script);
+  await chmod(launcher, 0o755);
+  return launcher;
 }
