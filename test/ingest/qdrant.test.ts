@@ -19,23 +19,41 @@ let embed: FakeEmbeddingsServer;
 let s3: FakeS3;
 let h: Harness;
 
-/** Faults at the network boundary between Kilde and Qdrant. */
-const faults = { failUpsertNo: 0, upserts: 0, failRetire: 0 };
+/**
+ * Faults at the network boundary between Kilde and Qdrant. A failing retirement sent in a batch
+ * request is answered as Qdrant answers an operation that fails: the operations before it applied,
+ * none after it.
+ */
+const faults = { failUpsertNo: 0, upserts: 0, failRetire: 0, failBatch: 0, batches: 0 };
+const serverError = (error: string, status: number) =>
+  new Response(JSON.stringify({ status: { error }, time: 0 }), { status });
 const faultyFetch: typeof fetch = async (input, init) => {
   const url = String(input instanceof Request ? input.url : input);
   const method = init?.method ?? 'GET';
+  if (url.startsWith(qdrant.url) && /\/points\/batch/.test(url)) {
+    faults.batches++;
+    if (faults.failBatch > 0) {
+      faults.failBatch--;
+      return serverError('Service unavailable', 503);
+    }
+    const { operations } = JSON.parse(String(init?.body)) as { operations: { delete?: unknown }[] };
+    const retire = operations.findIndex((op) => JSON.stringify(op.delete ?? null).includes('must_not'));
+    if (retire >= 0 && faults.failRetire > 0) {
+      faults.failRetire--;
+      await fetch(input, { ...init, body: JSON.stringify({ operations: operations.slice(0, retire) }) });
+      return serverError('timeout', 500);
+    }
+  }
   if (url.startsWith(qdrant.url) && method === 'PUT' && /\/points(\?|$)/.test(url)) {
     faults.upserts++;
     if (faults.upserts === faults.failUpsertNo) {
-      return new Response(JSON.stringify({ status: { error: 'Service unavailable' }, time: 0 }), {
-        status: 503,
-      });
+      return serverError('Service unavailable', 503);
     }
   }
   if (url.startsWith(qdrant.url) && /\/points\/delete/.test(url) && String(init?.body).includes('must_not')) {
     if (faults.failRetire > 0) {
       faults.failRetire--;
-      return new Response(JSON.stringify({ status: { error: 'timeout' }, time: 0 }), { status: 500 });
+      return serverError('timeout', 500);
     }
   }
   return fetch(input, init);
@@ -70,7 +88,7 @@ afterAll(async () => {
   await Promise.all([qdrant?.close(), embed?.close(), s3?.close()]);
 });
 beforeEach(() => {
-  Object.assign(faults, { failUpsertNo: 0, upserts: 0, failRetire: 0 });
+  Object.assign(faults, { failUpsertNo: 0, upserts: 0, failRetire: 0, failBatch: 0, batches: 0 });
 });
 
 const upload = async (fileId: string, content: string) => {
@@ -157,23 +175,25 @@ describe('ingest into (schema-validated) Qdrant', () => {
     expect(qdrant.violations).toEqual([]);
   });
 
-  it('writes a multipart upload in several batches and replaces it on re-ingest', async () => {
+  it('writes a multipart upload of more than 128 chunks in one request and replaces it on re-ingest', async () => {
     const first = await upload('q-up', LONG);
     expect(first.statusCode).toBe(200);
     expect(first.json().chunks_count).toBeGreaterThan(128);
-    expect(faults.upserts).toBeGreaterThanOrEqual(2);
+    expect([faults.batches, faults.upserts]).toEqual([1, 0]);
     const again = await upload('q-up', LONG);
     expect(again.statusCode).toBe(200);
+    expect([faults.batches, faults.upserts]).toEqual([2, 0]);
     const points = await pointsOf(h.index, 'q-up');
     expect(points).toHaveLength(again.json().chunks_count);
     expect(versionsOf(points)).toHaveLength(1);
     expect(qdrant.violations).toEqual([]);
   });
 
-  it('a Qdrant write failing on the second batch keeps the previous version and removes the first batch', async () => {
+  it('a failed request goes on the staged path; its second batch failing keeps the previous version and removes the first', async () => {
     expect((await upload('q-fail', LONG)).statusCode).toBe(200);
     const before = await pointsOf(h.index, 'q-fail');
     faults.upserts = 0;
+    faults.failBatch = 1;
     faults.failUpsertNo = 2;
     const res = await upload('q-fail', `${LONG} An added final rule.`);
     expect(res.statusCode).toBe(502);
@@ -190,7 +210,9 @@ describe('ingest into (schema-validated) Qdrant', () => {
   it('a failing clean-up of the old version keeps the committed new one; the sweep retires the old', async () => {
     expect((await upload('q-retire', SHORT)).statusCode).toBe(200);
     const before = await pointsOf(h.index, 'q-retire');
-    faults.failRetire = 2;
+    // Every retirement fails: the one in the version's request, then (the version written again on
+    // the staged path) the one in its record's request, then the retirement's own two tries.
+    faults.failRetire = 4;
     const res = await upload('q-retire', `${SHORT} Updated.`);
     expect(res.statusCode).toBe(200);
     const both = await pointsOf(h.index, 'q-retire');

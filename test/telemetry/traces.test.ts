@@ -371,7 +371,7 @@ describe('traces of POST /search', () => {
 });
 
 describe('traces with Qdrant as the index', () => {
-  it('the index requests carry the trace: upserts under the write stage, the query under the dense stage', async () => {
+  it('the index requests carry the trace: the version written under the publish stage, the query under the dense stage', async () => {
     const qdrant = await startQdrantFake();
     const env = {
       ...EMBEDDING,
@@ -415,7 +415,8 @@ describe('traces with Qdrant as the index', () => {
             expect(client?.kind).toBe(SpanKind.CLIENT);
             return parentOf(list, client!)?.name;
           });
-      expect(stagesOf('PUT', /\/points$/)).toContain('kilde.ingest.publish');
+      // The version goes in one batch request (src/versions/write-together.ts).
+      expect(stagesOf('POST', /\/points\/batch$/)).toContain('kilde.ingest.publish');
       expect(stagesOf('POST', /\/points\/query$/)).toContain('kilde.search.dense');
     } finally {
       await q.close();
