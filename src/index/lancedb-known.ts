@@ -28,6 +28,8 @@ export class KnownFiles {
   /** Versions this process's commits produced, above `#base`. */
   readonly #ours = new Set<number>();
   #scanning: Promise<void> | undefined;
+  /** A version read not started yet, which questions asked meanwhile share (`#version`). */
+  #versionRead: { table: Table; read: Promise<number> } | undefined;
   /** Column scans made (the first and the rescans): what tests and the benches read. */
   scans = 0;
 
@@ -56,7 +58,7 @@ export class KnownFiles {
   /** Brings the set up to the table's current version: rescans when a version is not this process's. */
   async #current(table: Table): Promise<void> {
     if (this.#complete) {
-      const now = await table.version();
+      const now = await this.#version(table);
       let v = this.#base + 1;
       while (v <= now && this.#ours.has(v)) v += 1;
       if (v > now) {
@@ -70,6 +72,22 @@ export class KnownFiles {
       this.#scanning = undefined;
     });
     await this.#scanning;
+  }
+
+  /**
+   * The table's current version, one read for every question asked before that read starts: a
+   * pass asks for each of its files at once (one native call instead of one a file). The read starts
+   * after the callers that share it have called, so each sees a version at least as new as at its call.
+   */
+  #version(table: Table): Promise<number> {
+    if (this.#versionRead?.table !== table) {
+      const read = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        if (this.#versionRead?.read === read) this.#versionRead = undefined;
+        return table.version();
+      });
+      this.#versionRead = { table, read };
+    }
+    return this.#versionRead.read;
   }
 
   async #scan(table: Table): Promise<void> {
