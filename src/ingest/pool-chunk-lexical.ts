@@ -27,11 +27,17 @@ export interface LexicalDoc {
   languages?: string[];
 }
 
+/**
+ * A chunk as the task answers it: without its `content` when that is the document's text between
+ * its offsets (the caller, which sent that text, cuts it again), so the text does not cross back.
+ */
+export type SentChunk = Omit<Chunk, 'content'> & { content?: string };
+
 export type ChunkLexicalTasks = {
   'chunk-lexical': {
     input: { docs: LexicalDoc[]; fallback: Bm25Language; sparse: boolean };
     /** Per document its chunks; per chunk (all documents, in order; blank ones '') its terms. */
-    output: { chunks: Chunk[][]; lexical: string[]; sparse?: PackedSparse; analyseMs: number };
+    output: { chunks: SentChunk[][]; lexical: string[]; sparse?: PackedSparse; analyseMs: number };
   };
 };
 
@@ -72,9 +78,23 @@ export const chunkLexicalHandlers: TaskHandlers<ChunkLexicalTasks, ChunkSetup> =
     });
     const out = analyseInWorker(items, input.sparse);
     const analyseMs = performance.now() - started;
-    return { chunks, lexical: out.lexical, ...(out.sparse ? { sparse: out.sparse } : {}), analyseMs };
+    const sent = chunks.map((list, k) => list.map((c) => sentChunk(c, input.docs[k]!.input.text)));
+    return { chunks: sent, lexical: out.lexical, ...(out.sparse ? { sparse: out.sparse } : {}), analyseMs };
   },
 };
+
+/** `chunk` without its content when `text` holds it at its offsets. */
+function sentChunk(chunk: Chunk, text: string): SentChunk {
+  if (chunk.content !== text.slice(chunk.char_start, chunk.char_end)) return chunk;
+  const { content: _, ...rest } = chunk;
+  return rest;
+}
+
+/** The chunk a `SentChunk` stands for: its content cut from the text the caller sent. */
+function receivedChunk(chunk: SentChunk, text: string): Chunk {
+  if (chunk.content !== undefined) return chunk as Chunk;
+  return { ...chunk, content: text.slice(chunk.char_start, chunk.char_end) };
+}
 
 /** Chunks and analyses documents in one task of the ingestion pool. */
 export type ChunkLexical = (docs: readonly LexicalDoc[], signal?: AbortSignal) => Promise<ChunkedLexical>;
@@ -90,7 +110,7 @@ export function createPooledChunkLexical(
       { signal, weight: docs.reduce((n, d) => n + d.input.text.length, 0) },
     );
     return {
-      chunks: out.chunks,
+      chunks: out.chunks.map((list, k) => list.map((c) => receivedChunk(c, docs[k]!.input.text))),
       lexical: out.sparse
         ? { lexical: out.lexical, sparse: unpackSparse(out.sparse) }
         : { lexical: out.lexical },

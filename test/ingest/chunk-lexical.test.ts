@@ -70,4 +70,17 @@ describe('chunk-lexical pool task', () => {
       expect(together.analyseSeconds).toBeGreaterThanOrEqual(0);
     });
   }
+
+  it("answers a chunk that is its document's text between its offsets without that text", async () => {
+    const raw = await pool.run({ kind: 'chunk-lexical', docs, fallback: 'danish', sparse: false });
+    const expected = (await apart(false)).chunks;
+    raw.chunks.forEach((list, k) => {
+      list.forEach((c, i) => {
+        const full = expected[k]![i]!;
+        const slice = docs[k]!.input.text.slice(full.char_start, full.char_end);
+        expect(c.content).toBe(full.content === slice ? undefined : full.content);
+      });
+    });
+    expect(raw.chunks.flat().filter((c) => c.content === undefined).length).toBeGreaterThan(0);
+  });
 });
