@@ -6,8 +6,8 @@ import { type Bm25Language, LexicalAnalyzer } from '../src/embed/bm25/analysis.j
 import { parseQrels, parseQueries } from '../src/eval/beir.js';
 import { evaluate } from '../src/eval/evaluate.js';
 import type { ChunkMeta, SearchHit } from '../src/index/contract.js';
-import { SUBSECTION_RATIO } from '../src/retrieve/pipeline.js';
-import { subsectionsFirst } from '../src/retrieve/section-order.js';
+import { lexicalOrder, SUBSECTION_RATIO } from '../src/retrieve/pipeline.js';
+import { sectionRepeatsDown, subsectionsFirst } from '../src/retrieve/section-order.js';
 import { benchData } from './lib/data.js';
 import { danishSet, evalDanish } from './quality-danish.js';
 
@@ -17,7 +17,8 @@ import { danishSet, evalDanish } from './quality-danish.js';
  * kept"). It reads the chunks `npm run bench:quality -- --index-dir DIR` ingested (their analysed
  * terms, breadcrumbs, content) and ranks them in memory with LanceDB's BM25 (k1 1.2, b 0.75, IDF
  * ln(1 + (N − n + 0.5) / (n + 0.5)) over the chunks that have terms), then as the pipeline does
- * (2k fetched, introductions below their subsections, duplicates by content dropped, k kept), so its
+ * (2k fetched, introductions below their subsections, a section's further chunks lowered, duplicates
+ * by content dropped, k kept: `lexicalOrder`), so its
  * first row gives the bench's lexical figures exactly; every other row changes one thing.
  *   --only scifact|danish
  *   --variants REGEX   only the variants whose name matches
@@ -112,8 +113,11 @@ class Bm25 {
   }
 }
 
+/** The order the pipeline gives BM25's ranking (`lexicalOrder`), or a variant's. */
+type Order = (hits: SearchHit[]) => SearchHit[];
+
 /** What the pipeline returns for k from a scoring: 2k fetched, sections ordered, duplicates dropped. */
-function ranking(e: Bm25, s: Float64Array, k: number): ChunkMeta[] {
+function ranking(e: Bm25, s: Float64Array, k: number, order: Order = lexicalOrder): ChunkMeta[] {
   const hits = e.top(s, Math.min(2 * k, 1000)).map(
     (i): SearchHit => ({
       id: String(i),
@@ -124,7 +128,7 @@ function ranking(e: Bm25, s: Float64Array, k: number): ChunkMeta[] {
   );
   const seen = new Set<string>();
   const out: ChunkMeta[] = [];
-  for (const h of subsectionsFirst(hits, SUBSECTION_RATIO)) {
+  for (const h of order(hits)) {
     if (seen.has(h.content)) continue;
     seen.add(h.content);
     out.push(h.meta);
@@ -298,6 +302,7 @@ function oovParts(e: Bm25, q: Weights, stem: (word: string) => string | undefine
 type Variant = [
   name: string,
   score: (e: Bm25, terms: string[], pairs: Map<string, Bm25>, f?: Bm25f) => Float64Array,
+  order?: Order,
 ];
 
 function variants(): Variant[] {
@@ -389,6 +394,14 @@ function variants(): Variant[] {
       `compound parts of unknown query terms, ${min}+ letters, × ${w}`,
       (e, t) => e.score(oovParts(e, each(t), stem, min, w)),
     ]);
+  // The order after BM25: further chunks of a section lowered by another factor (1: not at all, as
+  // before issue 33's third session; 0: a section's best chunk first, its others after every section's).
+  for (const factor of [1, 0.9, 0.7, 0])
+    v.push([
+      `section repeats × ${factor}`,
+      (e, t) => e.score(each(t)),
+      (hits) => sectionRepeatsDown(subsectionsFirst(hits, SUBSECTION_RATIO), factor),
+    ]);
   v.push([
     'question words hvad, hvor left out',
     (e, t) => e.score(each(t.filter((x) => x !== 'hvad' && x !== 'hvor'))),
@@ -432,12 +445,12 @@ async function scifact(list: Variant[], rows: Row): Promise<void> {
   );
   const analyzer = new LexicalAnalyzer('english');
   const terms = new Map(queries.map((q) => [q.text, analyzer.query(q.text, ['english']).terms]));
-  for (const [name, score] of list) {
+  for (const [name, score, order] of list) {
     const scored = new Map<string, Float64Array>();
     const search = async (text: string, _c: readonly string[], k: number) => {
       const s = scored.get(text) ?? score(e, terms.get(text)!, pairs, f);
       scored.set(text, s);
-      return ranking(e, s, k);
+      return ranking(e, s, k, order);
     };
     const base = { search, queries, qrels, collectionNames: ['bench'] };
     const ten = (await evaluate({ ...base, k: 10 })).metrics;
@@ -461,9 +474,9 @@ async function danish(list: Variant[], rows: Row): Promise<void> {
   const { questions, audit, nearest } = await danishSet();
   const analyzer = new LexicalAnalyzer('danish');
   const language: Bm25Language[] = ['danish'];
-  for (const [name, score] of list) {
+  for (const [name, score, order] of list) {
     const search = async (text: string, k: number) =>
-      ranking(e, score(e, analyzer.query(text, language).terms, pairs, f), k);
+      ranking(e, score(e, analyzer.query(text, language).terms, pairs, f), k, order);
     const r = await evalDanish(search, questions, nearest, audit);
     const scifactCells = rows.get(name)?.length ? rows.get(name)! : ['–', '–', '–', '–'];
     rows.set(name, [...scifactCells, ...r.audited.map(pct), ...r.answerable.map(pct)]);

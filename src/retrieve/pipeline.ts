@@ -18,7 +18,7 @@ import type { RetrieveMetrics } from './metrics.js';
 import type { QueryLexicalSide } from './query-lexical.js';
 import type { Reranker } from './rerank.js';
 import { rerankScores, withLexicalScores } from './scores.js';
-import { subsectionsFirst } from './section-order.js';
+import { sectionRepeatsDown, subsectionsFirst } from './section-order.js';
 
 const NO_LEXICAL = { terms: [], sparse: { indices: [], values: [] } };
 
@@ -27,6 +27,17 @@ const NO_LEXICAL = { terms: [], sparse: { indices: [], values: [] } };
  * be ranked above it, in the lexical modes (section-order.ts); measured in docs/quality.md.
  */
 export const SUBSECTION_RATIO = 0.8;
+
+/**
+ * How much less each further chunk of one section counts in the lexical modes (section-order.ts,
+ * `sectionRepeatsDown`); measured in docs/quality.md.
+ */
+export const SECTION_REPEAT_FACTOR = 0.5;
+
+/** The lexical modes' order after BM25: introductions below their subsections, then a section by its best chunk. */
+export function lexicalOrder<T extends SearchHit>(hits: readonly T[]): T[] {
+  return sectionRepeatsDown(subsectionsFirst(hits, SUBSECTION_RATIO), SECTION_REPEAT_FACTOR);
+}
 
 /** Which search runs, decided once per request from the configuration and the collection. */
 export type SearchMode = 'dense' | 'hybrid' | 'dense+client-bm25' | 'lexical' | 'client-bm25';
@@ -153,14 +164,13 @@ async function searchStages(
         }
         case 'lexical':
           return withLexicalScores(
-            subsectionsFirst(
+            lexicalOrder(
               branch(
                 await lexicalSpan(fetchN, 'index', () =>
                   d.index.searchLexical({ sparse, text: query, terms }, filter, fetchN),
                 ),
                 'lexical',
               ),
-              SUBSECTION_RATIO,
             ),
           );
         case 'client-bm25': {
@@ -168,7 +178,7 @@ async function searchStages(
             const { corpus } = await d.corpus.get(collectionNames, extra);
             return corpus.search(terms, fetchN);
           });
-          return withLexicalScores(subsectionsFirst(branch(hits, 'lexical'), SUBSECTION_RATIO));
+          return withLexicalScores(lexicalOrder(branch(hits, 'lexical')));
         }
         case 'dense+client-bm25': {
           const [denseHits, lexicalHits] = await Promise.all([

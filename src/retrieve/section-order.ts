@@ -43,3 +43,31 @@ export function subsectionsFirst<T extends SearchHit>(hits: readonly T[], ratio:
   for (const h of hits) if (!deferred.has(h)) emit(h);
   return out.map((h, n) => (h === hits[n] ? h : { ...h, score: hits[n]!.score }));
 }
+
+/** A hit's section: its document and heading breadcrumb (the whole document when it has none). */
+function sectionKey(hit: SearchHit): string {
+  const headers = Array.isArray(hit.meta.headers) ? hit.meta.headers : [];
+  return `${hit.meta.file_id}\u0000${headers.join('\u0000')}`;
+}
+
+/**
+ * A lexical ranking in which a section is ranked by its best chunk rather than by many: each further
+ * chunk of a section already in the ranking counts `factor` times less than the one before it (the
+ * second at `factor` of its score, the third at `factor`²), and the ranking is sorted again (ties
+ * keep their order). A strong second chunk stays ahead of another section's weak first one, but the
+ * answer's section is no longer pushed out of the first results by two or three chunks of one
+ * neighbour that repeats the question's words. Measured in docs/quality.md.
+ *
+ * The scores stay in ranking order: a hit that moves takes the score of the rank it moves to.
+ */
+export function sectionRepeatsDown<T extends SearchHit>(hits: readonly T[], factor: number): T[] {
+  const seen = new Map<string, number>();
+  const weighed = hits.map((hit, at) => {
+    const key = sectionKey(hit);
+    const before = seen.get(key) ?? 0;
+    seen.set(key, before + 1);
+    return { hit, at, score: hit.score * factor ** before };
+  });
+  weighed.sort((a, b) => b.score - a.score || a.at - b.at);
+  return weighed.map(({ hit }, n) => (hit === hits[n] ? hit : { ...hit, score: hits[n]!.score }));
+}

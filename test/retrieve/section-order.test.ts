@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { SearchHit } from '../../src/index/contract.js';
-import { subsectionsFirst } from '../../src/retrieve/section-order.js';
+import { sectionRepeatsDown, subsectionsFirst } from '../../src/retrieve/section-order.js';
 
 const hit = (id: string, score: number, headers: string[], file = 'ch1'): SearchHit => ({
   id,
@@ -51,5 +51,45 @@ describe('a section introduction ranked against its own subsections', () => {
       hit('plain', 17, []),
     ];
     expect(ids(subsectionsFirst(ranked, 0.8))).toEqual(['subsection', 'section', 'chapter', 'plain']);
+  });
+});
+
+describe('a section ranked by its best chunk', () => {
+  const NATO = ['4.4 Forsvarspolitik', '4.4.3 Nyt fokus på territorialforsvar'];
+  const COLD_WAR = ['1.11 Kold krig', '1.11.1 Dansk politik og den kolde krig'];
+
+  it("lowers a section's further chunks by the factor for each one above them; the scores stay in rank order", () => {
+    const ranked = [
+      hit('nato 1', 6.0, NATO, 'ch4'),
+      hit('nato 2', 6.0, NATO, 'ch4'),
+      hit('nato 3', 5.9, NATO, 'ch4'),
+      hit('cold war', 5.6, COLD_WAR),
+      hit('cold war 2', 2.0, COLD_WAR),
+    ];
+    const out = sectionRepeatsDown(ranked, 0.5);
+    // nato 2 counts 3.0, nato 3 1.475, cold war 2 1.0.
+    expect(ids(out)).toEqual(['nato 1', 'cold war', 'nato 2', 'nato 3', 'cold war 2']);
+    expect(out.map((h) => h.score)).toEqual([6.0, 6.0, 5.9, 5.6, 2.0]);
+  });
+
+  it("keeps a section's strong second chunk above another section's weak first one", () => {
+    const ranked = [hit('a 1', 10, NATO, 'ch4'), hit('a 2', 9, NATO, 'ch4'), hit('b', 4, COLD_WAR)];
+    expect(ids(sectionRepeatsDown(ranked, 0.5))).toEqual(['a 1', 'a 2', 'b']);
+  });
+
+  it('tells sections apart by document and breadcrumb; a document without headings is one section', () => {
+    const ranked = [
+      hit('doc 1', 8, [], 'd1'),
+      hit('doc 1 again', 7, [], 'd1'),
+      hit('same breadcrumb, other document', 6, NATO, 'd2'),
+      hit('same document, other section', 5, COLD_WAR, 'd1'),
+    ];
+    expect(ids(sectionRepeatsDown(ranked, 0.5))).toEqual([
+      'doc 1',
+      'same breadcrumb, other document',
+      'same document, other section',
+      'doc 1 again',
+    ]);
+    expect(ids(sectionRepeatsDown(ranked, 1))).toEqual(ids(ranked));
   });
 });
