@@ -160,6 +160,37 @@ export const DANISH_AUDIT: readonly AuditEntry[] = [
     answerIn: ['Grundtvig og folkekirken', '2.2.1 Grundloven – Danmarks forfatning'],
     evidence: '(grundlov[^.]{0,40}|Den )5\\. juni 1849',
   },
+  // Issue 33, third session: first results read one by one, these answer as their label does.
+  {
+    id: '2022.06-1',
+    kind: 'also',
+    answerIn: ['Det danske sundhedsvæsen'],
+    evidence: 'fem regioner,? (der står for driften|som har ansvaret for at drive)[^.]*sundhedsvæsenet',
+  },
+  {
+    id: '2022.06-33',
+    kind: 'also',
+    answerIn: ['Grundlovsdag'],
+    evidence: '5\\. juni (er|kaldes) grundlovsdag',
+  },
+  {
+    id: '2022.11-10',
+    kind: 'also',
+    answerIn: ['1.9.1 Første Verdenskrig (1914-18)'],
+    evidence: 'solgt til USA i 1917|i 1917 solgt[^;]*; til gengæld for salget anerkendte USA',
+  },
+  {
+    id: '2023.05-12',
+    kind: 'also',
+    answerIn: ['6.14 Diskrimination, antisemitisme, hadforbrydelser og ekstremisme'],
+    evidence: 'synagog\\w* i det indre København',
+  },
+  {
+    id: '2023.11-12',
+    kind: 'also',
+    answerIn: ['1.6.3 Vejen til en fri grundlov'],
+    evidence: 'Hverken kvinder eller fattige havde valgret|Kvinder og tjenestefolk[^.]*fik ikke valgret',
+  },
   // The textbook does not say: questions on events after it, or on laws it does not cover.
   { id: '2021.11-36', kind: 'absent', evidence: 'Loyal to Familia' },
   { id: '2022.06-39', kind: 'absent', evidence: 'rituel' },
