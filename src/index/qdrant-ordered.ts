@@ -15,22 +15,25 @@ import type { OrderedWrites, WriteStep } from './store.js';
  */
 
 /**
- * Qdrant refuses bodies over 32 MiB (`service.max_request_size_mb`); `weigh` estimates from above
- * and a request stays under a quarter of that.
+ * Qdrant refuses bodies over 32 MiB by default (`service.max_request_size_mb`); `weigh` estimates
+ * from above and a request stays under half of that. A request refused all the same (a server
+ * configured lower, text of control characters) fails before anything is applied, and its files go
+ * the staged way (write-together.ts).
  */
-const MAX_BYTES = 8 * 1024 * 1024;
+const MAX_BYTES = 16 * 1024 * 1024;
 
 const batchResult = z.array(updateResult);
 
 /**
  * Bytes of the points as JSON, from above: a float takes at most 24 characters with its comma, a
- * sparse entry 36, content at most twice its length (a quote or backslash becomes two characters; a
- * control character six, and text with many of those is not what chunks hold), meta as written.
+ * sparse entry 36, content at most three bytes a UTF-16 unit (UTF-8 of the BMP; a quote, backslash or
+ * line break becomes two characters, only another control character six, which chunks hardly hold),
+ * meta as written.
  */
 export function weighPoints(points: readonly IndexPoint[]): number {
   let bytes = 0;
   for (const p of points) {
-    bytes += 160 + p.id.length + 2 * p.content.length + JSON.stringify(p.meta).length;
+    bytes += 160 + p.id.length + 3 * p.content.length + 3 * JSON.stringify(p.meta).length;
     if (p.dense) bytes += 24 * p.dense.length;
     if (p.sparse) bytes += 36 * p.sparse.indices.length;
   }
