@@ -117,7 +117,11 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     { log, ...(deps.clock ? { clock: deps.clock } : {}) },
   );
   const chunker = createPooledChunker(pool, chunking.mode);
-  const lexical = createPooledLexicalStage(pool, { sparseModel });
+  // BM25 vectors only where the index keeps them (Qdrant's `text-sparse`): a LanceDB table has no
+  // sparse column (its full-text index reads the terms), so hashing, packing and sending them was
+  // work thrown away at the write (docs/performance.md, "Against LangChain.js").
+  const storedSparse = engineFor(indexSettings.uri) === 'qdrant' ? sparseModel : undefined;
+  const lexical = createPooledLexicalStage(pool, { sparseModel: storedSparse });
   const onRoute = deps.observer?.route?.bind(deps.observer);
   const extractor = createExtractor(config.EXTRACTION_ENGINE, config, {
     log,
@@ -182,7 +186,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       // Small documents chunked and analysed in one pool task (one round trip fewer a pass).
       chunkLexical: createPooledChunkLexical(pool, {
         fallback: config.SPARSE_LANGUAGE,
-        sparse: sparseModel !== undefined,
+        sparse: storedSparse !== undefined,
       }),
       fallbackLanguage: config.SPARSE_LANGUAGE,
       keepVersions: config.KEEP_VERSIONS ?? 0,
