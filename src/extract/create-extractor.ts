@@ -256,6 +256,8 @@ export function ownPool(
       warm: s.EXTRACTION_WARM_WORKERS,
       heapMb: s.EXTRACTION_MAX_HEAP_MB,
       timeoutMs: s.EXTRACTION_TIMEOUT * 1000,
+      // A worker's preload loads PDFium (preloadExtraction): PDFs go to it (pool-policy.ts, `idleFor`).
+      preloads: s.EXTRACTION_PDF_READER === 'pdfjs' ? [] : ['pdf'],
       setup: { limits: extractionLimits(s), pdfReader: s.EXTRACTION_PDF_READER },
     },
     { log: deps.log, ...(deps.clock ? { clock: deps.clock } : {}) },

@@ -108,6 +108,8 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       warm: config.EXTRACTION_WARM_WORKERS,
       heapMb: config.EXTRACTION_MAX_HEAP_MB,
       timeoutMs: config.EXTRACTION_TIMEOUT * 1000,
+      // A worker's preload loads PDFium (preloadExtraction): PDFs go to it (pool-policy.ts, `idleFor`).
+      preloads: config.EXTRACTION_PDF_READER === 'pdfjs' ? [] : ['pdf'],
       setup: {
         limits: extractionLimits(config),
         pdfReader: config.EXTRACTION_PDF_READER,

@@ -32,6 +32,11 @@ export interface PoolSettings {
    * is replaced by a fresh one once idle. Default `RECYCLE_GROWTH_MB` (pool-policy.ts).
    */
   recycleGrowthMb?: number;
+  /**
+   * The libraries (`RunOptions.affinity` names) a worker's preload loads (`prewarm`, `startOne`): a
+   * PDF then goes to the worker that has PDFium. Default none.
+   */
+  preloads?: readonly string[];
 }
 
 /** The errors a task's caller gets when its worker had to go. */
@@ -67,9 +72,9 @@ export interface RunOptions {
   /**
    * The work's size in bytes or characters (a file's bytes, the characters to chunk or analyse),
    * when the caller knows it. A task of known size with no `affinity` is *light*: up to
-   * `MERGE.itemWeight` it may share a worker's turn with other queued light tasks, and it starts a
-   * second worker only when light work piles up (`warranted`, pool-policy.ts). A task of unknown size, one
-   * that loads a library, or one over `HEAVY_WEIGHT` is *heavy*: it starts a worker when none is free.
+   * `MERGE.itemWeight` it may share a worker's turn with other queued light tasks. Every task's size,
+   * at its library's rate (`MS_PER_MIB`), counts toward the backlog that starts a second worker
+   * (`warranted`, pool-policy.ts); a task of unknown size starts a worker when none is free.
    */
   weight?: number | undefined;
 }

@@ -30,6 +30,15 @@ export interface Worker {
   /** Its resident memory and that at its start, bytes, as of its last turn (`FromWorker`). */
   memory?: { rss: number; startRss: number } | undefined;
   stderr: string;
-  /** The libraries of the tasks it has run (loaded in this process already). */
+  /** The libraries of the tasks it has run and of its preload (loaded in this process already). */
   warm: Set<string>;
+  /** Tasks handed to it so far, and its turn's estimated ms (pool-policy.ts, `estimateMs`). */
+  tasks: number;
+  turnMs: number;
+}
+
+/** What `WorkerPool.stats` tells: workers started so far; each one running, its libraries and tasks run. */
+export interface PoolStats {
+  started: number;
+  workers: Array<{ pid: number | undefined; libraries: string[]; tasks: number }>;
 }

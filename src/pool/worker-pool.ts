@@ -1,15 +1,24 @@
 import type { Logger } from 'pino';
-import { type Clock, systemClock, type Timer } from '../clock.js';
+import { type Clock, systemClock } from '../clock.js';
 import { revive } from '../errors.js';
+import { Backlog } from './pool-backlog.js';
 import { timedOutError, workerFailure } from './pool-errors.js';
-import { BACKLOG_MS, grown, mergeable, RECYCLE_GROWTH_MB, takeMergeable, warranted } from './pool-policy.js';
+import {
+  estimateMs,
+  grown,
+  idleFor,
+  mergeable,
+  pickFor,
+  RECYCLE_GROWTH_MB,
+  takeMergeable,
+} from './pool-policy.js';
 import { forkWorker, hold } from './pool-process.js';
 import { IDLE_MS, type PoolDeps, type PoolSettings, type RunOptions } from './pool-settings.js';
-import type { Job, Worker } from './pool-state.js';
+import type { Job, PoolStats, Worker } from './pool-state.js';
 import type { FromWorker, TaskMap, ToWorker } from './protocol.js';
 
 export { timedOutItem } from './pool-errors.js';
-export { BACKLOG_MS, BACKLOG_WEIGHT, HEAVY_WEIGHT, MERGE } from './pool-policy.js';
+export { BACKLOG_MS, BACKLOG_WORK_MS, HEAVY_WEIGHT, MERGE, STALL_MS } from './pool-policy.js';
 export { workerEntry } from './pool-process.js';
 export {
   IDLE_MS,
@@ -22,9 +31,6 @@ export type { TaskInput, TaskMap, TaskResult } from './protocol.js';
 
 /** What is kept of a worker's stderr: enough for V8's out-of-memory report. */
 const STDERR_TAIL = 4096;
-
-/** A queued task passed over this many times by later ones is started next, whatever it needs. */
-const MAX_PASSED = 8;
 
 /**
  * A pool of worker processes for the in-process heavy work (Kilde's: extraction, chunking and BM25
@@ -45,6 +51,8 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
   readonly #queue: Job[] = [];
   #nextId = 1;
   #turns = 0;
+  #started = 0;
+  readonly #backlog: Backlog;
   #closed = false;
 
   constructor(settings: PoolSettings, deps: PoolDeps) {
@@ -52,6 +60,7 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     this.#log = deps.log;
     this.#clock = deps.clock ?? systemClock;
     this.#idleClock = deps.idleClock ?? systemClock;
+    this.#backlog = new Backlog(this.#clock, () => this.#pump());
   }
 
   /** Runs one task in a worker; `signal` (the caller going away) stops it wherever it is. */
@@ -109,7 +118,7 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
   startOne(preload: boolean): void {
     if (this.#closed || this.#workers.size > 0) return;
     const worker = this.#spawn();
-    if (preload) worker.child.send({ type: 'preload' } satisfies ToWorker);
+    if (preload) this.#preload(worker);
     this.#idleLater(worker);
   }
 
@@ -133,6 +142,16 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     return this.#turns;
   }
 
+  /** Workers started so far; each running one's libraries and tasks run (diagnostics; the policy's tests). */
+  get stats(): PoolStats {
+    const workers = [...this.#workers].map((w) => ({
+      pid: w.child.pid,
+      libraries: [...w.warm].sort(),
+      tasks: w.tasks,
+    }));
+    return { started: this.#started, workers };
+  }
+
   /** Process ids of the workers now running (diagnostics; the crash tests kill one). */
   get pids(): number[] {
     return [...this.#workers].flatMap((w) => (w.child.pid === undefined ? [] : [w.child.pid]));
@@ -143,7 +162,7 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     this.#closed = true;
     const closed = new Error('the worker pool is closed');
     for (const job of this.#queue.splice(0)) this.#settle(job, closed);
-    this.#backlogTimer?.cancel();
+    this.#backlog.cancel();
     const exits = [...this.#workers].map((w) => {
       for (const job of w.turn) this.#settle(job, closed);
       return this.#kill(w, 'SIGTERM');
@@ -153,80 +172,56 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
 
   #pump(): void {
     while (this.#queue.length > 0 && !this.#closed) {
-      const worker =
-        this.#idleWorker() ??
-        (this.#workers.size < this.#settings.size &&
-        (this.#workers.size === 0 || warranted(this.#queue, this.#clock.now()))
-          ? this.#spawn()
-          : undefined);
+      const idle = [...this.#workers].filter((w) => w.turn.length === 0);
+      const worker = idleFor(this.#queue[0], idle, this.#workers) ?? this.#spawnFor();
       if (!worker) break;
-      const first = this.#pick(worker);
+      const first = pickFor(this.#queue, worker, this.#workers);
       // Queued light tasks join it in one turn (pool-policy.ts).
       const turn = [first, ...(mergeable(first) ? takeMergeable(this.#queue, first) : [])];
       for (const job of turn) for (const lib of job.affinity ?? []) worker.warm.add(lib);
+      worker.tasks += turn.length;
+      worker.turnMs = turn.reduce((ms, job) => ms + estimateMs(job), 0);
       worker.idle?.cancel();
       worker.idle = undefined;
       worker.turn = turn;
       worker.merged = turn.length > 1;
       this.#turns++;
+      this.#backlog.started();
       hold(worker.child, true);
       worker.child.send({
         type: 'tasks',
         tasks: turn.map((job) => ({ id: job.id, input: job.input })),
       } satisfies ToWorker);
     }
-    this.#watchBacklog();
-  }
-
-  #backlogTimer: Timer | undefined;
-
-  /** While light work waits and another worker may start, looks again when the oldest has waited `BACKLOG_MS`. */
-  #watchBacklog(): void {
-    const oldest = this.#queue[0];
-    if (!oldest || this.#closed || this.#workers.size >= this.#settings.size) {
-      this.#backlogTimer?.cancel();
-      this.#backlogTimer = undefined;
-      return;
-    }
-    this.#backlogTimer ??= this.#clock.schedule(
-      () => {
-        this.#backlogTimer = undefined;
-        this.#pump();
-      },
-      Math.max(0, oldest.queuedAt + BACKLOG_MS - this.#clock.now()),
-    );
+    this.#backlog.watch(this.#queue, this.#workers, this.#workers.size < this.#settings.size);
   }
 
   /**
-   * The queued task `worker` starts: the oldest one whose libraries it has loaded or no other
-   * worker has, else the oldest. A worker never waits for a task that suits it better, and a task
-   * passed over `MAX_PASSED` times goes next.
+   * A worker for the queued work when none is idle: the first one, or another when the work
+   * warrants it (pool-policy.ts, `warranted`: a backlog, not merely a DOCX or a PDF).
    */
-  #pick(worker: Worker): Job {
-    const head = this.#queue[0] as Job;
-    if (head.passed < MAX_PASSED) {
-      const suits = (job: Job) =>
-        (job.affinity ?? []).every(
-          (lib) => worker.warm.has(lib) || ![...this.#workers].some((w) => w !== worker && w.warm.has(lib)),
-        );
-      const at = this.#queue.findIndex(suits);
-      if (at > 0) {
-        for (let i = 0; i < at; i++) (this.#queue[i] as Job).passed++;
-        return this.#queue.splice(at, 1)[0] as Job;
-      }
-    }
-    return this.#queue.shift() as Job;
-  }
-
-  #idleWorker(): Worker | undefined {
-    for (const w of this.#workers) if (w.turn.length === 0) return w;
-    return undefined;
+  #spawnFor(): Worker | undefined {
+    if (this.#workers.size === 0) return this.#spawn();
+    if (this.#workers.size >= this.#settings.size) return undefined;
+    const why = this.#backlog.why(this.#queue, this.#workers);
+    if (why === undefined) return undefined;
+    this.#log.debug({ why, queued: this.#queue.length }, 'another pool worker started');
+    return this.#spawn();
   }
 
   #spawn(): Worker {
     const child = forkWorker(this.#settings.worker, this.#settings.heapMb);
-    const worker: Worker = { child, turn: [], merged: false, stderr: '', warm: new Set() };
+    const worker: Worker = {
+      child,
+      turn: [],
+      merged: false,
+      stderr: '',
+      warm: new Set(),
+      tasks: 0,
+      turnMs: 0,
+    };
     this.#workers.add(worker);
+    this.#started++;
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
       worker.stderr = (worker.stderr + text).slice(-STDERR_TAIL);
@@ -294,7 +289,13 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
 
   /** A worker started while nothing waits (kept warm): it loads what every document needs now. */
   #spawnKept(): void {
-    this.#spawn().child.send({ type: 'preload' } satisfies ToWorker);
+    this.#preload(this.#spawn());
+  }
+
+  /** Has `worker` load now what most tasks need (`PoolSettings.preloads`: the libraries it counts as loaded). */
+  #preload(worker: Worker): void {
+    worker.child.send({ type: 'preload' } satisfies ToWorker);
+    for (const lib of this.#settings.preloads ?? []) worker.warm.add(lib);
   }
 
   #timeOut(worker: Worker, job: Job): void {
@@ -313,13 +314,9 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
    * the head of the queue, in order, for the next worker.
    */
   #stop(worker: Worker): void {
-    this.#requeue(worker.turn.filter((j) => !j.settled && j !== worker.current));
+    this.#queue.unshift(...worker.turn.filter((j) => !j.settled && j !== worker.current));
     worker.turn = [];
     void this.#kill(worker, 'SIGKILL');
-  }
-
-  #requeue(jobs: Job[]): void {
-    this.#queue.unshift(...jobs);
   }
 
   /**
@@ -347,7 +344,7 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
       // A merged turn died: the task running then (every open one, when none had started) runs
       // again alone, so a crash or the heap limit lands on the task that caused it; the others go on.
       for (const job of open) if (job === current || !current) job.alone = true;
-      this.#requeue(open);
+      this.#queue.unshift(...open);
     } else {
       for (const job of open)
         this.#settle(

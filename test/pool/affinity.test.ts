@@ -76,4 +76,93 @@ describe('the worker pool with task affinities', () => {
       await pool.close();
     }
   });
+
+  it('with both workers idle, gives a DOCX to the one that has loaded mammoth and a PDF to the one with PDFium', async () => {
+    const pool = new WorkerPool<IngestTasks>(
+      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
+      { log: pino({ level: 'silent' }) },
+    );
+    try {
+      // Tasks of unknown size start a worker each: one loads the PDF library, the other mammoth.
+      const a = heldFile('c.pdf');
+      const b = heldFile('d.docx');
+      const held = [a, b].map((h, i) =>
+        pool
+          .run(
+            { kind: 'extract', file: h.file, engine: 'inprocess' },
+            { affinity: [i === 0 ? 'pdf' : 'docx'] },
+          )
+          .catch(() => undefined),
+      );
+      await Promise.all([a.release(), b.release()]);
+      await Promise.all(held);
+      const byLibrary = () =>
+        Object.fromEntries(pool.stats.workers.map((w) => [w.libraries.join(','), w.tasks]));
+      expect(byLibrary()).toEqual({ pdf: 1, docx: 1 });
+      const read = (name: string, lib: string) =>
+        pool.run(
+          { kind: 'extract', file: { path: join(DOCUMENTS, name), filename: name }, engine: 'inprocess' },
+          { affinity: [lib], weight: 20_000 },
+        );
+      // Both idle: each file goes to the worker that has its library, whichever was started first.
+      expect((await read('lorem_ipsum.docx', 'docx')).content.text).toContain('Lorem ipsum');
+      expect(byLibrary()).toEqual({ pdf: 1, docx: 2 });
+      expect((await read('multi_page.pdf', 'pdf')).content.text).toContain(
+        'The Evolution of the Word Processor',
+      );
+      expect(byLibrary()).toEqual({ pdf: 2, docx: 2 });
+      expect((await read('word_tables.docx', 'docx')).content.text).toBeTruthy();
+      expect(byLibrary()).toEqual({ pdf: 2, docx: 3 });
+      expect(pool.stats.started).toBe(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("counts a kept worker's preloaded PDFium: a freed worker that has mammoth takes the DOCX before the older PDF", async () => {
+    const pool = new WorkerPool<IngestTasks>(
+      {
+        ...INGEST_POOL,
+        size: 2,
+        warm: 1,
+        preloads: ['pdf'],
+        heapMb: 256,
+        timeoutMs: 60_000,
+        setup: { limits: DEFAULT_LIMITS },
+      },
+      { log: pino({ level: 'silent' }) },
+    );
+    try {
+      pool.prewarm();
+      expect(pool.stats.workers).toMatchObject([{ libraries: ['pdf'], tasks: 0 }]);
+      // The kept worker holds a task that needs no library; a second worker, one that loads mammoth.
+      const kept = heldFile('e.txt');
+      const other = heldFile('f.docx');
+      const holding = [
+        pool.run({ kind: 'extract', file: kept.file, engine: 'inprocess' }).catch(() => undefined),
+        pool
+          .run({ kind: 'extract', file: other.file, engine: 'inprocess' }, { affinity: ['docx'] })
+          .catch(() => undefined),
+      ];
+      const read = (name: string, lib: string) =>
+        pool.run(
+          { kind: 'extract', file: { path: join(DOCUMENTS, name), filename: name }, engine: 'inprocess' },
+          { affinity: [lib], weight: 20_000 },
+        );
+      const settled: string[] = [];
+      const pdf = read('multi_page.pdf', 'pdf').finally(() => settled.push('pdf'));
+      const docx = read('lorem_ipsum.docx', 'docx').finally(() => settled.push('docx'));
+      expect(pool.load).toEqual({ threads: 2, queued: 2 });
+      // The mammoth worker frees first: it takes the DOCX before the older PDF, which suits the
+      // worker with PDFium (still busy: the mammoth worker then reads the PDF too, rather than wait).
+      await other.release();
+      expect((await docx).content.text).toContain('Lorem ipsum');
+      expect((await pdf).content.text).toContain('The Evolution of the Word Processor');
+      expect(settled).toEqual(['docx', 'pdf']);
+      await kept.release();
+      await Promise.all(holding);
+    } finally {
+      await pool.close();
+    }
+  });
 });

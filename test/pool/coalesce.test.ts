@@ -9,7 +9,7 @@ import { createPooledLexicalStage } from '../../src/embed/bm25/lexical-stage.js'
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { createPooledExtractor } from '../../src/extract/pooled-engine.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
-import { BACKLOG_MS, WorkerPool } from '../../src/pool/worker-pool.js';
+import { BACKLOG_MS, STALL_MS, WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 import { ManualClock } from '../helpers/clock.js';
 
@@ -71,13 +71,24 @@ const outcome = (p: Promise<unknown>): Promise<Outcome> =>
     (error: unknown) => ({ ok: false as const, error }),
   );
 
-/** Holds one of `pool`'s workers on a file that cannot be read until `hold.release()`. */
-function holdWorker(pool: WorkerPool<IngestTasks>): {
+/**
+ * Holds one of `pool`'s workers on a file that cannot be read until `hold.release()`: a task of
+ * size 0 (estimated at nothing), or with `unknownSize` a long task, for all the pool knows.
+ */
+function holdWorker(
+  pool: WorkerPool<IngestTasks>,
+  o: { unknownSize?: true } = {},
+): {
   hold: ReturnType<typeof heldFile>;
   first: Promise<Outcome>;
 } {
   const hold = heldFile();
-  const first = outcome(pool.run({ kind: 'extract', file: hold.file, engine: 'inprocess' }, { weight: 0 }));
+  const first = outcome(
+    pool.run(
+      { kind: 'extract', file: hold.file, engine: 'inprocess' },
+      { weight: o.unknownSize ? undefined : 0 },
+    ),
+  );
   return { hold, first };
 }
 
@@ -241,7 +252,7 @@ describe('queued small tasks merged into one worker turn', () => {
 });
 
 describe('a second worker only when the queued work warrants it', () => {
-  it('small text work waits for the one warm worker; heavy work, or a backlog, starts the second', async () => {
+  it('a DOCX and small text work wait for the busy worker; a backlog of work, or a long wait, starts the second', async () => {
     const clock = new ManualClock();
     const pool = poolOf({ size: 2, clock });
     try {
@@ -250,16 +261,20 @@ describe('a second worker only when the queued work warrants it', () => {
         ['a', 'b', 'c'].map((n) => textFile(`w${n}.txt`, `File ${n} holds a short English sentence.`)),
       );
       const light = together(smallWork(pool, files));
-      await until(() => pool.load.queued === 9);
-      expect(pool.pids).toHaveLength(1);
-      // A DOCX needs a real extractor: it starts the second worker, which reads it and then the small work.
+      // A DOCX needs mammoth, but 15 KB of it is milliseconds of work: it waits for the busy worker.
       const extractor = createPooledExtractor(pool, { name: 'inprocess' });
-      const docx = await extractor.extract({
+      const docx = extractor.extract({
         path: join(DOCUMENTS, 'lorem_ipsum.docx'),
         filename: 'lorem_ipsum.docx',
       });
-      expect(docx[0]?.text).toContain('Lorem ipsum');
-      expect(pool.pids).toHaveLength(2);
+      await until(() => pool.load.queued === 10);
+      expect(pool.stats.started).toBe(1);
+      // Work estimated at seconds of one worker's time (8 MiB of text, by its caller's word: the
+      // policy reads only the size) queued behind it starts the second.
+      const long = pool.run({ kind: 'chunk', docs: [{ text: 'A long text.' }] }, { weight: 8 * 1024 * 1024 });
+      expect(pool.stats.started).toBe(2);
+      expect((await docx)[0]?.text).toContain('Lorem ipsum');
+      expect((await long)[0]?.[0]?.content).toBe('A long text.');
       expect((await Promise.all(light)).every((r) => r.ok)).toBe(true);
       await hold.release();
       await first;
@@ -269,20 +284,56 @@ describe('a second worker only when the queued work warrants it', () => {
 
     const later = poolOf({ size: 2, clock });
     try {
-      const { hold, first } = holdWorker(later);
+      const { hold, first } = holdWorker(later, { unknownSize: true });
       const light = together(smallWork(later, [await textFile('x.txt', 'A short English sentence.')]));
-      await until(() => later.load.queued === 3);
+      const docx = createPooledExtractor(later, { name: 'inprocess' }).extract({
+        path: join(DOCUMENTS, 'word_tables.docx'),
+        filename: 'word_tables.docx',
+      });
+      await until(() => later.load.queued === 4);
       expect(later.pids).toHaveLength(1);
-      // Light work that has waited `BACKLOG_MS` on the pool's clock starts the second worker.
+      // Work that has waited `BACKLOG_MS` on the pool's clock behind a long task starts the second worker.
       clock.advance(BACKLOG_MS - 1);
       expect(later.pids).toHaveLength(1);
       clock.advance(1);
       expect(later.pids).toHaveLength(2);
+      expect(later.stats.started).toBe(2);
       expect((await Promise.all(light)).every((r) => r.ok)).toBe(true);
+      expect((await docx)[0]?.text).toBeTruthy();
       await hold.release();
       await first;
     } finally {
       await later.close();
+    }
+  });
+
+  it('work queued behind a worker that keeps starting tasks is no backlog; a second worker starts once none has started for STALL_MS', async () => {
+    const clock = new ManualClock();
+    const pool = poolOf({ size: 2, clock });
+    try {
+      const a = holdWorker(pool);
+      const b = heldFile();
+      // A task that loads a library never shares a turn: the worker takes it alone next.
+      const second = outcome(
+        pool.run({ kind: 'extract', file: b.file, engine: 'inprocess' }, { weight: 0, affinity: ['docx'] }),
+      );
+      const light = together(smallWork(pool, [await textFile('m.txt', 'A short English sentence.')]));
+      await until(() => pool.load.queued === 4);
+      // Behind tasks estimated short, the wait is `STALL_MS` (they run long because the cores are busy).
+      clock.advance(STALL_MS - 100);
+      // The worker frees and starts the next task: the queue moves, so the wait starts again from there.
+      await a.hold.release();
+      await a.first;
+      await until(() => pool.load.queued === 3);
+      clock.advance(200);
+      expect(pool.stats.started).toBe(1);
+      clock.advance(STALL_MS - 200);
+      expect(pool.stats.started).toBe(2);
+      expect((await Promise.all(light)).every((r) => r.ok)).toBe(true);
+      await b.release();
+      await second;
+    } finally {
+      await pool.close();
     }
   });
 });
