@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { KildeError, type SerialisedError } from '../errors.js';
 import type { FromWorker, TaskMap, TaskResult, ToWorker } from './protocol.js';
 
@@ -82,6 +84,7 @@ export function serveTasks<T extends TaskMap, S>(o: {
       });
     }
   }
+  const release = idleRelease();
 
   // Profiled (`--cpu-prof`, passed on by the pool): the pool's SIGTERM ends this process through
   // `exit`, so the profile is written. Only then: a handler cannot run while a task holds the thread.
@@ -96,7 +99,56 @@ export function serveTasks<T extends TaskMap, S>(o: {
       o.preload?.(setup);
       return;
     }
-    void runTurn(msg.tasks);
+    release.cancel();
+    // Once the turn's answers are on their way and its inputs out of scope, a heap it left large is
+    // given back if no turn follows soon.
+    void runTurn(msg.tasks).then(release.schedule);
   });
   process.on('disconnect', () => process.exit(0));
+}
+
+/** A turn that leaves this much more heap in use than the last release kept is followed by one. */
+export const RELEASE_GROWTH_BYTES = 32 * 2 ** 20;
+/**
+ * The release waits for the next turn of the event loop: a turn whose message is already in (a
+ * merged queue) goes first and cancels it. Waiting longer (15–50 ms) let the CLI's main process reach
+ * its peak first on the 300-page PDF (peak 312–337 against 307–311 MiB).
+ */
+export const RELEASE_IDLE_MS = 0;
+
+/**
+ * Memory given back by a worker left idle after a turn that grew its heap by `RELEASE_GROWTH_BYTES`
+ * since the last release: a large document's text, lines and chunks are garbage once its answers
+ * are sent, but V8 keeps their pages committed, and the caller (the CLI's main process writing that
+ * document's rows) reaches its own peak meanwhile. A last-resort collection (V8's low-memory
+ * collection, which also shrinks the young generation and frees empty pages) returns them: on the
+ * 300-page PDF the worker went 155 → 110 MiB for ≈0.1 s of CPU while the main process wrote
+ * (docs/performance.md, "Large files and memory"). Small turns never reach the threshold (above the
+ * language table a worker keeps), so a pass of small files pays for no collection; the 61 mixed
+ * documents for one.
+ */
+function idleRelease(): { schedule(): void; cancel(): void } {
+  let kept = process.memoryUsage().heapUsed;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let gc: ((o: { type: 'major'; execution: 'sync'; flavor: 'last-resort' }) => void) | undefined;
+  const release = () => {
+    timer = undefined;
+    if (!gc) {
+      setFlagsFromString('--expose-gc');
+      gc = runInNewContext('gc') as typeof gc;
+    }
+    gc?.({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+    kept = process.memoryUsage().heapUsed;
+  };
+  return {
+    schedule() {
+      if (timer || process.memoryUsage().heapUsed - kept < RELEASE_GROWTH_BYTES) return;
+      timer = setTimeout(release, RELEASE_IDLE_MS);
+      timer.unref();
+    },
+    cancel() {
+      clearTimeout(timer);
+      timer = undefined;
+    },
+  };
 }
