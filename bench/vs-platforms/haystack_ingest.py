@@ -16,7 +16,8 @@ The dense embedder is zero-cost (one fixed unit vector per text, as on Kilde's s
 is fastembed's `Qdrant/bm25` with Kilde's vendored stop words (its model holds nothing else), the
 same BM25 Kilde writes. Prints `{"ready": true}` once the pipeline is built and the collection made
 (the bench counts Qdrant's CPU and requests from there), then one JSON line: files, chunks, pages (of PDFs), seconds, cpu (this
-process, all threads, user + system), peakRss, and `stages`: seconds in each component.
+process, all threads, user + system), peakRss, and `stages`: seconds in each component, and its
+CPU seconds (`<component>, CPU`).
 """
 
 import contextlib
@@ -117,11 +118,14 @@ class StageTimer(tracing.Tracer):
     def trace(self, operation_name, tags=None, parent_span=None):
         name = (tags or {}).get('haystack.component.name')
         start = time.perf_counter()
+        cpu_start = time.process_time()
         try:
             yield _Span()
         finally:
             if name:
                 self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+                cpu = f'{name}, CPU'
+                self.seconds[cpu] = self.seconds.get(cpu, 0.0) + time.process_time() - cpu_start
 
     def current_span(self):
         return None
