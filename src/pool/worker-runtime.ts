@@ -101,7 +101,7 @@ export function serveTasks<T extends TaskMap, S>(o: {
     }
     release.cancel();
     // Once the turn's answers are on their way and its inputs out of scope, a heap it left large is
-    // given back if no turn follows soon.
+    // given back unless another turn follows at once.
     void runTurn(msg.tasks).then(release.schedule);
   });
   process.on('disconnect', () => process.exit(0));
@@ -110,11 +110,12 @@ export function serveTasks<T extends TaskMap, S>(o: {
 /** A turn that leaves this much more heap in use than the last release kept is followed by one. */
 export const RELEASE_GROWTH_BYTES = 32 * 2 ** 20;
 /**
- * The release waits for the next turn of the event loop: a turn whose message is already in (a
- * merged queue) goes first and cancels it. Waiting longer (15–50 ms) let the CLI's main process reach
- * its peak first on the 300-page PDF (peak 312–337 against 307–311 MiB).
+ * How long a worker stays idle before it releases: a task the pool had queued behind the turn (the
+ * next segment group of a large document) arrives first and cancels it, so the release (≈0.09 s of
+ * CPU) does not hold that task up. At 0 it ran between the 300-page PDF's two groups; at 50 ms the
+ * CLI's main process sometimes reached its peak first (peak 308–337 against 312–315 MiB at 15 ms).
  */
-export const RELEASE_IDLE_MS = 0;
+export const RELEASE_IDLE_MS = 15;
 
 /**
  * Memory given back by a worker left idle after a turn that grew its heap by `RELEASE_GROWTH_BYTES`
@@ -122,7 +123,7 @@ export const RELEASE_IDLE_MS = 0;
  * are sent, but V8 keeps their pages committed, and the caller (the CLI's main process writing that
  * document's rows) reaches its own peak meanwhile. A last-resort collection (V8's low-memory
  * collection, which also shrinks the young generation and frees empty pages) returns them: on the
- * 300-page PDF the worker went 155 → 110 MiB for ≈0.1 s of CPU while the main process wrote
+ * 300-page PDF the worker went ≈150 → 105 MiB for ≈0.09 s of CPU while the main process wrote
  * (docs/performance.md, "Large files and memory"). Small turns never reach the threshold (above the
  * language table a worker keeps), so a pass of small files pays for no collection; the 61 mixed
  * documents for one.

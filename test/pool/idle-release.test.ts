@@ -38,7 +38,7 @@ describe.skipIf(process.platform !== 'linux')('a worker after a large turn', () 
   it('returns the memory the turn left once idle, and takes the next task', async () => {
     const paragraph = (i: number) =>
       `Section ${i}. The council reviewed the housing benefit appeal of district ${i % 97} and the school permit deadline.`;
-    const text = Array.from({ length: 30_000 }, (_, i) => paragraph(i)).join('\n\n');
+    const text = Array.from({ length: 60_000 }, (_, i) => paragraph(i)).join('\n\n');
     const [chunks] = await pool
       .run({
         kind: 'chunk-lexical',
