@@ -13,7 +13,7 @@ import { dropTableOfContents } from '../extract/page-furniture.js';
  */
 
 /** One segment to chunk: which document, where in it, and what the chunker gets. */
-interface Piece {
+export interface Piece {
   doc: number;
   offset: number;
   input: ChunkInput;

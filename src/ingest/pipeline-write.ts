@@ -1,4 +1,5 @@
 import type { Chunk } from '../chunk/chunker.js';
+import type { LexicalOutput } from '../embed/bm25/lexical-stage.js';
 import { KildeError } from '../errors.js';
 import type { ExtractedDocument } from '../extract/extractor.js';
 import { type ChunkMeta, type IndexPoint, pointId } from '../index/contract.js';
@@ -14,7 +15,7 @@ import {
   type IngestResult,
   type PipelineParts,
 } from './pipeline-parts.js';
-import { chunkAll, chunkGroups, shifted, streamedGroups } from './pipeline-pieces.js';
+import { chunkAll, chunkGroups, type Piece, shifted, streamedGroups } from './pipeline-pieces.js';
 import type { IngestTarget } from './request.js';
 import {
   cancelledIf,
@@ -161,7 +162,13 @@ export async function writeInBatches(
   }
 }
 
-/** A file's points, a group of segments at a time (a streamed file's as it is read). */
+/**
+ * A file's points, a group of segments at a time (a streamed file's as it is read). Each group is
+ * chunked, and with `parts.chunkLexical` analysed in the same pool task (its text crosses to the
+ * worker once, its points come back with their lexical side); the next group's task is sent before
+ * this group's points are handed on, so the worker chunks it while the caller embeds and writes
+ * (a 300-page PDF: the worker chunked, then sat idle while the main process wrote).
+ */
 async function* chunkedGroups(
   parts: PipelineParts,
   target: IngestTarget,
@@ -176,21 +183,69 @@ async function* chunkedGroups(
     ? streamedGroups(extracted.stream, segmentChars, signal)
     : chunkGroups(docs, segmentChars);
   let next = 0;
+  const pointsOfGroup = ({ group, chunked, lexical }: ChunkedGroup): IndexPoint[] => {
+    const points: IndexPoint[] = [];
+    group.forEach((g, i) => {
+      const chunks = (chunked[i] ?? []).map((c) => shifted(c, g.offset));
+      points.push(...pointsOf(parts, target, version, docs[g.doc]!, chunks, next + points.length));
+    });
+    // The analysed chunks are the kept ones in order, as `pointsOf` keeps them.
+    if (lexical) {
+      points.forEach((p, k) => {
+        p.lexical = lexical.lexical[k]!;
+        const sparse = lexical.sparse?.[k];
+        if (sparse) p.sparse = sparse;
+      });
+    }
+    next += points.length;
+    return points;
+  };
+  // A caller that stops early (a failed write) leaves at most one task running; its result is dropped.
+  let ahead: Promise<ChunkedGroup> | undefined;
   for await (const group of groups) {
+    const started = chunkGroup(parts, docs, group, observer);
+    // Awaited once the group before it is handed on; until then its failure is no unhandled rejection.
+    started.catch(() => undefined);
+    if (ahead) yield pointsOfGroup(await ahead);
+    ahead = started;
+  }
+  if (ahead) yield pointsOfGroup(await ahead);
+}
+
+/** A group of segments as chunked, and with `parts.chunkLexical` its kept chunks' lexical side. */
+interface ChunkedGroup {
+  group: Piece[];
+  chunked: Chunk[][];
+  lexical?: LexicalOutput;
+}
+
+async function chunkGroup(
+  parts: PipelineParts,
+  docs: readonly ExtractedDocument[],
+  group: Piece[],
+  observer: StageObserver,
+): Promise<ChunkedGroup> {
+  const { chunkLexical } = parts;
+  if (!chunkLexical) {
     const chunked = await timed(observer, 'chunk', CHUNK_FAILURE, () =>
       chunkAll(
         parts.chunker,
         group.map((g) => g.input),
       ),
     );
-    const points: IndexPoint[] = [];
-    group.forEach((g, i) => {
-      const chunks = (chunked[i] ?? []).map((c) => shifted(c, g.offset));
-      points.push(...pointsOf(parts, target, version, docs[g.doc]!, chunks, next + points.length));
-    });
-    next += points.length;
-    yield points;
+    return { group, chunked };
   }
+  const out = await timed(observer, 'chunk', CHUNK_FAILURE, () =>
+    chunkLexical(
+      group.map((g) => {
+        const { title, languages } = docs[g.doc]!.metadata;
+        return { input: g.input, ...(title ? { title } : {}), languages: [...languages] };
+      }),
+    ),
+  );
+  // The analysis's share of the task is the sparse stage's (as a pass's small files observe it).
+  observer.stage('sparse', out.analyseSeconds);
+  return { group, chunked: out.chunks, lexical: out.lexical };
 }
 
 export function commitOptions(

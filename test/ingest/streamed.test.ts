@@ -106,6 +106,17 @@ describe('a large plain-text file', () => {
     expect(shape(streamed)).toEqual(shape(reference));
     expect(streamed[0]?.meta.languages).toEqual(['da']);
     expect(streamed[0]?.meta.title).toBe('Indfødsret');
+    // Chunked and analysed in one pool task per segment group (the pipeline's chunkLexical, the next
+    // group's task sent while this one is written): the lexical side the separate stages give. Danish
+    // stems ("borg" of "borgerne") match only analysed terms, not a chunk's plain words.
+    const hits = async (fileId: string) =>
+      (await h.index.searchLexical({ text: '', terms: ['borg', 'valg'] }, { fileId }, 500)).map((hit) => [
+        hit.meta.split_id,
+        hit.score,
+      ]);
+    const streamedHits = await hits('streamed');
+    expect(streamedHits.length).toBeGreaterThan(10);
+    expect(streamedHits).toEqual(await hits('whole'));
     // Written in staged batches, then published as one version.
     expect(versionsOf(streamed)).toHaveLength(1);
     expect(await h.index.count({ reserved: 'staging' })).toBe(0);
