@@ -42,6 +42,8 @@ interface Chunk {
   terms: string[];
   meta: ChunkMeta;
   content: string;
+  /** Its document's detected languages, as stored (what the analysis falls back on). */
+  languages?: string[] | undefined;
 }
 
 /** A chunk's two fields for BM25F: its contextual header (title, breadcrumb) and its own text. */
@@ -56,12 +58,13 @@ async function chunksOf(set: string): Promise<Chunk[]> {
   const chunks: Chunk[] = [];
   for (const name of await db.tableNames()) {
     const table = await db.openTable(name);
-    for (const row of await table.query().select(['lexical', 'meta', 'content']).toArray()) {
+    for (const row of await table.query().select(['lexical', 'meta', 'content', 'languages']).toArray()) {
       const terms = String(row.lexical ?? '')
         .split(' ')
         .filter(Boolean);
       const meta = (typeof row.meta === 'string' ? JSON.parse(row.meta) : row.meta) as ChunkMeta;
-      if (terms.length > 0) chunks.push({ terms, meta, content: String(row.content ?? '') });
+      const languages = row.languages ? [...row.languages].map(String) : undefined;
+      if (terms.length > 0) chunks.push({ terms, meta, content: String(row.content ?? ''), languages });
     }
     table.close();
   }
@@ -301,9 +304,167 @@ function oovParts(e: Bm25, q: Weights, stem: (word: string) => string | undefine
 
 type Variant = [
   name: string,
-  score: (e: Bm25, terms: string[], pairs: Map<string, Bm25>, f?: Bm25f) => Float64Array,
-  order?: Order,
+  score: (e: Bm25, terms: string[], pairs: Map<string, Bm25>, f?: Bm25f, text?: string) => Float64Array,
+  order?: Order | undefined,
+  /** A document-side variant: the chunks with other terms (e.g. analysed again from another text). */
+  reindex?: (chunks: readonly Chunk[]) => Chunk[],
 ];
+
+// ------------------------------------------------------------- issue 33, third session's variants
+
+/** The chunks analysed again, as ingestion analyses them, from another text, title or breadcrumb. */
+function reanalysed(
+  chunks: readonly Chunk[],
+  change: (c: Chunk) => { content: string; title?: string | undefined; headers?: string[] | undefined },
+): Chunk[] {
+  const analyzer = new LexicalAnalyzer('english');
+  return chunks.map((c) => {
+    const { content, title, headers } = change(c);
+    const terms = analyzer.chunk(content, { title, headers }, c.languages, 'english', false).terms;
+    return { ...c, terms };
+  });
+}
+
+const headersOf = (c: Chunk) => (Array.isArray(c.meta.headers) ? c.meta.headers.map(String) : []);
+const titleOf = (c: Chunk) => (typeof c.meta.title === 'string' ? c.meta.title : undefined);
+
+/** Each chunk without the text it shares with the chunk before it in its document (the overlap). */
+function withoutOverlap(chunks: readonly Chunk[]): Chunk[] {
+  const previousEnd = new Map<Chunk, number>();
+  const byFile = new Map<string, Chunk[]>();
+  for (const c of chunks)
+    byFile.set(String(c.meta.file_id), [...(byFile.get(String(c.meta.file_id)) ?? []), c]);
+  for (const list of byFile.values()) {
+    list.sort((a, b) => Number(a.meta.split_id) - Number(b.meta.split_id));
+    for (let i = 1; i < list.length; i++) previousEnd.set(list[i]!, Number(list[i - 1]!.meta.char_end));
+  }
+  return reanalysed(chunks, (c) => {
+    const start = Number(c.meta.char_start);
+    const end = previousEnd.get(c) ?? start;
+    // A continuation chunk's content starts with its repeated heading line (the lead), then its text.
+    const lead = c.content.length - (Number(c.meta.char_end) - start);
+    const content = end <= start ? c.content : c.content.slice(0, lead) + c.content.slice(lead + end - start);
+    return { content, title: titleOf(c), headers: headersOf(c) };
+  });
+}
+
+const HYPHENATED_WORD = /[\p{L}\p{N}]+(?:[-/][\p{L}\p{N}]+)+/gu;
+/** A text's hyphenated words whole, as one term each (`IL-10` → `il_10`). */
+const wholeWords = (text: string) =>
+  (text.toLowerCase().match(HYPHENATED_WORD) ?? []).map((w) => w.replace(/[-/]/g, '_'));
+
+/** The analysed terms of a text's hyphenated words closed up (`non-homologous` → `nonhomolog`). */
+function closedUp(text: string, analyzer: LexicalAnalyzer, language: Bm25Language): string[] {
+  const words = text.match(/\p{L}+(?:-\p{L}+)+/gu) ?? [];
+  return words.flatMap((w) => analyzer.query(w.replace(/-/g, ''), [language]).terms.slice(0, 1));
+}
+
+/** Section-level BM25: each section (document and breadcrumb) one document of all its chunks' terms. */
+function sectionScores(e: Bm25): (q: Weights) => Float64Array {
+  const keys = e.chunks.map((c) => `${c.meta.file_id}|${headersOf(c).join('|')}`);
+  const ids = new Map([...new Set(keys)].map((k, i) => [k, i]));
+  const sections: Chunk[] = [...ids.keys()].map(() => ({ terms: [], meta: {} as ChunkMeta, content: '' }));
+  for (let i = 0; i < e.chunks.length; i++) sections[ids.get(keys[i]!)!]!.terms.push(...e.chunks[i]!.terms);
+  const s = new Bm25(sections);
+  return (q) => {
+    const bySection = s.score(q);
+    return Float64Array.from(keys, (k) => bySection[ids.get(k)!]!);
+  };
+}
+
+function thirdSession(): Variant[] {
+  const v: Variant[] = [];
+  const score = (e: Bm25, t: string[]) => e.score(each(t));
+  const NUMBER = /^\s*\d+(?:\.\d+)*\.?\s+/;
+  const headerVariants: [string, (c: Chunk) => { title?: string; headers?: string[] }][] = [
+    ['no contextual header', () => ({})],
+    ['header: the innermost heading only', (c) => ({ headers: headersOf(c).slice(-1) })],
+    ['header: the breadcrumb without the title', (c) => ({ headers: headersOf(c) })],
+    ['header: the breadcrumb without the chapter', (c) => ({ headers: headersOf(c).slice(1) })],
+  ];
+  for (const [name, header] of headerVariants)
+    v.push([
+      name,
+      score,
+      undefined,
+      (chunks) => reanalysed(chunks, (c) => ({ content: c.content, ...header(c) })),
+    ]);
+  v.push([
+    'section numbers stripped from headings',
+    score,
+    undefined,
+    (chunks) =>
+      reanalysed(chunks, (c) => ({
+        content: c.content.replace(/^(#{1,6}[ \t]+)\d+(?:\.\d+)*\.?[ \t]+/gm, '$1'),
+        title: titleOf(c)?.replace(NUMBER, ''),
+        headers: headersOf(c).map((h) => h.replace(NUMBER, '')),
+      })),
+  ]);
+  const innermost = new WeakMap<Bm25, Set<string>[]>();
+  const analyzer = new LexicalAnalyzer('english');
+  for (const w of [0.1, 0.25, 0.5])
+    v.push([
+      `innermost heading bonus × ${w} IDF`,
+      (e, t) => {
+        const own =
+          innermost.get(e) ??
+          e.chunks.map((c) => {
+            const h = headersOf(c).at(-1);
+            return new Set(h ? analyzer.chunk(h, {}, c.languages, 'english', false).terms : []);
+          });
+        innermost.set(e, own);
+        const s = e.score(each(t));
+        for (let i = 0; i < s.length; i++)
+          if (s[i]! > 0) for (const q of new Set(t)) if (own[i]!.has(q)) s[i]! += w * e.idf(q);
+        return s;
+      },
+    ]);
+  const bySection = new WeakMap<Bm25, (q: Weights) => Float64Array>();
+  for (const w of [0.1, 0.25, 0.5])
+    v.push([
+      `+ section BM25 × ${w}`,
+      (e, t) => {
+        const sections = bySection.get(e) ?? sectionScores(e);
+        bySection.set(e, sections);
+        const s = e.score(each(t));
+        const g = sections(each(t));
+        return s.map((x, i) => (x > 0 ? x + w * g[i]! : x));
+      },
+    ]);
+  v.push(['overlap with the previous chunk not indexed', score, undefined, withoutOverlap]);
+  const whole = (chunks: readonly Chunk[]) =>
+    chunks.map((c) => ({ ...c, terms: [...c.terms, ...wholeWords(c.content)] }));
+  for (const w of [0.5, 1, 2])
+    v.push([
+      `hyphenated words indexed whole, query × ${w}`,
+      (e, t, _p, _f, text) => {
+        const q = each(t);
+        for (const x of wholeWords(text ?? '')) if (!q.has(x)) q.set(x, w);
+        return e.score(q);
+      },
+      undefined,
+      whole,
+    ]);
+  for (const w of [0.5, 1])
+    v.push([
+      `hyphenated query words also closed up × ${w}`,
+      (e, t, _p, _f, text) => {
+        const q = each(t);
+        const language: Bm25Language = e.chunks.some((c) => c.languages?.includes('da'))
+          ? 'danish'
+          : 'english';
+        for (const x of closedUp(text ?? '', analyzer, language)) if (!q.has(x)) q.set(x, w);
+        return e.score(q);
+      },
+    ]);
+  for (const [k1, b] of [
+    [1.2, 0.6],
+    [1.2, 0.65],
+    [1, 0.75],
+  ] as const)
+    v.push([`BM25 k1 ${k1} b ${b}`, (e, t) => e.score(each(t), k1, b)]);
+  return v;
+}
 
 function variants(): Variant[] {
   const v: Variant[] = [['LanceDB BM25, the default', (e, t) => e.score(each(t))]];
@@ -406,6 +567,7 @@ function variants(): Variant[] {
     'question words hvad, hvor left out',
     (e, t) => e.score(each(t.filter((x) => x !== 'hvad' && x !== 'hvor'))),
   ]);
+  v.push(...thirdSession());
   const only = args.variants ? new RegExp(args.variants, 'iu') : undefined;
   return v.filter(([name]) => !only || name === v[0]![0] || only.test(name));
 }
@@ -445,12 +607,13 @@ async function scifact(list: Variant[], rows: Row): Promise<void> {
   );
   const analyzer = new LexicalAnalyzer('english');
   const terms = new Map(queries.map((q) => [q.text, analyzer.query(q.text, ['english']).terms]));
-  for (const [name, score, order] of list) {
+  for (const [name, score, order, reindex] of list) {
     const scored = new Map<string, Float64Array>();
+    const ve = reindex ? new Bm25(reindex(e.chunks)) : e;
     const search = async (text: string, _c: readonly string[], k: number) => {
-      const s = scored.get(text) ?? score(e, terms.get(text)!, pairs, f);
+      const s = scored.get(text) ?? score(ve, terms.get(text)!, pairs, f, text);
       scored.set(text, s);
-      return ranking(e, s, k, order);
+      return ranking(ve, s, k, order);
     };
     const base = { search, queries, qrels, collectionNames: ['bench'] };
     const ten = (await evaluate({ ...base, k: 10 })).metrics;
@@ -474,9 +637,10 @@ async function danish(list: Variant[], rows: Row): Promise<void> {
   const { questions, audit, nearest } = await danishSet();
   const analyzer = new LexicalAnalyzer('danish');
   const language: Bm25Language[] = ['danish'];
-  for (const [name, score, order] of list) {
+  for (const [name, score, order, reindex] of list) {
+    const ve = reindex ? new Bm25(reindex(e.chunks)) : e;
     const search = async (text: string, k: number) =>
-      ranking(e, score(e, analyzer.query(text, language).terms, pairs, f), k, order);
+      ranking(ve, score(ve, analyzer.query(text, language).terms, pairs, f, text), k, order);
     const r = await evalDanish(search, questions, nearest, audit);
     const scifactCells = rows.get(name)?.length ? rows.get(name)! : ['–', '–', '–', '–'];
     rows.set(name, [...scifactCells, ...r.audited.map(pct), ...r.answerable.map(pct)]);
