@@ -118,14 +118,15 @@ export async function writeInBatches(
   const tally: Tally = { report, done: 0 };
   try {
     try {
-      for await (const points of chunked
-        ? [chunked]
+      for await (const { points, more } of chunked
+        ? [{ points: chunked, more: false }]
         : chunkedGroups(parts, target, extracted, version, summed, signal)) {
         pending.push(...points);
         cancelledIf(signal);
         // A batch is written ahead (staged, invisible) only when more chunks follow it: a file that
-        // fits in one batch is written in one step, as a whole.
-        while (pending.length > batchChunks) {
+        // fits in one batch is written in one step, as a whole. Half a batch is written ahead while
+        // the worker chunks the next group, rather than the worker waiting for it and it for the worker.
+        while (pending.length > batchChunks || (more && pending.length >= batchChunks / 2)) {
           const batch = pending.slice(0, batchChunks);
           pending = pending.slice(batchChunks);
           await encode(parts, batch, summed, signal, tally);
@@ -163,7 +164,8 @@ export async function writeInBatches(
 }
 
 /**
- * A file's points, a group of segments at a time (a streamed file's as it is read). Each group is
+ * A file's points, a group of segments at a time (a streamed file's as it is read), each with
+ * whether another group is being chunked (`more`). Each group is
  * chunked, and with `parts.chunkLexical` analysed in the same pool task (its text crosses to the
  * worker once, its points come back with their lexical side); the next group's task is sent before
  * this group's points are handed on, so the worker chunks it while the caller embeds and writes
@@ -176,7 +178,7 @@ async function* chunkedGroups(
   version: string,
   observer: StageObserver,
   signal: AbortSignal | undefined,
-): AsyncGenerator<IndexPoint[]> {
+): AsyncGenerator<{ points: IndexPoint[]; more: boolean }> {
   const segmentChars = parts.segmentChars ?? DEFAULT_SEGMENT_CHARS;
   const docs = extracted.docs;
   const groups = extracted.stream
@@ -206,10 +208,10 @@ async function* chunkedGroups(
     const started = chunkGroup(parts, docs, group, observer);
     // Awaited once the group before it is handed on; until then its failure is no unhandled rejection.
     started.catch(() => undefined);
-    if (ahead) yield pointsOfGroup(await ahead);
+    if (ahead) yield { points: pointsOfGroup(await ahead), more: true };
     ahead = started;
   }
-  if (ahead) yield pointsOfGroup(await ahead);
+  if (ahead) yield { points: pointsOfGroup(await ahead), more: false };
 }
 
 /** A group of segments as chunked, and with `parts.chunkLexical` its kept chunks' lexical side. */
