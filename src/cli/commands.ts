@@ -1,17 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { type Logger, pino } from 'pino';
+import type { Logger } from 'pino';
 import { dataPiece } from '../config/index-settings.js';
 import type { Env } from '../config/parse.js';
 import { readStoredKey } from '../embedded/api-key.js';
 import { describeCause, KildeError } from '../errors.js';
-import { createLogger } from '../http/logger.js';
 import { collectionNameProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { Backend } from './backend.js';
 import { CliError, debugOn } from './fail.js';
 import { createHttpBackend } from './http-backend.js';
-import { createLocalBackend } from './local-backend.js';
 
 export interface CliIo {
   env: Env;
@@ -25,7 +23,8 @@ export interface Remote {
 }
 
 /** Logs go to stderr, errors only unless LOG_LEVEL_APP/DEBUG ask for more: stdout is the answer. */
-function cliLogger(env: Env): Logger {
+async function cliLogger(env: Env): Promise<Logger> {
+  const [{ createLogger }, { pino }] = await Promise.all([import('../http/logger.js'), import('pino')]);
   return createLogger(
     { DEBUG: false, LOG_LEVEL_APP: env.LOG_LEVEL_APP?.trim() || (debugOn(env) ? 'debug' : 'error') },
     pino.destination(2),
@@ -36,7 +35,9 @@ export async function backendFor(io: CliIo, remote: Remote, engine?: string): Pr
   const url = remote.url ?? io.env.KILDE_URL;
   if (!url) {
     noteOldDataDir(io);
-    return createLocalBackend(io.env, cliLogger(io.env), engine);
+    // The embedded index and its pipeline load only here: a client of a server (`--url`) needs neither.
+    const { createLocalBackend } = await import('./local-backend.js');
+    return createLocalBackend(io.env, await cliLogger(io.env), engine);
   }
   if (!/^https?:\/\//i.test(url)) {
     throw new CliError(

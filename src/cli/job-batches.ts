@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { contentHash } from '../embedded/file-ingest.js';
+import { contentHash } from '../embedded/content-hash.js';
 import { fileIdFor } from '../index/identifiers.js';
 import type { BatchFile, JobBatch } from '../ingest/jobs/batch.js';
 import type { JobIngestOptions, Manifest } from './job-ingest.js';

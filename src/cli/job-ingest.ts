@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
-import { contentHash } from '../embedded/file-ingest.js';
+import { contentHash } from '../embedded/content-hash.js';
 import { fileIdFor } from '../index/identifiers.js';
 import { argsOf, inBatches } from './job-batches.js';
 import type { JobClient } from './job-client.js';

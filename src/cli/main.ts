@@ -2,14 +2,24 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import type { Env } from '../config/parse.js';
 import type { CliIo } from './commands.js';
-import { registerDocumentsCommands } from './documents-command.js';
-import { registerEvalCommands } from './eval-command.js';
 import { debugOn, describeError, exitCodeOf } from './fail.js';
-import { registerIngestCommand } from './ingest-command.js';
-import { registerModelsCommands } from './models-command.js';
 import { applyProcessMemorySettings } from './process-memory.js';
-import { registerSearchCommands } from './search-command.js';
-import { SERVICES } from './services.js';
+
+type Register = (program: Command, io: CliIo) => void;
+const search = () => import('./search-command.js').then((m) => m.registerSearchCommands);
+/**
+ * The module that registers each command, by the name it is run with: a run loads its own only
+ * (`kilde ingest --url` loads no index, evaluation, model or service code: ≈ 45 ms of a client's
+ * start); help, `--version` or a name not listed here loads them all.
+ */
+const COMMANDS: Record<string, () => Promise<Register>> = {
+  ingest: () => import('./ingest-command.js').then((m) => m.registerIngestCommand),
+  search,
+  extract: search,
+  documents: () => import('./documents-command.js').then((m) => m.registerDocumentsCommands),
+  eval: () => import('./eval-command.js').then((m) => m.registerEvalCommands),
+  models: () => import('./models-command.js').then((m) => m.registerModelsCommands),
+};
 
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -18,7 +28,10 @@ function packageVersion(): string {
   return pkg.version;
 }
 
-export function buildProgram(io: CliIo): Command {
+/** The program with the commands `argv` may run: the one it names (`COMMANDS`), else every command. */
+export async function buildProgram(io: CliIo, argv: readonly string[] = []): Promise<Command> {
+  const named = argv.slice(2).find((a) => !a.startsWith('-'));
+  const only = named !== undefined && Object.hasOwn(COMMANDS, named) ? named : undefined;
   const program = new Command();
   program
     .name('kilde')
@@ -33,7 +46,11 @@ export function buildProgram(io: CliIo): Command {
     .configureOutput({ outputError: () => undefined, writeErr: () => undefined })
     // `kilde eval` takes options its subcommands also take (--json, --url): each command keeps its own.
     .enablePositionalOptions();
-
+  if (only) {
+    (await COMMANDS[only]!())(program, io);
+    return program;
+  }
+  const { SERVICES } = await import('./services.js');
   program
     .command('serve')
     .description(
@@ -56,11 +73,8 @@ export function buildProgram(io: CliIo): Command {
       await runQuickstart(io.env, io.out);
     });
 
-  registerIngestCommand(program, io);
-  registerSearchCommands(program, io);
-  registerDocumentsCommands(program, io);
-  registerEvalCommands(program, io);
-  registerModelsCommands(program, io);
+  const registers = await Promise.all([...new Set(Object.values(COMMANDS))].map((load) => load()));
+  for (const register of registers) register(program, io);
   return program;
 }
 
@@ -70,7 +84,7 @@ export async function main(argv: string[], env: Env = process.env) {
   // For the processes started from here (the extraction pool); this one read its own at start.
   if (env === process.env) applyProcessMemorySettings(process.env);
   try {
-    await buildProgram(io).parseAsync(argv);
+    await (await buildProgram(io, argv)).parseAsync(argv);
   } catch (err) {
     if (err instanceof CommanderError) {
       // Help or the version was printed (to stderr after a command named without its subcommand).

@@ -1,16 +1,10 @@
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { fileIdFor } from '../index/identifiers.js';
 import { checkFileName } from '../ingest/request.js';
 import type { IngestOutcome, IngestService } from '../ingest/service.js';
 
-export async function contentHash(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
+export { contentHash } from './content-hash.js';
 
 export interface LocalFile {
   /** Absolute path. */

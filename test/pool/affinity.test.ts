@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
-import { WorkerPool } from '../../src/pool/worker-pool.js';
+import { type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
 import { DOCUMENTS } from '../fixtures/index.js';
 
 let tmp: string;
@@ -31,12 +31,16 @@ function heldFile(name: string): { file: { path: string; filename: string }; rel
   };
 }
 
+/** Two workers at most, none kept unless `o` says so. */
+const poolOf = (o: Partial<PoolSettings> = {}) =>
+  new WorkerPool<IngestTasks>(
+    { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS }, ...o },
+    { log: pino({ level: 'silent' }) },
+  );
+
 describe('the worker pool with task affinities', () => {
   it('gives a freed worker the queued task of a library it has loaded, not the oldest one', async () => {
-    const pool = new WorkerPool<IngestTasks>(
-      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
-      { log: pino({ level: 'silent' }) },
-    );
+    const pool = poolOf();
     try {
       const a = heldFile('a.pdf');
       const b = heldFile('b.pdf');
@@ -78,10 +82,7 @@ describe('the worker pool with task affinities', () => {
   });
 
   it('with both workers idle, gives a DOCX to the one that has loaded mammoth and a PDF to the one with PDFium', async () => {
-    const pool = new WorkerPool<IngestTasks>(
-      { ...INGEST_POOL, size: 2, heapMb: 256, timeoutMs: 60_000, setup: { limits: DEFAULT_LIMITS } },
-      { log: pino({ level: 'silent' }) },
-    );
+    const pool = poolOf();
     try {
       // Tasks of unknown size start a worker each: one loads the PDF library, the other mammoth.
       const a = heldFile('c.pdf');
@@ -120,18 +121,7 @@ describe('the worker pool with task affinities', () => {
   });
 
   it("counts a kept worker's preloaded PDFium: a freed worker that has mammoth takes the DOCX before the older PDF", async () => {
-    const pool = new WorkerPool<IngestTasks>(
-      {
-        ...INGEST_POOL,
-        size: 2,
-        warm: 1,
-        preloads: ['pdf'],
-        heapMb: 256,
-        timeoutMs: 60_000,
-        setup: { limits: DEFAULT_LIMITS },
-      },
-      { log: pino({ level: 'silent' }) },
-    );
+    const pool = poolOf({ warm: 1, preloads: ['pdf'] });
     try {
       pool.prewarm();
       expect(pool.stats.workers).toMatchObject([{ libraries: ['pdf'], tasks: 0 }]);
