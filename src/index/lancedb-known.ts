@@ -55,6 +55,21 @@ export class KnownFiles {
     return this.#ids.has(fileId);
   }
 
+  /**
+   * Of `fileIds`, those the table may hold; the others certainly have no row in it. A read filtered
+   * on them (the CLI's identity look-up of a pass: every candidate id of every file) asks for fewer
+   * ids, or is not made at all.
+   */
+  async mayHoldOf(table: Table, fileIds: readonly string[]): Promise<readonly string[]> {
+    if (fileIds.every((id) => this.#ids.has(id))) return fileIds;
+    try {
+      await this.#current(table);
+    } catch {
+      return fileIds;
+    }
+    return fileIds.filter((id) => this.#ids.has(id));
+  }
+
   /** Brings the set up to the table's current version: rescans when a version is not this process's. */
   async #current(table: Table): Promise<void> {
     if (this.#complete) {

@@ -266,7 +266,13 @@ class LanceIndex implements VectorIndex {
   }
 
   async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {
-    return scrollPage(() => this.requireTable(filesOf([filter])), filter, options, this.exec);
+    if (!filter.fileIds || filter.fileIds.length === 0) {
+      return scrollPage(() => this.requireTable(filesOf([filter])), filter, options, this.exec);
+    }
+    // Only the ids the table may hold are read (lancedb-known.ts); none of them: no query at all.
+    const table = await this.requireTable(filter.fileIds);
+    const fileIds = await this.writer.known.mayHoldOf(table, filter.fileIds);
+    return scrollPage(async () => table, { ...filter, fileIds }, options, this.exec);
   }
 
   async searchDense(vector: number[], filter: IndexFilter, limit: number): Promise<SearchHit[]> {

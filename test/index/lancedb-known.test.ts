@@ -12,7 +12,8 @@ import { filePoints } from './file-points.js';
  * A question under this process's own lock (`exclusive`) about a file the table has never held is
  * answered from the file_ids the process knows (lancedb-known.ts) instead of a read. The answers
  * must stay those of a read: for files of an earlier process, files journaled and not yet
- * committed, and files another process writes while this one runs.
+ * committed, and files another process writes while this one runs. A read of a set of file_ids
+ * (`scroll`) asks only for those the table may hold, and finds the same.
  */
 const log = pino({ level: 'silent' });
 const tempDir = tempDirs('kilde-known-');
@@ -26,6 +27,12 @@ const ask = (fileId: string, collectionName = 'c'): PresenceQuery => ({
   id: `committed-${fileId}`,
   exclusive: true,
 });
+
+/** The file_ids of `fileIds` that have chunks in collection `c`, read through `scroll`. */
+async function scrolled(i: VectorIndex, fileIds: string[]): Promise<string[]> {
+  const page = await i.scroll({ fileIds, collectionNames: ['c'] }, { limit: 100 });
+  return [...new Set(page.points.map((p) => p.meta.file_id))].sort();
+}
 
 describe('LanceDB presence from the known file_ids', () => {
   const open: VectorIndex[] = [];
@@ -61,6 +68,12 @@ describe('LanceDB presence from the known file_ids', () => {
     expect(await second.presence(ask('merged'))).toEqual({ chunks: true, id: false });
     expect(await second.presence(ask('journaled'))).toEqual({ chunks: true, id: false });
     expect(await second.presence(ask('never'))).toEqual({ chunks: false, id: false });
+    // A read of many ids finds those the table holds, whichever way it learnt of them.
+    expect(await scrolled(second, ['never', 'merged', 'journaled', 'also-never'])).toEqual([
+      'journaled',
+      'merged',
+    ]);
+    expect(await scrolled(second, ['never', 'also-never'])).toEqual([]);
     // Deleted: a read answers, and says it is gone.
     await second.deleteWhere({ fileId: 'merged' });
     expect(await second.presence(ask('merged'))).toEqual({ chunks: false, id: false });
@@ -87,5 +100,6 @@ describe('LanceDB presence from the known file_ids', () => {
     await eventually(async () => (await i.presence(ask('child'))).chunks, 100);
     expect(await i.presence(ask('child'))).toEqual({ chunks: true, id: false });
     expect(await i.presence(ask('still-never'))).toEqual({ chunks: false, id: false });
+    expect(await scrolled(i, ['still-never', 'child', 'parent'])).toEqual(['child', 'parent']);
   });
 });
