@@ -15,9 +15,10 @@ import type { VersionWrite, Written } from './write.js';
  * replayed whole after a crash: the same guarantee as the staged version's one move), and a delete
  * after it in the same request retires the file's other versions and the `writing` entry
  * (`VersionWrite.retire`). Several files share the request up to its size. A crash between the two
- * operations leaves the `writing` entry with every point visible: the sweep finishes it. A failed
- * request sends each of its files on the staged path alone (`alone`), which writes every point
- * again by id and ends as it would have, or deletes the version.
+ * operations leaves the `writing` entry with every point visible: the sweep finishes it. After a
+ * failed request each of its files is counted: written whole (the answer was lost), it is done, and
+ * the caller retires; else it goes on the staged path alone (`alone`), so one file the server refuses
+ * fails alone.
  *
  * The others (too large for one request, or a store without ordered writes) are staged together:
  * their points in shared upserts (every `writing` entry in the first), one `moveTo` per collection,
@@ -92,10 +93,23 @@ async function writeOnce(store: PointStore, ordered: OrderedWrites, part: Waitin
   try {
     await ordered.write(steps);
   } catch {
-    for (const w of part) alone(store, w.v).then(w.resolve, w.reject);
+    for (const w of part) afterFailure(store, w.v, alone).then(w.resolve, w.reject);
     return;
   }
   for (const w of part) w.resolve(w.v.retire === true ? { writing: true, retired: true } : { writing: true });
+}
+
+/**
+ * A version of a failed shared request. All its points visible: the request was applied and its
+ * answer lost (a time-out, a dropped connection), and the version is written, with its `writing`
+ * entry for the caller's retirement: it is not written again, which would hide it while staged. Else
+ * (nothing of the request applied: an upsert operation is refused whole) it goes the staged way alone.
+ */
+async function afterFailure(store: PointStore, v: VersionWrite, alone: Alone): Promise<Written> {
+  const mine = { fileId: v.fileId, ingestVersion: v.version, collectionNames: [v.collectionName] };
+  const visible = await store.count(mine).catch(() => -1);
+  if (visible === v.points.length) return { writing: true };
+  return alone(store, v);
 }
 
 async function publishGroup(store: PointStore, all: Waiting[], alone: Alone): Promise<void> {
