@@ -457,6 +457,25 @@ function thirdSession(): Variant[] {
         return e.score(q);
       },
     ]);
+  // Snowball keeps an acronym's plural apart from it (`mRNAs` → `mrnas`, `mRNA` → `mrna`).
+  const ACRONYM_PLURAL = /\b[a-z]{0,3}[A-Z][A-Z0-9]+s\b/g;
+  const singulars = (text: string) =>
+    (text.match(ACRONYM_PLURAL) ?? []).flatMap((w) =>
+      analyzer.query(w.slice(0, -1), ['english']).terms.slice(0, 1),
+    );
+  const withSingulars = (chunks: readonly Chunk[]) =>
+    chunks.map((c) => ({ ...c, terms: [...c.terms, ...singulars(c.content)] }));
+  v.push(['acronym plurals also indexed singular', score, undefined, withSingulars]);
+  v.push([
+    'acronym plurals also indexed and searched singular',
+    (e, t, _p, _f, text) => {
+      const q = each(t);
+      for (const x of singulars(text ?? '')) if (!q.has(x)) q.set(x, 1);
+      return e.score(q);
+    },
+    undefined,
+    withSingulars,
+  ]);
   for (const [k1, b] of [
     [1.2, 0.6],
     [1.2, 0.65],
