@@ -3,13 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { startService } from '../../src/cli/serve.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
+import { startEarly } from '../../src/pool/pool-process.js';
 import { IDLE_MS, type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
 import { tempDir } from '../cli/helpers.js';
 import { ManualClock } from '../helpers/clock.js';
 
 /*
  * Idle workers: the ones beyond `warm` stop after `IDLE_MS`; the kept ones stay warm for the next
- * upload, unless a large document has grown them, when a fresh worker takes their place.
+ * upload, unless a large document has grown them, when a fresh worker takes their place. A worker
+ * started before its pool (`kilde ingest` starts one before it walks its files) is the first worker
+ * of a pool of the same entry and heap limit; one started for another heap limit is stopped.
  */
 
 const poolOf = (o: Partial<PoolSettings>, idleClock: ManualClock) =>
@@ -176,6 +179,35 @@ describe('kept workers at start-up', () => {
     } finally {
       await running.app.close();
       await tmp.remove();
+    }
+  });
+});
+
+describe('a worker started early', () => {
+  it('runs the first pool task of the same entry and heap limit, and no other process starts', async () => {
+    const early = startEarly(INGEST_POOL.worker, 256);
+    expect(early).toBeTypeOf('number');
+    const pool = poolOf({ size: 1 }, new ManualClock());
+    try {
+      const out = await chunk(pool, 'One sentence here. Another one there.');
+      expect(out[0]!.map((c) => c.content).join(' ')).toContain('Another one there.');
+      expect(pool.pids).toEqual([early]);
+    } finally {
+      await pool.close();
+    }
+    expect(alive(early!)).toBe(false);
+  });
+
+  it('is stopped, not used, by a pool with another heap limit', async () => {
+    const early = startEarly(INGEST_POOL.worker, 256);
+    const pool = poolOf({ size: 1, heapMb: 320 }, new ManualClock());
+    try {
+      await chunk(pool, 'Some text.');
+      expect(pool.pids).toHaveLength(1);
+      expect(pool.pids).not.toContain(early);
+      await expect.poll(() => alive(early!)).toBe(false);
+    } finally {
+      await pool.close();
     }
   });
 });
