@@ -4,8 +4,8 @@ import {
   BACKLOG_WORK_MS,
   estimateMs,
   MS_PER_MIB,
-  STALL_MS,
   type Queued,
+  STALL_MS,
   warranted,
 } from '../../src/pool/pool-policy.js';
 
