@@ -50,6 +50,8 @@ export const LEXICAL_COLUMN = 'lexical';
 export type LexicalLayout = 'terms' | 'content';
 /** What a read returns; the filter columns are never read back (meta is the source of truth). */
 export const POINT_COLUMNS = ['id', 'content', 'meta'];
+/** A point without its text (`ScrollOptions.metaOnly`). */
+export const META_COLUMNS = ['id', 'meta'];
 
 export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout = 'terms'): Schema {
   const fields: FieldType[] = [
@@ -300,6 +302,11 @@ function pointOf(row: Record<string, unknown>): StoredPoint {
 
 export function rowToPoint(raw: unknown): StoredPoint {
   return pointOf(columns(raw));
+}
+
+/** A row read with `META_COLUMNS` as a point whose content is ''. */
+export function rowToMetaPoint(raw: unknown): StoredPoint {
+  return pointOf({ ...columns(raw), content: '' });
 }
 
 const distanceSchema = z.object({ _distance: z.number() });

@@ -1,9 +1,9 @@
 import type { Table } from '@lancedb/lancedb';
 import type { IndexFilter } from './contract.js';
 import { afterKeySql, andSql, decodeCursor, encodeCursor, filterToSql, sqlString } from './lancedb-filter.js';
-import { POINT_COLUMNS, rowToPoint } from './lancedb-rows.js';
+import { META_COLUMNS, POINT_COLUMNS, rowToMetaPoint, rowToPoint } from './lancedb-rows.js';
 import { RESERVED_TENANT_VALUES } from './reserved.js';
-import type { ScrollPage, TenantCount } from './store.js';
+import type { ScrollOptions, ScrollPage, TenantCount } from './store.js';
 
 /** Reads of the LanceDB adapter that walk the table rather than rank it: tenants, scroll pages. */
 
@@ -34,7 +34,7 @@ export async function tenantCounts(
 export async function scrollPage(
   table: () => Promise<Table>,
   filter: IndexFilter,
-  options: { limit: number; cursor?: string },
+  options: ScrollOptions,
   exec: { timeoutMs: number },
 ): Promise<ScrollPage> {
   const after = options.cursor === undefined ? undefined : afterKeySql(decodeCursor(options.cursor));
@@ -42,13 +42,13 @@ export async function scrollPage(
   if (where === 'false' || options.limit <= 0) return { points: [] };
   let query = (await table())
     .query()
-    .select([...POINT_COLUMNS, 'file_id', 'split_id'])
+    .select([...(options.metaOnly ? META_COLUMNS : POINT_COLUMNS), 'file_id', 'split_id'])
     .orderBy([{ columnName: 'file_id' }, { columnName: 'split_id' }, { columnName: 'id' }])
     // One extra row tells whether another page exists without a second round trip.
     .limit(options.limit + 1);
   if (where !== undefined) query = query.where(where);
   const rows: unknown[] = await query.toArray(exec);
-  const points = rows.slice(0, options.limit).map(rowToPoint);
+  const points = rows.slice(0, options.limit).map(options.metaOnly ? rowToMetaPoint : rowToPoint);
   const last = points.at(-1);
   if (rows.length <= options.limit || !last) return { points };
   return {

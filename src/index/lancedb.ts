@@ -42,6 +42,7 @@ import {
   hybridBranchLimit,
   type Presence,
   type PresenceQuery,
+  type ScrollOptions,
   type ScrollPage,
   type TenantCount,
   type UpsertOptions,
@@ -265,7 +266,7 @@ class LanceIndex implements VectorIndex {
     return tenantCounts(table, limit, this.exec);
   }
 
-  async scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage> {
+  async scroll(filter: IndexFilter, options: ScrollOptions): Promise<ScrollPage> {
     if (!filter.fileIds || filter.fileIds.length === 0) {
       return scrollPage(() => this.requireTable(filesOf([filter])), filter, options, this.exec);
     }

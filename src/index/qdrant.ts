@@ -269,7 +269,7 @@ export function createQdrantIndex(settings: IndexSettings, deps: QdrantDeps): Ve
       // Qdrant pages by point id; ordering by payload would disable offset paging.
       const body: Schemas['ScrollRequest'] = {
         limit: options.limit,
-        with_payload: true,
+        with_payload: options.metaOnly ? { include: ['meta'] } : true,
         with_vector: false,
       };
       const f = toQdrantFilter(filter);

@@ -24,6 +24,16 @@ export interface ScrollPage {
   next?: string;
 }
 
+export interface ScrollOptions {
+  limit: number;
+  cursor?: string;
+  /**
+   * Only each point's meta (its content read as ''): for a look-up of files by their meta, which
+   * should not move every chunk's text off the engine (a Qdrant answer without `content`).
+   */
+  metaOnly?: boolean;
+}
+
 export interface HybridQuery {
   /** Dense query vector; without it hybrid degrades to lexical. */
   dense?: number[];
@@ -127,7 +137,7 @@ export interface PointStore {
     options?: { counted?: boolean },
   ): Promise<number>;
   /** Pages through matching points ordered by (file_id, split_id) where the engine allows. */
-  scroll(filter: IndexFilter, options: { limit: number; cursor?: string }): Promise<ScrollPage>;
+  scroll(filter: IndexFilter, options: ScrollOptions): Promise<ScrollPage>;
   /**
    * Whether the file has points in the collection, and whether a point id exists, in one read that
    * concurrent questions may share (LanceDB, src/index/lancedb-presence.ts). Optional: without it

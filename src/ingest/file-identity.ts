@@ -73,7 +73,7 @@ async function sourcesOf(
     do {
       const page = await index.scroll(
         { fileIds, collectionNames: [collection], splitId: 0 },
-        { limit: 500, ...(cursor ? { cursor } : {}) },
+        { limit: 500, metaOnly: true, ...(cursor ? { cursor } : {}) },
       );
       for (const p of page.points) {
         found.set(p.meta.file_id, typeof p.meta.source === 'string' ? p.meta.source : '');
@@ -195,7 +195,7 @@ async function byNames(
   do {
     const page = await index.scroll(
       { collectionNames: [collection], splitId: 0 },
-      { limit: 500, ...(cursor ? { cursor } : {}) },
+      { limit: 500, metaOnly: true, ...(cursor ? { cursor } : {}) },
     );
     for (const p of page.points) {
       const source = typeof p.meta.source === 'string' ? documentPath(p.meta.source) : '';

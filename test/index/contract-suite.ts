@@ -388,6 +388,20 @@ export function runVectorIndexContract(
       expect(stored).toEqual({ id: p.id, content: withExtras.content, meta: withExtras.meta });
     });
 
+    it('reads meta without the text when asked (`metaOnly`), pages and all', async () => {
+      const index = await fresh({ denseDim: DIM, sparse: true });
+      const points = [0, 1, 2].map((s) => point('alpha', 'meta-only', 'v1', s, `long text ${s}`));
+      await index.upsert(points);
+      const first = await index.scroll({ fileId: 'meta-only' }, { limit: 2, metaOnly: true });
+      const rest = await index.scroll(
+        { fileId: 'meta-only' },
+        { limit: 2, metaOnly: true, cursor: first.next! },
+      );
+      const read = [...first.points, ...rest.points].sort((a, b) => a.meta.split_id - b.meta.split_id);
+      expect(read).toEqual(points.map((q) => ({ id: q.id, content: '', meta: q.meta })));
+      expect(rest.next).toBeUndefined();
+    });
+
     it('upserts idempotently by deterministic id and sees fresh rows at once', async () => {
       const index = await fresh({ denseDim: DIM, sparse: true });
       expect(pointId('f', 'v1', 2)).toBe(pointId('f', 'v1', 2));
