@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import type { Env } from '../config/parse.js';
 import { DEFAULT_PASS_FILES, PASS_BYTES } from '../ingest/pass-queue.js';
+import { packRuns } from '../pack.js';
 
 /** Files per pipeline pass of the local `kilde ingest` (`--batch`), and the most bytes of one. */
 export { DEFAULT_PASS_FILES, PASS_BYTES };
@@ -40,19 +41,5 @@ export async function passesOf<T extends { path: string; bytes?: number }>(
           ),
     ),
   );
-  const out: T[][] = [];
-  let current: T[] = [];
-  let bytes = 0;
-  files.forEach((f, i) => {
-    const size = sizes[i]!;
-    if (current.length > 0 && (current.length >= maxFiles || bytes + size > PASS_BYTES)) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(f);
-    bytes += size;
-  });
-  if (current.length > 0) out.push(current);
-  return out;
+  return packRuns(files, (_, i) => sizes[i]!, { maxWeight: PASS_BYTES, maxItems: maxFiles });
 }

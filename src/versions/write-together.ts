@@ -1,6 +1,7 @@
 import type { IndexFilter, IndexPoint } from '../index/contract.js';
 import { RESERVED_TENANTS } from '../index/reserved.js';
 import type { OrderedWrites, PointStore, WriteStep } from '../index/store.js';
+import { packRuns } from '../pack.js';
 import { others, type VersionScope, writingEntryOf } from './ledger.js';
 import type { VersionWrite, Written } from './write.js';
 
@@ -60,26 +61,13 @@ const wholeVersion = (v: VersionWrite): IndexPoint[] => [v.writing(), ...v.point
 
 /** The versions that fit one request, packed into requests of at most `maxBytes`; and the rest. */
 function pack(group: Waiting[], ordered: OrderedWrites): { requests: Waiting[][]; rest: Waiting[] } {
-  const requests: Waiting[][] = [];
-  const rest: Waiting[] = [];
-  let open: Waiting[] = [];
-  let bytes = 0;
-  for (const w of group) {
-    // The ledger entries weigh little; 2 KiB stands for them.
-    const weight = ordered.weigh(w.v.points) + 2048;
-    if (weight > ordered.maxBytes) {
-      rest.push(w);
-      continue;
-    }
-    if (bytes + weight > ordered.maxBytes && open.length > 0) {
-      requests.push(open);
-      open = [];
-      bytes = 0;
-    }
-    open.push(w);
-    bytes += weight;
-  }
-  if (open.length > 0) requests.push(open);
+  // The ledger entries weigh little; 2 KiB stands for them.
+  const weighed = group.map((w) => ({ w, weight: ordered.weigh(w.v.points) + 2048 }));
+  const fits = weighed.filter((x) => x.weight <= ordered.maxBytes);
+  const requests = packRuns(fits, (x) => x.weight, { maxWeight: ordered.maxBytes }).map((r) =>
+    r.map((x) => x.w),
+  );
+  const rest = weighed.filter((x) => x.weight > ordered.maxBytes).map((x) => x.w);
   return { requests, rest };
 }
 

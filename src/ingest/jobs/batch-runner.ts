@@ -1,5 +1,6 @@
 import { access } from 'node:fs/promises';
 import { KildeError } from '../../errors.js';
+import { packRuns } from '../../pack.js';
 import { inSpan } from '../../telemetry/tracing.js';
 import type { BuiltPipeline } from '../build.js';
 import { DEFAULT_PASS_FILES, PASS_BYTES } from '../pass-queue.js';
@@ -15,21 +16,10 @@ const PASSES_IN_FLIGHT = 2;
  * about `PASS_BYTES` per pass, a larger file alone (the local `kilde ingest`'s rule, src/cli/passes.ts).
  */
 export function batchPasses(entries: readonly BatchEntry[], todo: readonly number[]): number[][] {
-  const out: number[][] = [];
-  let current: number[] = [];
-  let bytes = 0;
-  for (const i of todo) {
-    const size = entries[i]!.bytes ?? 0;
-    if (current.length > 0 && (current.length >= DEFAULT_PASS_FILES || bytes + size > PASS_BYTES)) {
-      out.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(i);
-    bytes += size;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
+  return packRuns(todo, (i) => entries[i]!.bytes ?? 0, {
+    maxWeight: PASS_BYTES,
+    maxItems: DEFAULT_PASS_FILES,
+  });
 }
 
 /**
