@@ -1,4 +1,4 @@
-"""Real passages for the ANN recall run (`bench:search --vectors`; docs/quality.md, "ANN recall").
+"""Real passages for the ANN recall run (`bench:search --vectors`; docs/ann-recall.md).
 
     python3 bench/ann-corpus.py --out .tmp/ann/corpus [--limit 1000000] [--source DIR ...]
 
@@ -35,7 +35,7 @@ interop, models, otel and Open WebUI environments): the set is real and deduplic
 `--exclude FILE` (repeatable) writes a further set from new sources only: any passage of FILE (an
 earlier set's docs or queries, case and spacing folded) is left out, so the earlier set, already
 embedded, stays as it is and the new one extends it. The 1M run's second and third sets, from more
-Debian documentation packages (see docs/quality.md for the list):
+Debian documentation packages (see docs/ann-recall.md for the list):
     python3 bench/ann-corpus.py --max-chars 200 --without-scifact --exclude .tmp/ann/short.docs.txt \\
       --exclude .tmp/ann/short.queries.txt --source .tmp/ann/deb2/x --source .tmp/ann/deb3/x --out .tmp/ann/short2
     (the same with short2's files excluded too and --source .tmp/ann/deb4/x --out .tmp/ann/short3)

@@ -1,4 +1,4 @@
-"""Qdrant's recall@10 on the real vectors of `bench:search --vectors` (docs/quality.md, "ANN recall").
+"""Qdrant's recall@10 on the real vectors of `bench:search --vectors` (docs/ann-recall.md).
 
     .tmp/models-venv/bin/python bench/ann-qdrant.py --vectors .tmp/ann/real4 --chunks 200000 \
       --url http://127.0.0.1:6399

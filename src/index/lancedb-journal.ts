@@ -7,7 +7,7 @@ import type { Clock, Timer } from '../clock.js';
 import type { LanceRow } from './lancedb-rows.js';
 
 /**
- * The commit window of a LanceDB table's new files (docs/decisions.md, "One commit per window for
+ * The commit window of a LanceDB table's new files (docs/decisions-index.md, "One commit per window for
  * new files"). Every Lance commit is a table version (a manifest, a fragment, and later compaction
  * and index work), so one upload per commit made 1,070 versions per 1,000 uploads sent one at a
  * time. An upsert with `append` (every id new to the table) of one file's rows (the version

@@ -79,7 +79,7 @@ export function lanceSchema(denseDim: number | undefined, layout: LexicalLayout 
  * LanceDB (0.37–0.39) fails every `optimize()` of a table whose dense index has grown in segments
  * over a column whose name needs quoting ("vector column `text-dense` not found in batch"), which
  * stops compaction and the index updates for good; collections still report `text-dense`
- * (docs/decisions.md). A table an earlier Kilde wrote is renamed when opened (`useDenseColumn`).
+ * (docs/decisions-index.md). A table an earlier Kilde wrote is renamed when opened (`useDenseColumn`).
  */
 export const DENSE_COLUMN = 'text_dense';
 /** The column's name in tables written before 2026-11-23. */

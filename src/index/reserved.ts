@@ -1,6 +1,6 @@
 /**
  * Reserved tenants: `meta.collection_name` values that hold Kilde's own bookkeeping beside the chunks
- * in the one physical collection (docs/decisions.md, "Crash-consistent versions").
+ * in the one physical collection (docs/decisions-index.md, "Crash-consistent versions").
  *
  * - `staging`: the points of a version still being written (Qdrant). A reader filtering on its
  *   collection names, Kilde's or the reference retrieval service's, never matches them.

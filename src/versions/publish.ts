@@ -9,7 +9,7 @@ import { retireTogether } from './write-together.js';
 
 /**
  * Crash-consistent versioned replace: re-ingesting a `file_id` never leaves it half written, not
- * even across a crash (docs/decisions.md, "Crash-consistent versions").
+ * even across a crash (docs/decisions-index.md, "Crash-consistent versions").
  *
  * Each run stamps its points with a fresh `meta.ingest_version`. `writeVersion` (write.ts) makes
  * the whole version visible at once, together with two ledger entries: `writing` (this version is

@@ -6,7 +6,7 @@ import type { Lease } from './lease.js';
 import { committedTimes, ledgerEntry, retiredEntries, type VersionScope, writingEntryOf } from './ledger.js';
 import { retire } from './retire.js';
 
-/** Making a kept version live again (docs/decisions.md, "Kept versions"; publish.ts). */
+/** Making a kept version live again (docs/decisions-index.md, "Kept versions"; publish.ts). */
 
 /** Puts a restore's points back among the kept ones and removes its `writing` entry. */
 export async function undoRestore(index: PointStore, scope: VersionScope): Promise<void> {

@@ -30,7 +30,7 @@ export interface RetireOptions {
  * One delete: the other versions and this version's `writing` entry go together. A fenced version
  * (Redis) retires only versions with a LOWER fence: a newer one is never touched.
  *
- * With `KEEP_VERSIONS` > 0 the versions it replaces are kept instead (docs/decisions.md, "Kept
+ * With `KEEP_VERSIONS` > 0 the versions it replaces are kept instead (docs/decisions-index.md, "Kept
  * versions"): a `retired` ledger entry per version first (its collection, points, when written and
  * retired), then one move per version into the `kept` tenant (no reader filtering on collection
  * names sees it), then the same delete for whatever has no version (points older than versioning),
