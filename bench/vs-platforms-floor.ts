@@ -1,6 +1,6 @@
 /**
  * `npx tsx bench/vs-platforms-floor.ts [-- --rounds 3 --pages 300]`: one floor under the documents'
- * figures of `bench:vs-platforms` (docs/performance.md, "Where the gap is"): the CPU of Kilde's
+ * figures of `bench:vs-platforms` (docs/performance-ingestion.md, "Where the gap is"): the CPU of Kilde's
  * in-process extraction alone (PDFium, mammoth, the Markdown reader; no chunking, no index) on the
  * same 61 mixed documents and 300-page PDF, round after round in one process, so the first round
  * pays the libraries' loading (as a fresh extraction worker does) and the later ones do not.

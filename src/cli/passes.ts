@@ -11,7 +11,7 @@ export { DEFAULT_PASS_FILES, PASS_BYTES };
  * unless `EXTRACTION_WORKERS` is set: a few seconds of one worker's work does not pay for a second
  * worker's start (≈0.25 s of CPU, ≈85 MiB) and the libraries it loads again (mammoth 0.4–0.8 s,
  * PDFium, eld). On the 61 mixed documents (1.7 MiB) it cut the peak RSS from 440–450 to 340 MiB at
- * the same or less CPU (docs/performance.md, "Against LangChain.js").
+ * the same or less CPU (docs/performance-ingestion.md, "Against LangChain.js").
  */
 export const ONE_WORKER_BYTES = 8 * 1024 * 1024;
 

@@ -4,7 +4,7 @@ import type { Table } from '@lancedb/lancedb';
  * The file_ids a LanceDB table may hold, kept by the process that writes it, so a version of a file
  * the table has never seen skips the presence read (lancedb-presence.ts), which scanned the rows
  * written since the last optimize on LanceDB's threads: about 3.5 ms of a small upload's 10 ms of
- * server CPU (docs/performance.md, "Where a small file's time goes").
+ * server CPU (docs/performance-ingestion.md, "Where a small file's time goes").
  *
  * The set is a superset: every file_id of the table as of table version `base` (one scan of the
  * `file_id` column, on the first question), plus every file_id this process has written or

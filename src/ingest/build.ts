@@ -121,7 +121,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
   const chunker = createPooledChunker(pool, chunking.mode);
   // BM25 vectors only where the index keeps them (Qdrant's `text-sparse`): a LanceDB table has no
   // sparse column (its full-text index reads the terms), so hashing, packing and sending them was
-  // work thrown away at the write (docs/performance.md, "Against LangChain.js").
+  // work thrown away at the write (docs/performance-ingestion.md, "Against LangChain.js").
   const storedSparse = engineFor(indexSettings.uri) === 'qdrant' ? sparseModel : undefined;
   const lexical = createPooledLexicalStage(pool, { sparseModel: storedSparse });
   const onRoute = deps.observer?.route?.bind(deps.observer);
