@@ -11,7 +11,7 @@ import { checkArchive } from './zip-guard.js';
 
 /**
  * What the main document part of a DOCX (`word/document.xml`) says about its drawings: the inputs
- * of the `auto` router's two signals (docs/architecture.md, "Extraction routing"). Only the main
+ * of the `auto` router's two signals (docs/extraction.md). Only the main
  * part is read, so pictures in headers and footers (logos) never count.
  */
 export interface DiagramSignals {

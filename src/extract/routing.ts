@@ -36,7 +36,7 @@ export interface SignalVerdict {
 }
 
 /**
- * The two routing signals of a DOCX (docs/architecture.md, "Extraction routing"):
+ * The two routing signals of a DOCX (docs/extraction.md):
  * one, a vector flowchart: shapes ≥ `minTextboxes` and text-box words per body word ≥
  * `drawingRatio`; two, a raster figure: pictures ≥ `minBodyImages` and the largest displayed ≥
  * `minImageEmu` (and, with a non-zero `minImageWordRatio`, that area per body word at least that:
