@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
@@ -70,6 +71,25 @@ describe('chunk-lexical pool task', () => {
       expect(together.analyseSeconds).toBeGreaterThanOrEqual(0);
     });
   }
+
+  it('runs in this process while the worker reads a DOCX, with the same chunks and terms', async () => {
+    const path = 'test/fixtures/documents/word_tables.docx';
+    const reading = pool.run(
+      { kind: 'extract', file: { path, filename: 'word_tables.docx' }, engine: 'inprocess' },
+      { affinity: ['docx'], weight: (await stat(path)).size },
+    );
+    const turns = pool.turns;
+    const here = await createPooledChunkLexical(pool, { fallback: 'danish', sparse: true })(docs);
+    // No turn of the pool's took it: the DOCX's was the last handed out.
+    expect(pool.turns).toBe(turns);
+    const expected = await apart(true);
+    expect(here.chunks).toEqual(expected.chunks);
+    expect(here.lexical).toEqual(expected.lexical);
+    expect((await reading).content.text).toContain('|');
+    // Once the worker is free, the pool takes it again.
+    await createPooledChunkLexical(pool, { fallback: 'danish', sparse: false })(docs);
+    expect(pool.turns).toBe(turns + 1);
+  });
 
   it("answers a chunk that is its document's text between its offsets without that text", async () => {
     const raw = await pool.run({ kind: 'chunk-lexical', docs, fallback: 'danish', sparse: false });
