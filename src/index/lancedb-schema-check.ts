@@ -70,6 +70,16 @@ const SCALAR_INDEXES: readonly [string, () => Index][] = [
 ];
 
 /**
+ * The index Kilde makes on `column` of a table with the `terms` layout (`ensureIndexes`), to build
+ * it again from scratch; undefined for any other (the older `content` full-text index, whose
+ * language the table records only in the index itself, and the dense vector index).
+ */
+export function standardIndex(column: string): (() => Index) | undefined {
+  if (column === LEXICAL_COLUMN) return termsIndex;
+  return SCALAR_INDEXES.find(([c]) => c === column)?.[1];
+}
+
+/**
  * Renames the dense column of a table an earlier Kilde wrote (`text-dense` → `text_dense`, a change
  * of the schema only: rows and the vector index are kept; see `DENSE_COLUMN`). Two processes opening
  * such a table at once may both try; the one that loses finds the new name.
