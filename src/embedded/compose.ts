@@ -5,6 +5,7 @@ import type { ServicePart } from '../http/app.js';
 import { openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
+import type { StartedPipeline } from '../ingest/build.js';
 import type { IngestPart } from '../ingest/part.js';
 import type { ToolSource } from '../mcp/endpoint.js';
 import { preferredModel } from '../models/installed.js';
@@ -84,6 +85,8 @@ export async function composeServices(
     index?: VectorIndex;
     /** Ingestion's first worker started at once (`IngestPartDeps.startWorker`: the CLI's ingest). */
     startWorker?: { preload: boolean };
+    /** Ingestion's pipeline started before the index opened (`IngestPartDeps.started`). */
+    started?: Promise<StartedPipeline>;
   } = {},
   only?: readonly EmbeddedService[],
 ): Promise<SomeParts> {
@@ -118,6 +121,7 @@ export async function composeServices(
         ...(deps.clock ? { clock: deps.clock } : {}),
         ...(deps.jobs === false ? { jobs: false } : {}),
         ...(deps.startWorker ? { startWorker: deps.startWorker } : {}),
+        ...(deps.started ? { started: deps.started } : {}),
       });
       parts.push(ingest);
     }

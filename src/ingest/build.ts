@@ -13,6 +13,7 @@ import { createSparseEncoder } from '../embed/create-sparse.js';
 import { KildeError } from '../errors.js';
 import { createExtractor } from '../extract/create-extractor.js';
 import type { Extractor } from '../extract/extractor.js';
+import { type HeadStart, withHeadStart } from '../extract/head-start.js';
 import { engineFor, openIndex } from '../index/open.js';
 import { indexSettingsFrom } from '../index/settings-from-config.js';
 import type { VectorIndex } from '../index/store.js';
@@ -54,23 +55,85 @@ export interface BuiltPipeline {
 }
 
 /**
- * Builds the pipeline once, at start-up: tokenizer and chunker, the extraction engine, dense and
- * sparse encoders and the index with its collection ensured. It throws (start-up fails loudly) when
- * any of them cannot be built, e.g. an incompatible existing collection.
+ * The part of the pipeline that needs no index: the lock, tokenizer, encoders, worker pool and
+ * extraction engines (`startIngestPipeline`). The local `kilde ingest` starts it while the index
+ * opens and reads its first passes' files with it (`headStart`); `buildIngestPipeline` goes on from it.
  */
-export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps): Promise<BuiltPipeline> {
-  const { log, clock } = deps;
+export interface StartedPipeline {
+  /** The worker pool of extraction, chunking and BM25 encoding. */
+  pool: WorkerPool<IngestTasks>;
+  /** The configured engine (EXTRACTION_ENGINE), with the head start's results taken by the passes. */
+  extractor: Extractor;
+  /** Reads files ahead of their pass with `extractor` (src/extract/head-start.ts). */
+  headStart: HeadStart;
+  /** Stops what was started; once a pipeline is built on it, that pipeline's `close` does (idempotent). */
+  close(): Promise<void>;
+  /** What `buildIngestPipeline` goes on with. */
+  readonly rest: ReturnType<typeof startedParts> & {
+    lock: FileLock | undefined;
+    tokens: Awaited<ReturnType<typeof chooseTokenCounter>>;
+    /** The pipeline built on it closes the lock (with its service). */
+    handOver(): void;
+  };
+}
+
+/**
+ * Starts the part of the pipeline that needs no index (`StartedPipeline`). It throws (start-up
+ * fails loudly) on impossible settings: a chunk size, an unknown sparse model, a missing vector.
+ */
+export async function startIngestPipeline(config: IngestConfig, deps: BuildDeps): Promise<StartedPipeline> {
+  const { log } = deps;
   // First: a deployment with REDIS_URL set never runs without its shared lock.
   const lock = await openFileLock(config, deps, log);
-  const http = deps.fetch ? { fetch: deps.fetch } : {};
-  const chunking = chunkingSettings(config);
   const tokens = await chooseTokenCounter({
     tokenizerModel: config.TOKENIZER_MODEL,
     embeddingModel: config.EMBEDDING_MODEL,
   });
   if (tokens.warning) log.warn(tokens.warning);
+  let rest: ReturnType<typeof startedParts>;
+  try {
+    rest = startedParts(config, deps, tokens.counter);
+  } catch (err) {
+    await Promise.allSettled([lock?.close(), tokens.counter.close?.()]);
+    throw err;
+  }
+  const { pool, engines, extractor, headStart } = rest;
+  let ownLock = lock;
+  let closing: Promise<void> | undefined;
+  return {
+    pool,
+    extractor,
+    headStart,
+    rest: {
+      ...rest,
+      lock,
+      tokens,
+      handOver: () => {
+        ownLock = undefined;
+      },
+    },
+    close: () =>
+      (closing ??= (async () => {
+        await Promise.allSettled([
+          tokens.counter.close?.(),
+          ...[...engines.values()].map((e) => e.close?.()),
+          ownLock?.close(),
+        ]);
+        await pool.close();
+      })()),
+  };
+}
 
-  const dense = createDenseEmbedder(config, { log, counter: tokens.counter, ...http });
+/** `startIngestPipeline`'s parts after the lock and the tokenizer. */
+function startedParts(
+  config: IngestConfig,
+  deps: BuildDeps,
+  counter: Awaited<ReturnType<typeof chooseTokenCounter>>['counter'],
+) {
+  const { log } = deps;
+  const http = deps.fetch ? { fetch: deps.fetch } : {};
+  const chunking = chunkingSettings(config);
+  const dense = createDenseEmbedder(config, { log, counter, ...http });
   if (!dense) {
     log.warn(
       'lexical-only mode (EMBEDDING_PROVIDER=none): points carry no dense vector; set EMBEDDING_PROVIDER, EMBEDDING_MODEL and EMBEDDING_DIM to enable dense search',
@@ -80,13 +143,15 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     ...chunking,
     ...(dense
       ? {
-          prefixTokens: tokens.counter.count(config.EMBEDDING_PREFIX_DOC),
+          prefixTokens: counter.count(config.EMBEDDING_PREFIX_DOC),
           maxTokens: config.EMBEDDING_MAX_TOKENS,
         }
       : {}),
   };
   // Built here only to refuse impossible settings at start-up; chunking itself runs in the pool.
-  createChunker(chunkerSettings, tokens.counter);
+  createChunker(chunkerSettings, counter);
+  /** The workers' chunking setup. */
+  const chunkSetup = { settings: chunkerSettings, counter: counter.source ?? 'approximate' };
   const indexSettings = {
     ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
     language: config.SPARSE_LANGUAGE,
@@ -113,7 +178,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       setup: {
         limits: extractionLimits(config),
         pdfReader: config.EXTRACTION_PDF_READER,
-        chunking: { settings: chunkerSettings, counter: tokens.counter.source ?? 'approximate' },
+        chunking: chunkSetup,
       },
     },
     { log, ...(deps.clock ? { clock: deps.clock } : {}) },
@@ -125,16 +190,24 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
   const storedSparse = engineFor(indexSettings.uri) === 'qdrant' ? sparseModel : undefined;
   const lexical = createPooledLexicalStage(pool, { sparseModel: storedSparse });
   const onRoute = deps.observer?.route?.bind(deps.observer);
-  const extractor = createExtractor(config.EXTRACTION_ENGINE, config, {
-    log,
-    pool,
-    ...http,
-    ...(deps.clock ? { clock: deps.clock } : {}),
-    ...(onRoute ? { onRoute } : {}),
-  });
+  let configured: Extractor;
+  try {
+    configured = createExtractor(config.EXTRACTION_ENGINE, config, {
+      log,
+      pool,
+      ...http,
+      ...(deps.clock ? { clock: deps.clock } : {}),
+      ...(onRoute ? { onRoute } : {}),
+    });
+  } catch (err) {
+    void pool.close();
+    throw err;
+  }
+  const { extractor, headStart } = withHeadStart(configured);
   // The probe route may name another engine; each is built once, on first use.
-  const engines = new Map<string, Extractor>([[extractor.name, extractor]]);
+  const engines = new Map<string, Extractor>([[configured.name, configured]]);
   const extractorFor = (engine: string): Extractor => {
+    if (engine === configured.name) return extractor;
     const known = engines.get(engine);
     if (known) return known;
     const made = createExtractor(engine, config, {
@@ -146,13 +219,45 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     engines.set(engine, made);
     return made;
   };
+  return {
+    chunking,
+    chunkSetup,
+    dense,
+    indexSettings,
+    sparseModel,
+    storedSparse,
+    pool,
+    chunker,
+    lexical,
+    extractor,
+    headStart,
+    engines,
+    extractorFor,
+    http,
+  };
+}
 
+/**
+ * Builds the pipeline once, at start-up: tokenizer and chunker, the extraction engine, dense and
+ * sparse encoders and the index with its collection ensured. It throws (start-up fails loudly) when
+ * any of them cannot be built, e.g. an incompatible existing collection. `deps.started`: its first
+ * part, already started (`startIngestPipeline`); the pipeline then owns it.
+ */
+export async function buildIngestPipeline(
+  config: IngestConfig,
+  deps: BuildDeps & { started?: Promise<StartedPipeline> },
+): Promise<BuiltPipeline> {
+  const { log, clock } = deps;
+  const started = await (deps.started ?? startIngestPipeline(config, deps));
+  const { rest } = started;
+  const { chunking, dense, indexSettings, sparseModel, storedSparse, pool, chunker, lexical } = rest;
+  const { extractor, extractorFor, http, lock, tokens } = rest;
   const ownsIndex = deps.index === undefined;
   let index: VectorIndex;
   try {
     index = deps.index ?? (await openIndex(indexSettings, { log, ...http }));
   } catch (err) {
-    await pool.close();
+    await started.close();
     throw err;
   }
   if (!deps.deferEnsure) {
@@ -160,7 +265,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       await index.ensureCollection();
     } catch (err) {
       if (ownsIndex) await index.close().catch(() => undefined);
-      await pool.close();
+      await started.close();
       throw err;
     }
   }
@@ -200,6 +305,7 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
     },
     lock,
   );
+  rest.handOver();
   return {
     service,
     index,
@@ -221,14 +327,8 @@ export async function buildIngestPipeline(config: IngestConfig, deps: BuildDeps)
       service.useKeepVersions(keepVersions);
     },
     async close() {
-      await Promise.allSettled([
-        ownsIndex ? index.close() : undefined,
-        dense?.close?.(),
-        tokens.counter.close?.(),
-        ...[...engines.values()].map((e) => e.close?.()),
-        service.close(),
-      ]);
-      await pool.close();
+      await Promise.allSettled([ownsIndex ? index.close() : undefined, dense?.close?.(), service.close()]);
+      await started.close();
     },
   };
 }

@@ -5,7 +5,7 @@ import { isRetryable, KildeError } from '../errors.js';
 import type { ServicePart } from '../http/app.js';
 import { checkDenseUsable } from '../index/dense-check.js';
 import type { VectorIndex } from '../index/store.js';
-import { type BuiltPipeline, buildIngestPipeline } from './build.js';
+import { type BuiltPipeline, buildIngestPipeline, type StartedPipeline } from './build.js';
 import type { BatchQueue } from './jobs/batch.js';
 import { createBatchQueue, createJobQueue } from './jobs/create-queue.js';
 import type { JobQueue } from './jobs/job.js';
@@ -40,6 +40,11 @@ export interface IngestPartDeps {
    * sweep (`kilde ingest`, whose first pass follows at once); `preload`: PDFium too (a PDF comes).
    */
   startWorker?: { preload: boolean };
+  /**
+   * The pipeline's first part, started before the index opened (build.ts `startIngestPipeline`:
+   * the CLI's ingest reads its first files with it meanwhile); the pipeline goes on from it.
+   */
+  started?: Promise<StartedPipeline>;
 }
 
 /** Waits between start-up attempts while the index is unreachable: 0.5 s doubling, at most 30 s. */
@@ -144,6 +149,7 @@ export function createIngestPart(config: IngestConfig, deps: IngestPartDeps): In
         route: (engine: string, signal: string) => metrics?.route(engine, signal),
       },
       deferEnsure: true,
+      ...(deps.started ? { started: deps.started } : {}),
     });
 
   /** Retries ensuring the collection until the index answers; the rest of the pipeline is built. */
