@@ -76,6 +76,13 @@ export interface Backend {
    */
   ingestMany?(args: readonly IngestArgs[]): Promise<PromiseSettledResult<IngestedFile>[]>;
   /**
+   * Before `prepare` (local mode only): starts the pipeline's worker pool and has it read the files
+   * of these passes while the index opens (resolves once they are sent; a failure to start is the
+   * pipeline's to report). Each pass takes its files' results, each checked unchanged since it was
+   * read; what it does not take is dropped when it ends.
+   */
+  headStart?(passes: ReadonlyArray<readonly IngestArgs[]>): Promise<void>;
+  /**
    * After a run of ingests (local mode only): finishes the index's upkeep that would otherwise die
    * with this process (docs/operations.md, "The embedded index"); whether there was work to do.
    */

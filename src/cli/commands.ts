@@ -79,12 +79,16 @@ function noteOldDataDir(io: CliIo): void {
 /** Opens the backend, runs the command, and always closes it (the index, the in-process app). */
 export async function withBackend(
   io: CliIo,
-  remote: Remote,
+  remote: Remote & {
+    /** Runs before `prepare` (the local ingest's `headStart`). */
+    ahead?: (b: Backend) => Promise<void>;
+  },
   engine: string | undefined,
   run: (b: Backend) => Promise<void>,
 ): Promise<void> {
   const backend = await backendFor(io, remote, engine);
   try {
+    await remote.ahead?.(backend);
     await backend.prepare();
     await run(backend);
   } finally {

@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { dataPiece } from '../config/index-settings.js';
 import { fileIdFor } from '../index/identifiers.js';
+import type { Backend } from './backend.js';
 import {
   type CliIo,
   collection,
@@ -19,6 +20,9 @@ import { createProgress } from './progress.js';
 import { type FoundFile, findFiles } from './walk.js';
 
 /* `kilde ingest`: local passes of many files, or job batches on a server (`--url`). */
+
+/** Local passes in flight: one converts while the other writes. */
+const PASSES_IN_FLIGHT = 2;
 
 /**
  * `kilde ingest … --url`: job batches on the server (one job per file on one without them), followed
@@ -143,21 +147,28 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
       // A small job on one extraction worker (passes.ts `ONE_WORKER_BYTES`); a server decides its own.
       const local = { ...io, env: ingestEnv(io.env, files) };
-      await withBackend(local, o, o.engine, async (backend) => {
+      let passes: (typeof files)[] | undefined;
+      /** Local: the first passes' files are read while the index opens (`Backend.headStart`). */
+      const ahead = async (backend: Backend) => {
+        if (!backend.ingestMany || !backend.headStart) return;
+        passes = await passesOf(files, o.batch);
+        await backend.headStart(passes.slice(0, PASSES_IN_FLIGHT).map((pass) => pass.map(argsOf)));
+      };
+      const argsOf = (file: (typeof files)[number]) => ({
+        path: file.path,
+        fileId: fileIdFor(o.collection, file.relative),
+        filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
+        collection: o.collection,
+        userId: o.user,
+        source: file.relative,
+        legacy: file.legacy,
+      });
+      await withBackend(local, { ...o, ahead }, o.engine, async (backend) => {
         const progress = createProgress(files.length, io.out.isTTY === true, io.out);
         if (backend.jobs && backend.url) {
           await ingestJobs(io, backend.jobs, backend.url, files, o, progress);
           return;
         }
-        const argsOf = (file: (typeof files)[number]) => ({
-          path: file.path,
-          fileId: fileIdFor(o.collection, file.relative),
-          filename: file.path.split(/[\\/]/).at(-1) ?? file.relative,
-          collection: o.collection,
-          userId: o.user,
-          source: file.relative,
-          legacy: file.legacy,
-        });
         const record = (
           file: (typeof files)[number],
           started: number,
@@ -177,11 +188,11 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         if (ingestMany) {
           // Local: many files per pipeline pass (one chunking task, one embedding call, one group
           // commit), two passes in flight so one converts while the other writes.
-          const passes = await passesOf(files, o.batch);
+          const all = passes ?? (await passesOf(files, o.batch));
           let next = 0;
           const worker = async () => {
-            for (let i = next++; i < passes.length; i = next++) {
-              const pass = passes[i]!;
+            for (let i = next++; i < all.length; i = next++) {
+              const pass = all[i]!;
               const started = performance.now();
               const settled = await ingestMany(pass.map(argsOf));
               pass.forEach((file, k) => {
@@ -189,7 +200,7 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
               });
             }
           };
-          await Promise.all(Array.from({ length: Math.min(2, passes.length) }, worker));
+          await Promise.all(Array.from({ length: Math.min(PASSES_IN_FLIGHT, all.length) }, worker));
         } else {
           let next = 0;
           const worker = async () => {

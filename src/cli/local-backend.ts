@@ -6,13 +6,19 @@ import { embeddingRules } from '../config/index-settings.js';
 import { type Env, parseConfig } from '../config/parse.js';
 import { allSchema } from '../embedded/all-config.js';
 import { generateKey } from '../embedded/api-key.js';
-import { composeServices, type EmbeddedService, type SomeParts } from '../embedded/compose.js';
+import {
+  composeServices,
+  type EmbeddedService,
+  resolveEmbedded,
+  type SomeParts,
+} from '../embedded/compose.js';
 import { KildeError } from '../errors.js';
 import { evalRunSchema, type RunSummary } from '../eval/run.js';
 import type { KildeApp } from '../http/app.js';
 import { closeParts, startParts } from '../http/part-lifecycle.js';
 import type { StoredPoint } from '../index/contract.js';
 import { type IndexConfigFields, resolveIndexUri } from '../index/settings-from-config.js';
+import type { StartedPipeline } from '../ingest/build.js';
 import {
   type Backend,
   errorFromBody,
@@ -77,6 +83,17 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
    * are checked (set by the first pass: with PDFium loaded when the pass holds a PDF).
    */
   let startWorker: { preload: boolean } | undefined;
+  /**
+   * Ingestion's pipeline up to its worker pool, started by `headStart` before the index opens, and
+   * handed to the ingest part the first time it is built (which then owns it).
+   */
+  let early: Promise<StartedPipeline> | undefined;
+  let unclaimed: Promise<StartedPipeline> | undefined;
+  const ingestDeps = () => {
+    const started = unclaimed;
+    unclaimed = undefined;
+    return { ...(startWorker ? { startWorker } : {}), ...(started ? { started } : {}) };
+  };
   const reopen = async (need: readonly EmbeddedService[]): Promise<Runtime> => {
     const current = runtime ? await runtime.catch(() => undefined) : undefined;
     if (current && need.every((s) => current.services.includes(s))) return current;
@@ -91,7 +108,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
           more = await composeServices(
             config,
             log,
-            { jobs: false, index: current.all.index, ...(startWorker ? { startWorker } : {}) },
+            { jobs: false, index: current.all.index, ...(added.includes('ingest') ? ingestDeps() : {}) },
             added,
           );
           await startParts(more.parts);
@@ -116,7 +133,7 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       const all = await composeServices(
         config,
         log,
-        { jobs: false, ...(startWorker ? { startWorker } : {}) },
+        { jobs: false, ...(services.includes('ingest') ? ingestDeps() : {}) },
         services,
       );
       try {
@@ -235,6 +252,9 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
         },
       })),
     );
+    // What was read ahead for this pass and not taken (a file that failed before its read) goes;
+    // should the pass throw, closing the backend stops the pool that holds it.
+    await (await early?.catch(() => undefined))?.headStart.drop(list.map((a) => a.path));
     return outcomes.map((o, i) =>
       o.status === 'fulfilled'
         ? {
@@ -247,6 +267,31 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
 
   return {
     mode: 'local',
+    async headStart(passes) {
+      if (runtime || early) return;
+      startWorker = { preload: passes.some((list) => list.some((a) => /\.pdf$/i.test(a.filename))) };
+      early = (async () => {
+        const { startIngestPipeline } = await import('../ingest/build.js');
+        // As the ingest part will see it (compose.ts).
+        const { config: resolved } = await resolveEmbedded(config);
+        const started = await startIngestPipeline(resolved, { log });
+        const limits = {
+          maxBytes: resolved.MAX_UPLOAD_BYTES,
+          streamBytes: resolved.INGEST_SEGMENT_CHARS,
+        };
+        for (const list of passes) {
+          started.headStart.read(
+            list.map((a) => ({ path: a.path, filename: a.filename })),
+            limits,
+          );
+        }
+        return started;
+      })();
+      unclaimed = early;
+      // Before the index opens: its imports would hold up the pool's. A failure is the pipeline's
+      // to report, when the ingest part is built on it.
+      await early.catch(() => undefined);
+    },
     where: resolveIndexUri(config as unknown as IndexConfigFields),
     async missingCollections(names) {
       const { all } = await open([]);
@@ -346,8 +391,9 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       return (await all.index.settle?.()) ?? false;
     },
     async close() {
-      if (!runtime) return;
-      await closeRuntime(await runtime);
+      if (runtime) await closeRuntime(await runtime);
+      // Closed with the pipeline built on it, else here (a start-up that failed before).
+      await (await early?.catch(() => undefined))?.close();
     },
   };
 }
