@@ -14,9 +14,6 @@ import { type ChunkedLexical, type LexicalDoc, lexicalItems } from './pool-chunk
  * Loaded on first use: a run that never takes such a task never loads the chunker or the stemmers here.
  */
 
-/** Turns of the event loop let in before the work: 64 × a 64 KiB pipe's worth, a few MiB. */
-const FLUSH_TURNS = 64;
-
 /**
  * Chunks and analyses `docs` here, a document at a time, letting the event loop in between: the
  * worker's answers are taken and its next task sent meanwhile, so it is not left idle.
@@ -30,10 +27,6 @@ export async function chunkLexicalHere(
   const lexical: string[] = [];
   const sparse: SparseVector[] = [];
   let analyseMs = 0;
-  // A task just handed to the worker may still be on its way: a segment group of a megabyte goes
-  // through the IPC pipe a pipe's worth per turn of the event loop, and would wait for this work
-  // (a 300-page PDF's first group reached its worker 150 ms late so). A few turns let it through.
-  for (let turn = 0; turn < FLUSH_TURNS; turn++) await setImmediate();
   for (const doc of docs) {
     signal?.throwIfAborted();
     const [list = []] = await chunkInWorker([doc.input], o.here);

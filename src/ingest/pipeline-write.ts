@@ -205,8 +205,7 @@ async function* chunkedGroups(
   // A caller that stops early (a failed write) leaves at most one task running; its result is dropped.
   let ahead: Promise<ChunkedGroup> | undefined;
   for await (const group of groups) {
-    // Behind the group before it: this one runs in this process while a worker chunks that one.
-    const started = chunkGroup(parts, docs, group, observer, ahead !== undefined);
+    const started = chunkGroup(parts, docs, group, observer);
     // Awaited once the group before it is handed on; until then its failure is no unhandled rejection.
     started.catch(() => undefined);
     if (ahead) yield { points: pointsOfGroup(await ahead), more: true };
@@ -227,7 +226,6 @@ async function chunkGroup(
   docs: readonly ExtractedDocument[],
   group: Piece[],
   observer: StageObserver,
-  behind: boolean,
 ): Promise<ChunkedGroup> {
   const { chunkLexical } = parts;
   if (!chunkLexical) {
@@ -245,8 +243,6 @@ async function chunkGroup(
         const { title, languages } = docs[g.doc]!.metadata;
         return { input: g.input, ...(title ? { title } : {}), languages: [...languages] };
       }),
-      undefined,
-      { behind },
     ),
   );
   // The analysis's share of the task is the sparse stage's (as a pass's small files observe it).

@@ -98,30 +98,23 @@ function receivedChunk(chunk: SentChunk, text: string): Chunk {
   return { ...chunk, content: text.slice(chunk.char_start, chunk.char_end) };
 }
 
-/**
- * Chunks and analyses documents in one task of the ingestion pool. `behind`: an earlier task of the
- * caller's (the same document's previous segment group) is still in the pool.
- */
-export type ChunkLexical = (
-  docs: readonly LexicalDoc[],
-  signal?: AbortSignal,
-  o?: { behind?: boolean },
-) => Promise<ChunkedLexical>;
+/** Chunks and analyses documents in one task of the ingestion pool. */
+export type ChunkLexical = (docs: readonly LexicalDoc[], signal?: AbortSignal) => Promise<ChunkedLexical>;
 
 /**
  * Chunks and analyses in the pool, or in this process when the pool's workers are busy with
  * extraction that outweighs the task (`WorkerPool.callerTakes`: a pass's documents while the worker
  * reads the next pass's PDFs and DOCX), with the workers' own setup and functions, so the chunks and
- * terms are the same (chunk-lexical-here.ts); `behind`, whenever no worker is free.
+ * terms are the same (chunk-lexical-here.ts).
  */
 export function createPooledChunkLexical(
   pool: WorkerPool<ChunkLexicalTasks>,
   o: { fallback: Bm25Language; sparse: boolean },
 ): ChunkLexical {
   const setup = pool.setup as ChunkSetup | undefined;
-  return async (docs, signal, place) => {
+  return async (docs, signal) => {
     const weight = docs.reduce((n, d) => n + d.input.text.length, 0);
-    if (setup?.chunking && pool.callerTakes(weight, place?.behind)) {
+    if (setup?.chunking && pool.callerTakes(weight)) {
       const { chunkLexicalHere } = await import('./chunk-lexical-here.js');
       return chunkLexicalHere(docs, { ...o, here: setup }, signal);
     }

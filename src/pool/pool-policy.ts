@@ -126,18 +126,14 @@ export function warranted(
  * running or queued ahead of it (`ahead`) would keep each of the `workers` busy longer than the task
  * itself takes, so the caller's core, idle meanwhile, finishes it first. Plain-text reading ahead does
  * not count: a pass of small text files keeps its chunking in the pool, where the caller's core is
- * the one writing the passes before it (docs/performance.md, "Against LangChain.js"). `behind`: the
- * caller's own earlier task of the same kind is in the pool (a large document's next segment group):
- * it takes this one whenever no worker is free, so the two run side by side.
+ * the one writing the passes before it (docs/performance.md, "Against LangChain.js").
  */
 export function callerTakes(
   task: Queued,
   ahead: readonly Queued[],
-  o: { workers: number; free: number; behind?: boolean },
+  o: { workers: number; free: number },
 ): boolean {
-  if (o.free > 0) return false;
-  if (o.behind) return true;
-  if (!light(task)) return false;
+  if (o.free > 0 || !light(task)) return false;
   let ms = 0;
   for (const t of ahead) if ((t.affinity ?? []).length > 0) ms += estimateMs(t);
   return ms / Math.max(1, o.workers) >= estimateMs(task);

@@ -144,9 +144,9 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
   }
 
   /** Whether a light task of `weight` would wait behind extraction longer than it takes (pool-policy.ts). */
-  callerTakes(weight: number, behind = false): boolean {
+  callerTakes(weight: number): boolean {
     const ahead = [...[...this.#workers].flatMap((w) => w.turn), ...this.#queue];
-    const o = { workers: this.#workers.size, free: this.free, behind };
+    const o = { workers: this.#workers.size, free: this.free };
     return callerTakes({ weight, queuedAt: this.#clock.now() }, ahead, o);
   }
 
