@@ -95,16 +95,7 @@ export class TableMaintenance {
     const started = clock.now();
     const olderThan = new Date(started - this.c.keepVersionsMs);
     try {
-      if (fresh) {
-        // Concurrent index commits on one table: Lance rebases one on the other.
-        await Promise.all(
-          fresh.map((i) => table.createIndex(i.column, { config: i.make(), name: i.name, replace: true })),
-        );
-        this.c.log.debug(
-          { table: this.c.name, indexes: fresh.map((i) => i.name), ms: clock.now() - started },
-          'lancedb indexes built',
-        );
-      } else {
+      if (!(fresh && (await this.build(table, fresh)))) {
         const stats = await table.optimize({ cleanupOlderThan: olderThan });
         this.c.log.debug({ table: this.c.name, stats, ms: clock.now() - started }, 'lancedb table optimized');
       }
@@ -114,6 +105,31 @@ export class TableMaintenance {
     }
     // Outside the queue: training takes minutes at a million rows, and writes must not wait.
     this.indexVectors(table);
+  }
+
+  /**
+   * Builds a fresh table's indexes from its rows, all at once (concurrent index commits on one
+   * table: Lance rebases one on the other). Whether all were built; when one was not, the optimize
+   * that follows folds the rows into it.
+   */
+  private async build(table: Table, fresh: FreshIndex[]): Promise<boolean> {
+    const clock = this.c.options.clock ?? systemClock;
+    const started = clock.now();
+    const outcomes = await Promise.allSettled(
+      fresh.map((i) => table.createIndex(i.column, { config: i.make(), name: i.name, replace: true })),
+    );
+    const failed = outcomes.flatMap((o, k) =>
+      o.status === 'rejected' ? [{ index: fresh[k]!.name, error: String(o.reason) }] : [],
+    );
+    if (failed.length > 0) {
+      this.c.log.warn({ table: this.c.name, failed }, 'lancedb index build failed; optimizing instead');
+      return false;
+    }
+    this.c.log.debug(
+      { table: this.c.name, indexes: fresh.map((i) => i.name), ms: clock.now() - started },
+      'lancedb indexes built',
+    );
+    return true;
   }
 
   /**
