@@ -136,7 +136,7 @@ export function callerTakes(
   if (o.free > 0 || !light(task)) return false;
   let ms = 0;
   for (const t of ahead) if ((t.affinity ?? []).length > 0) ms += estimateMs(t);
-  return ms / Math.max(1, o.workers) >= estimateMs(task);
+  return ms > 0 && ms / Math.max(1, o.workers) >= estimateMs(task);
 }
 
 /** What `warranted` reads of the busy workers: when the last turn started, and the longest turn's estimate (ms). */

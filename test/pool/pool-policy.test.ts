@@ -80,6 +80,7 @@ describe("light work taken by the caller's own process", () => {
   it('never behind plain-text reading or other chunking, nor when a worker is free', () => {
     const text = task(10 * MiB);
     expect(callerTakes(chunking, [text, task(MiB)], busy)).toBe(false);
+    expect(callerTakes(task(0), [text], busy)).toBe(false);
     expect(callerTakes(chunking, [task(MiB, ['pdf'])], { workers: 1, free: 1 })).toBe(false);
   });
 
