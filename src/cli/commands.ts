@@ -9,7 +9,6 @@ import { describeCause, KildeError } from '../errors.js';
 import { collectionNameProblem, normaliseCollectionName } from '../index/identifiers.js';
 import type { Backend } from './backend.js';
 import { CliError, debugOn } from './fail.js';
-import { createHttpBackend } from './http-backend.js';
 
 export interface CliIo {
   env: Env;
@@ -58,6 +57,8 @@ export async function backendFor(io: CliIo, remote: Remote, engine?: string): Pr
     io.env.API_KEY ??
     (await readStoredKey(resolve(dataPiece.KILDE_DATA_DIR.parse(io.env.KILDE_DATA_DIR))));
   if (!apiKey) throw new CliError('--url needs --api-key (or KILDE_API_KEY)', 2);
+  // The client of a server loads only here: a local run needs neither it nor the jobs client.
+  const { createHttpBackend } = await import('./http-backend.js');
   return createHttpBackend({ url, apiKey });
 }
 

@@ -28,23 +28,38 @@ describe('the packages a local command loads', () => {
   });
   afterAll(() => tmp?.remove());
 
-  const loaded = async (args: string[], name: string) => {
+  const lines = async (file: string) => new Set((await readFile(file, 'utf8')).split('\n').filter(Boolean));
+  const run = async (args: string[], name: string) => {
     const file = join(tmp.dir, `${name}.txt`);
+    const modules = join(tmp.dir, `${name}-modules.txt`);
     await writeFile(file, '');
+    await writeFile(modules, '');
     const env = cleanEnv({
       KILDE_DATA_DIR: join(tmp.dir, 'data'),
       NODE_OPTIONS: `--import ${hook}`,
       KILDE_TEST_PACKAGES_FILE: file,
+      KILDE_TEST_MODULES_FILE: modules,
     });
-    const run = await runCli(args, env, tmp.dir);
-    expect(run.code, run.stderr).toBe(0);
-    return new Set((await readFile(file, 'utf8')).split('\n').filter(Boolean));
+    const done = await runCli(args, env, tmp.dir);
+    expect(done.code, done.stderr).toBe(0);
+    return { packages: await lines(file), modules: await lines(modules) };
   };
+  const loaded = async (args: string[], name: string) => (await run(args, name)).packages;
 
   it('ingest: the pipeline and the index, no HTTP kernel, object store, Redis or metrics', async () => {
-    const packages = await loaded(['ingest', 'notes', '-c', 'lean'], 'ingest');
+    const { packages, modules } = await run(['ingest', 'notes', '-c', 'lean'], 'ingest');
     expect(packages).toContain('@lancedb/lancedb');
     for (const name of SERVER_ONLY) expect(packages, name).not.toContain(name);
+    // Nor the client of a server (`--url`): its backend, the jobs client, the job batches.
+    expect(modules).toContain('cli/walk.js');
+    for (const name of [
+      'cli/http-backend.js',
+      'cli/job-client.js',
+      'cli/job-ingest.js',
+      'cli/job-batches.js',
+    ]) {
+      expect(modules, name).not.toContain(name);
+    }
   });
 
   it('search: answered by the in-process app, so fastify loads', async () => {
