@@ -62,8 +62,8 @@ export class TableMaintenance {
    * `kilde ingest`): a deferred optimize would die with the process and leave the rows written since
    * the last one outside the full-text and vector indexes (searched exactly, so correct but slow)
    * until some later writer's optimize. Waits for the writes and any build in flight, runs one
-   * optimize when rows were written since the last, then the vector index build when one is due.
-   * Returns whether it optimized.
+   * optimize when rows were written since the last (on a fresh table, builds its indexes instead:
+   * `freshIndexes`), then the vector index build when one is due. Returns whether it did either.
    */
   async settle(table: Table): Promise<boolean> {
     const w = this.c.writer;
@@ -73,10 +73,7 @@ export class TableMaintenance {
     await w.queue.idle();
     const pending = w.writesSinceOptimize > 0 || w.rowsSinceOptimize > 0;
     if (pending) {
-      await w.queue.run(async () => {
-        const fresh = await freshIndexes(table);
-        await (fresh ? this.optimize(table, fresh) : this.optimize(table));
-      });
+      await w.queue.run(async () => this.optimize(table, await freshIndexes(table)));
     } else this.indexVectors(table);
     await w.vectorBuild;
     return pending;
@@ -176,7 +173,7 @@ export const FRESH_BUILD_MAX_FRAGMENTS = 8;
 
 /**
  * The indexes of a table none of whose indexes holds a row yet (a new table before its first
- * optimize: the local `kilde ingest`'s first run into a collection), when every one is an index
+ * optimize: the local `kilde ingest`'s first run into an index), when every one is an index
  * Kilde can make again (`standardIndex`; no vector index) and the table has at most
  * `FRESH_BUILD_MAX_FRAGMENTS` fragments; else undefined (optimize). Building them from the table's
  * rows costs about half an optimize, which also rewrites every fragment into one and prunes old
