@@ -18,27 +18,35 @@ async function put(path: string, text: string): Promise<void> {
   await writeFile(join(top, path), text);
 }
 
+/** The tree walked: file contents by path (their lengths are the sizes found), then the links. */
+const FILES: Record<string, string> = {
+  'proj/.git/HEAD': 'ref',
+  'proj/notes/a.md': 'alpha',
+  'proj/notes/deep/b.txt': 'bravo!',
+  'proj/notes/Zed.txt': 'z',
+  'proj/notes/we[ir]d *.txt': 'odd name',
+  'proj/notes/.hidden.txt': 'hidden',
+  'proj/notes/.cache/c.txt': 'hidden folder',
+  'proj/notes/.DS_Store': 'mac',
+  'proj/notes/.kilde/k.txt': 'state',
+  'proj/notes/node_modules/pkg/index.js': 'dependency',
+  'proj/notes/deep/node_modules': 'a file of that name',
+  'outside/linked/l.txt': 'linked folder',
+  'outside/single.txt': 'linked file',
+  'cycle/x.txt': 'x',
+  'cycle/sub/y.txt': 'y',
+};
+const LINKS: Record<string, string> = {
+  'proj/notes/to-folder': 'outside/linked',
+  'proj/notes/to-file.txt': 'outside/single.txt',
+  'proj/notes/broken.txt': 'nowhere',
+  'cycle/sub/up': 'cycle',
+};
+
 beforeAll(async () => {
   top = await newDir();
-  await put('proj/.git/HEAD', 'ref');
-  await put('proj/notes/a.md', 'alpha');
-  await put('proj/notes/deep/b.txt', 'bravo!');
-  await put('proj/notes/Zed.txt', 'z');
-  await put('proj/notes/we[ir]d *.txt', 'odd name');
-  await put('proj/notes/.hidden.txt', 'hidden');
-  await put('proj/notes/.cache/c.txt', 'hidden folder');
-  await put('proj/notes/.DS_Store', 'mac');
-  await put('proj/notes/.kilde/k.txt', 'state');
-  await put('proj/notes/node_modules/pkg/index.js', 'dependency');
-  await put('proj/notes/deep/node_modules', 'a file of that name');
-  await put('outside/linked/l.txt', 'linked folder');
-  await put('outside/single.txt', 'linked file');
-  await symlink(join(top, 'outside/linked'), join(top, 'proj/notes/to-folder'));
-  await symlink(join(top, 'outside/single.txt'), join(top, 'proj/notes/to-file.txt'));
-  await symlink(join(top, 'nowhere'), join(top, 'proj/notes/broken.txt'));
-  await put('cycle/x.txt', 'x');
-  await put('cycle/sub/y.txt', 'y');
-  await symlink(join(top, 'cycle'), join(top, 'cycle/sub/up'));
+  for (const [path, text] of Object.entries(FILES)) await put(path, text);
+  for (const [path, to] of Object.entries(LINKS)) await symlink(join(top, to), join(top, path));
   execFileSync('mkfifo', [join(top, 'proj/notes/pipe')]);
 });
 
