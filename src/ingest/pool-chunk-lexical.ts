@@ -98,6 +98,9 @@ function receivedChunk(chunk: SentChunk, text: string): Chunk {
   return { ...chunk, content: text.slice(chunk.char_start, chunk.char_end) };
 }
 
+/** The longest document chunked in the caller's own process: ≈ 20–40 ms of its event loop. */
+export const HERE_DOC_CHARS = 64 * 1024;
+
 /** Chunks and analyses documents in one task of the ingestion pool. */
 export type ChunkLexical = (docs: readonly LexicalDoc[], signal?: AbortSignal) => Promise<ChunkedLexical>;
 
@@ -105,7 +108,8 @@ export type ChunkLexical = (docs: readonly LexicalDoc[], signal?: AbortSignal) =
  * Chunks and analyses in the pool, or in this process when the pool's workers are busy with
  * extraction that outweighs the task (`WorkerPool.callerTakes`: a pass's documents while the worker
  * reads the next pass's PDFs and DOCX), with the workers' own setup and functions, so the chunks and
- * terms are the same (chunk-lexical-here.ts).
+ * terms are the same (chunk-lexical-here.ts). Only documents of at most `HERE_DOC_CHARS`: this
+ * process's event loop (a server's requests) waits for one document at a time.
  */
 export function createPooledChunkLexical(
   pool: WorkerPool<ChunkLexicalTasks>,
@@ -114,7 +118,8 @@ export function createPooledChunkLexical(
   const setup = pool.setup as ChunkSetup | undefined;
   return async (docs, signal) => {
     const weight = docs.reduce((n, d) => n + d.input.text.length, 0);
-    if (setup?.chunking && pool.callerTakes(weight)) {
+    const short = docs.every((d) => d.input.text.length <= HERE_DOC_CHARS);
+    if (setup?.chunking && short && pool.callerTakes(weight)) {
       const { chunkLexicalHere } = await import('./chunk-lexical-here.js');
       return chunkLexicalHere(docs, { ...o, here: setup }, signal);
     }

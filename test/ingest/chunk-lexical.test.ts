@@ -6,7 +6,12 @@ import { createChunker } from '../../src/chunk/create-chunker.js';
 import { createLexicalStage, type LexicalChunk } from '../../src/embed/bm25/lexical-stage.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
-import { createPooledChunkLexical, kept, type LexicalDoc } from '../../src/ingest/pool-chunk-lexical.js';
+import {
+  createPooledChunkLexical,
+  HERE_DOC_CHARS,
+  kept,
+  type LexicalDoc,
+} from '../../src/ingest/pool-chunk-lexical.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 
 /*
@@ -89,6 +94,21 @@ describe('chunk-lexical pool task', () => {
     // Once the worker is free, the pool takes it again.
     await createPooledChunkLexical(pool, { fallback: 'danish', sparse: false })(docs);
     expect(pool.turns).toBe(turns + 1);
+  });
+
+  it('leaves a long document to the pool even while the worker reads', async () => {
+    const path = 'test/fixtures/documents/word_tables.docx';
+    const reading = pool.run(
+      { kind: 'extract', file: { path, filename: 'word_tables.docx' }, engine: 'inprocess' },
+      { affinity: ['docx'], weight: 4 * 1024 * 1024 },
+    );
+    const turns = pool.turns;
+    const long = { input: { text: 'The committee meets every spring. '.repeat(2000) }, languages: ['en'] };
+    expect(long.input.text.length).toBeGreaterThan(HERE_DOC_CHARS);
+    const out = await createPooledChunkLexical(pool, { fallback: 'danish', sparse: false })([long]);
+    expect(pool.turns).toBe(turns + 1);
+    expect(out.chunks[0]!.length).toBeGreaterThan(10);
+    await reading;
   });
 
   it("answers a chunk that is its document's text between its offsets without that text", async () => {
