@@ -59,31 +59,29 @@ export const chunkLexicalHandlers: TaskHandlers<ChunkLexicalTasks, ChunkSetup> =
       ctx.setup(),
     );
     const started = performance.now();
-    const items = chunks.flatMap((list, k) => lexicalItems(list, input.docs[k]!, input.fallback));
+    const items: LexicalChunk[] = [];
+    chunks.forEach((list, k) => {
+      const doc = input.docs[k]!;
+      for (const chunk of list) {
+        if (!kept(chunk)) continue;
+        items.push({
+          content: chunk.content,
+          // As `chunkMeta` sets them and the lexical stage reads them from a point's meta.
+          context: {
+            title: doc.title || undefined,
+            headers: chunk.headers && chunk.headers.length > 0 ? [...chunk.headers] : undefined,
+          },
+          languages: doc.languages && doc.languages.length > 0 ? doc.languages : undefined,
+          fallback: input.fallback,
+        });
+      }
+    });
     const out = analyseInWorker(items, input.sparse);
     const analyseMs = performance.now() - started;
     const sent = chunks.map((list, k) => list.map((c) => sentChunk(c, input.docs[k]!.input.text)));
     return { chunks: sent, lexical: out.lexical, ...(out.sparse ? { sparse: out.sparse } : {}), analyseMs };
   },
 };
-
-/** A document's kept chunks as the lexical stage analyses them (the points they become, their meta). */
-export function lexicalItems(
-  chunks: readonly Chunk[],
-  doc: LexicalDoc,
-  fallback: Bm25Language,
-): LexicalChunk[] {
-  return chunks.filter(kept).map((chunk) => ({
-    content: chunk.content,
-    // As `chunkMeta` sets them and the lexical stage reads them from a point's meta.
-    context: {
-      title: doc.title || undefined,
-      headers: chunk.headers && chunk.headers.length > 0 ? [...chunk.headers] : undefined,
-    },
-    languages: doc.languages && doc.languages.length > 0 ? doc.languages : undefined,
-    fallback,
-  }));
-}
 
 /** `chunk` without its content when `text` holds it at its offsets. */
 function sentChunk(chunk: Chunk, text: string): SentChunk {
@@ -98,35 +96,18 @@ function receivedChunk(chunk: SentChunk, text: string): Chunk {
   return { ...chunk, content: text.slice(chunk.char_start, chunk.char_end) };
 }
 
-/** The longest document chunked in the caller's own process: ≈ 20–40 ms of its event loop. */
-export const HERE_DOC_CHARS = 64 * 1024;
-
 /** Chunks and analyses documents in one task of the ingestion pool. */
 export type ChunkLexical = (docs: readonly LexicalDoc[], signal?: AbortSignal) => Promise<ChunkedLexical>;
 
-/**
- * Chunks and analyses in the pool, or in this process when the pool's workers are busy with
- * extraction that outweighs the task (`WorkerPool.callerTakes`: a pass's documents while the worker
- * reads the next pass's PDFs and DOCX), with the workers' own setup and functions, so the chunks and
- * terms are the same (chunk-lexical-here.ts). Only documents of at most `HERE_DOC_CHARS`: this
- * process's event loop (a server's requests) waits for one document at a time.
- */
 export function createPooledChunkLexical(
   pool: WorkerPool<ChunkLexicalTasks>,
   o: { fallback: Bm25Language; sparse: boolean },
 ): ChunkLexical {
-  const setup = pool.setup as ChunkSetup | undefined;
   return async (docs, signal) => {
-    const weight = docs.reduce((n, d) => n + d.input.text.length, 0);
-    const short = docs.every((d) => d.input.text.length <= HERE_DOC_CHARS);
-    if (setup?.chunking && short && pool.callerTakes(weight)) {
-      const { chunkLexicalHere } = await import('./chunk-lexical-here.js');
-      return chunkLexicalHere(docs, { ...o, here: setup }, signal);
-    }
     const out = await pool.run(
       { kind: 'chunk-lexical', docs: [...docs], fallback: o.fallback, sparse: o.sparse },
       // Light work (merged with other queued small tasks, one worker) up to the pool's limits.
-      { signal, weight },
+      { signal, weight: docs.reduce((n, d) => n + d.input.text.length, 0) },
     );
     return {
       chunks: out.chunks.map((list, k) => list.map((c) => receivedChunk(c, docs[k]!.input.text))),

@@ -120,25 +120,6 @@ export function warranted(
   return due !== undefined && now >= due ? 'waited' : undefined;
 }
 
-/**
- * Whether a light task (`light`: chunking, BM25 analysis) had better run in its caller's own process
- * than here: no worker is free for it (`free`), and the extraction by a library (PDFium, mammoth, …)
- * running or queued ahead of it (`ahead`) would keep each of the `workers` busy longer than the task
- * itself takes, so the caller's core, idle meanwhile, finishes it first. Plain-text reading ahead does
- * not count: a pass of small text files keeps its chunking in the pool, where the caller's core is
- * the one writing the passes before it (docs/performance.md, "Against LangChain.js").
- */
-export function callerTakes(
-  task: Queued,
-  ahead: readonly Queued[],
-  o: { workers: number; free: number },
-): boolean {
-  if (o.free > 0 || !light(task)) return false;
-  let ms = 0;
-  for (const t of ahead) if ((t.affinity ?? []).length > 0) ms += estimateMs(t);
-  return ms > 0 && ms / Math.max(1, o.workers) >= estimateMs(task);
-}
-
 /** What `warranted` reads of the busy workers: when the last turn started, and the longest turn's estimate (ms). */
 export interface Running {
   lastStart: number;

@@ -4,7 +4,6 @@ import { revive } from '../errors.js';
 import { Backlog } from './pool-backlog.js';
 import { timedOutError, workerFailure } from './pool-errors.js';
 import {
-  callerTakes,
   estimateMs,
   grown,
   idleFor,
@@ -97,11 +96,6 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     });
   }
 
-  /** What its workers are set up with: a caller that takes a task itself (`callerTakes`) runs it alike. */
-  get setup(): unknown {
-    return this.#settings.setup;
-  }
-
   /** Most worker processes (`EXTRACTION_WORKERS`). */
   get size(): number {
     return this.#settings.size;
@@ -141,13 +135,6 @@ export class WorkerPool<T extends TaskMap = TaskMap> {
     let busy = 0;
     for (const w of this.#workers) if (w.turn.length > 0) busy++;
     return this.#closed ? 0 : Math.max(0, this.#settings.size - busy - this.#queue.length);
-  }
-
-  /** Whether a light task of `weight` would wait behind extraction longer than it takes (pool-policy.ts). */
-  callerTakes(weight: number): boolean {
-    const ahead = [...[...this.#workers].flatMap((w) => w.turn), ...this.#queue];
-    const o = { workers: this.#workers.size, free: this.free };
-    return callerTakes({ weight, queuedAt: this.#clock.now() }, ahead, o);
   }
 
   /** Turns handed to workers so far, each one task or several merged (diagnostics; the tests count them). */

@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { approximateTokenCounter } from '../../src/chunk/approx-counter.js';
@@ -6,12 +5,7 @@ import { createChunker } from '../../src/chunk/create-chunker.js';
 import { createLexicalStage, type LexicalChunk } from '../../src/embed/bm25/lexical-stage.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
-import {
-  createPooledChunkLexical,
-  HERE_DOC_CHARS,
-  kept,
-  type LexicalDoc,
-} from '../../src/ingest/pool-chunk-lexical.js';
+import { createPooledChunkLexical, kept, type LexicalDoc } from '../../src/ingest/pool-chunk-lexical.js';
 import { WorkerPool } from '../../src/pool/worker-pool.js';
 
 /*
@@ -76,40 +70,6 @@ describe('chunk-lexical pool task', () => {
       expect(together.analyseSeconds).toBeGreaterThanOrEqual(0);
     });
   }
-
-  it('runs in this process while the worker reads a DOCX, with the same chunks and terms', async () => {
-    const path = 'test/fixtures/documents/word_tables.docx';
-    const reading = pool.run(
-      { kind: 'extract', file: { path, filename: 'word_tables.docx' }, engine: 'inprocess' },
-      { affinity: ['docx'], weight: (await stat(path)).size },
-    );
-    const turns = pool.turns;
-    const here = await createPooledChunkLexical(pool, { fallback: 'danish', sparse: true })(docs);
-    // No turn of the pool's took it: the DOCX's was the last handed out.
-    expect(pool.turns).toBe(turns);
-    const expected = await apart(true);
-    expect(here.chunks).toEqual(expected.chunks);
-    expect(here.lexical).toEqual(expected.lexical);
-    expect((await reading).content.text).toContain('|');
-    // Once the worker is free, the pool takes it again.
-    await createPooledChunkLexical(pool, { fallback: 'danish', sparse: false })(docs);
-    expect(pool.turns).toBe(turns + 1);
-  });
-
-  it('leaves a long document to the pool even while the worker reads', async () => {
-    const path = 'test/fixtures/documents/word_tables.docx';
-    const reading = pool.run(
-      { kind: 'extract', file: { path, filename: 'word_tables.docx' }, engine: 'inprocess' },
-      { affinity: ['docx'], weight: 4 * 1024 * 1024 },
-    );
-    const turns = pool.turns;
-    const long = { input: { text: 'The committee meets every spring. '.repeat(2000) }, languages: ['en'] };
-    expect(long.input.text.length).toBeGreaterThan(HERE_DOC_CHARS);
-    const out = await createPooledChunkLexical(pool, { fallback: 'danish', sparse: false })([long]);
-    expect(pool.turns).toBe(turns + 1);
-    expect(out.chunks[0]!.length).toBeGreaterThan(10);
-    await reading;
-  });
 
   it("answers a chunk that is its document's text between its offsets without that text", async () => {
     const raw = await pool.run({ kind: 'chunk-lexical', docs, fallback: 'danish', sparse: false });

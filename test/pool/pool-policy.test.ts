@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import {
   BACKLOG_MS,
   BACKLOG_WORK_MS,
-  callerTakes,
   estimateMs,
   MS_PER_MIB,
   type Queued,
@@ -62,32 +61,5 @@ describe('a second worker only on a backlog', () => {
     expect(warranted(queue, 100 + BACKLOG_MS, short)).toBeUndefined();
     expect(warranted(queue, 100 + STALL_MS - 1, short)).toBeUndefined();
     expect(warranted(queue, 100 + STALL_MS, short)).toBe('waited');
-  });
-});
-
-describe("light work taken by the caller's own process", () => {
-  const busy = { workers: 1, free: 0 };
-  const chunking = task(100_000);
-
-  it('when reading by a library ahead outweighs it', () => {
-    const docx = task(((estimateMs(chunking) * 1.5) / MS_PER_MIB.docx!) * MiB, ['docx']);
-    expect(callerTakes(chunking, [docx], busy)).toBe(true);
-    expect(callerTakes(chunking, [task(10_000, ['pdf'])], busy)).toBe(false);
-    // Two workers share what is ahead.
-    expect(callerTakes(chunking, [docx], { workers: 2, free: 0 })).toBe(false);
-  });
-
-  it('never behind plain-text reading or other chunking, nor when a worker is free', () => {
-    const text = task(10 * MiB);
-    expect(callerTakes(chunking, [text, task(MiB)], busy)).toBe(false);
-    expect(callerTakes(task(0), [text], busy)).toBe(false);
-    expect(callerTakes(chunking, [task(MiB, ['pdf'])], { workers: 1, free: 1 })).toBe(false);
-  });
-
-  it('never work that loads a library or is heavy', () => {
-    const ahead = [task(undefined, ['pdf'])];
-    expect(callerTakes(task(1000, ['pdf']), ahead, busy)).toBe(false);
-    expect(callerTakes(task(2 * MiB), ahead, busy)).toBe(false);
-    expect(callerTakes(chunking, ahead, busy)).toBe(true);
   });
 });
