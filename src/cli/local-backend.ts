@@ -78,19 +78,12 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
    * later call that needs more reopens with the union (one command rarely does).
    */
   let queue: Promise<unknown> = Promise.resolve();
-  /**
-   * Ingestion's first worker starts as soon as its pipeline is built, while the index's settings
-   * are checked (set by the first pass: with PDFium loaded when the pass holds a PDF).
-   */
+  /** Ingestion's first worker, started with its pool (with PDFium when the first pass holds a PDF). */
   let startWorker: { preload: boolean } | undefined;
-  /**
-   * Ingestion's pipeline up to its worker pool, started by `headStart` before the index opens, and
-   * handed to the ingest part the first time it is built (which then owns it).
-   */
+  /** Ingestion's pipeline up to its pool, started by `headStart`; the ingest part built first owns it. */
   let early: Promise<StartedPipeline> | undefined;
   let unclaimed: Promise<StartedPipeline> | undefined;
-  const ingestDeps = () => {
-    const started = unclaimed;
+  const ingestDeps = (started = unclaimed) => {
     unclaimed = undefined;
     return { ...(startWorker ? { startWorker } : {}), ...(started ? { started } : {}) };
   };
@@ -391,9 +384,12 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
       return (await all.index.settle?.()) ?? false;
     },
     async close() {
-      if (runtime) await closeRuntime(await runtime);
-      // Closed with the pipeline built on it, else here (a start-up that failed before).
-      await (await early?.catch(() => undefined))?.close();
+      try {
+        if (runtime) await closeRuntime(await runtime);
+      } finally {
+        // Closed with the pipeline built on it, else here (a start-up that failed before).
+        await (await early?.catch(() => undefined))?.close();
+      }
     },
   };
 }
