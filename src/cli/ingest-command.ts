@@ -86,16 +86,22 @@ async function ingestJobs(
  * A local ingest starts its pipeline's first extraction worker before anything else (src/pool/
  * pool-process.ts `startEarly`): its start overlaps the walk, the configuration, opening the index
  * and building the pipeline, whose pool then takes it. A heap limit that does not parse starts none
- * (the configuration reports it).
+ * (the configuration reports it). Once the files are known (`found`), a worker reading PDFs with
+ * PDFium loads it at once, while this process builds the pool that will send them.
  */
-async function startWorkerEarly(env: CliIo['env']): Promise<void> {
-  const [{ extractionLimitsPiece }, { INGEST_POOL }, { startEarly }] = await Promise.all([
+async function startWorkerEarly(env: CliIo['env']): Promise<(found: readonly FoundFile[]) => void> {
+  const [{ extractionLimitsPiece }, { INGEST_POOL }, { preloadEarly, startEarly }] = await Promise.all([
     import('../config/extraction.js'),
     import('../ingest/pool.js'),
     import('../pool/pool-process.js'),
   ]);
   const heap = extractionLimitsPiece.EXTRACTION_MAX_HEAP_MB.safeParse(env.EXTRACTION_MAX_HEAP_MB);
   if (heap.success) startEarly(INGEST_POOL.worker, heap.data);
+  const reader = extractionLimitsPiece.EXTRACTION_PDF_READER.safeParse(env.EXTRACTION_PDF_READER);
+  return (found) => {
+    if (reader.success && reader.data === 'pdfium' && found.some((f) => /\.pdf$/i.test(f.path)))
+      preloadEarly();
+  };
 }
 
 export function registerIngestCommand(program: Command, io: CliIo): void {
@@ -143,8 +149,9 @@ export function registerIngestCommand(program: Command, io: CliIo): void {
         root?: string;
       },
     ) => {
-      if (!(o.url ?? io.env.KILDE_URL)) await startWorkerEarly(io.env);
+      const found = (o.url ?? io.env.KILDE_URL) ? undefined : await startWorkerEarly(io.env);
       const files = await findFiles(paths, process.cwd(), o.root === undefined ? {} : { root: o.root });
+      found?.(files);
       if (files.length === 0) throw new CliError(`no files match ${paths.join(' ')}`, 2);
       // A small job on one extraction worker (passes.ts `ONE_WORKER_BYTES`); a server decides its own.
       const local = { ...io, env: ingestEnv(io.env, files) };

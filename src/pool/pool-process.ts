@@ -1,4 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process';
+import type { ToWorker } from './protocol.js';
 
 /*
  * A pool worker as an operating-system process (worker-pool.ts schedules them). From `src/` (tests,
@@ -86,6 +87,15 @@ export function startEarly(entry: URL, heapMb: number): number | undefined {
   hold(child, false);
   earlyWorker = { key: `${entry.href} ${heapMb}`, child };
   return child.pid;
+}
+
+/**
+ * Has the early worker, before a pool takes it, load what its first tasks will need (the pool's
+ * `preload`: PDFium for the extraction pool's workers), as a kept worker does at its start.
+ */
+export function preloadEarly(): void {
+  const child = earlyWorker?.child;
+  if (child?.connected) child.send({ type: 'preload' } satisfies ToWorker);
 }
 
 /** The early worker when it matches and is alive; one that does not match is stopped. */

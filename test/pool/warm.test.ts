@@ -1,9 +1,10 @@
+import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { startService } from '../../src/cli/serve.js';
 import { DEFAULT_LIMITS } from '../../src/extract/limits.js';
 import { INGEST_POOL, type IngestTasks } from '../../src/ingest/pool.js';
-import { startEarly } from '../../src/pool/pool-process.js';
+import { preloadEarly, startEarly } from '../../src/pool/pool-process.js';
 import { IDLE_MS, type PoolSettings, WorkerPool } from '../../src/pool/worker-pool.js';
 import { tempDir } from '../cli/helpers.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -196,6 +197,24 @@ describe('a worker started early', () => {
       await pool.close();
     }
     expect(alive(early!)).toBe(false);
+  });
+
+  it('told to preload before its pool exists (a job with PDFs), it reads the first PDF as its first task', async () => {
+    const early = startEarly(INGEST_POOL.worker, 256);
+    preloadEarly();
+    const pool = poolOf({ size: 1 }, new ManualClock());
+    try {
+      const pdf = fileURLToPath(new URL('../fixtures/documents/multi_page.pdf', import.meta.url));
+      const read = await pool.run({
+        kind: 'extract',
+        file: { path: pdf, filename: 'multi_page.pdf' },
+        engine: 'inprocess',
+      });
+      expect(read.content.text).toContain('Pre-Digital Era');
+      expect(pool.pids).toEqual([early]);
+    } finally {
+      await pool.close();
+    }
   });
 
   it('is stopped, not used, by a pool with another heap limit', async () => {
