@@ -272,12 +272,15 @@ export function createLocalBackend(env: Env, log: Logger, engine?: string): Back
           maxBytes: resolved.MAX_UPLOAD_BYTES,
           streamBytes: resolved.INGEST_SEGMENT_CHARS,
         };
-        for (const list of passes) {
-          started.headStart.read(
-            list.map((a) => ({ path: a.path, filename: a.filename })),
-            limits,
-          );
-        }
+        // Sent before the index's import holds this thread.
+        await Promise.all(
+          passes.map((list) =>
+            started.headStart.read(
+              list.map((a) => ({ path: a.path, filename: a.filename })),
+              limits,
+            ),
+          ),
+        );
         return started;
       })();
       unclaimed = early;

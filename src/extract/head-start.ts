@@ -32,9 +32,11 @@ export interface HeadStartLimits {
 export interface HeadStart {
   /**
    * Starts reading `files` (one pass's) now, in one `extractMany` as the pass would: each result
-   * waits for the pass that reads its file, or for `drop`.
+   * waits for the pass that reads its file, or for `drop`. Resolves once the files are stated and
+   * their reads handed on (an event-loop turn later: the pool has sent them), so that a caller
+   * about to hold the thread (an import) does not hold them up.
    */
-  read(files: readonly SourceFile[], limits: HeadStartLimits): void;
+  read(files: readonly SourceFile[], limits: HeadStartLimits): Promise<void>;
   /** Forgets `paths`' results (their pass is over): nothing is held past its pass. */
   drop(paths: Iterable<string>): Promise<void>;
   /** Results held now (tests). */
@@ -88,7 +90,7 @@ export function withHeadStart(extractor: Extractor): { extractor: Extractor; hea
   };
   const extractMany = extractor.extractMany?.bind(extractor);
   const headStart: HeadStart = {
-    read(files, limits) {
+    async read(files, limits) {
       if (!extractMany) return;
       const started = (async () => {
         const seen = await Promise.all(files.map((f) => (f.data ? undefined : statOf(f.path))));
@@ -110,6 +112,8 @@ export function withHeadStart(extractor: Extractor): { extractor: Extractor; hea
       })().catch(() => undefined);
       pending.add(started);
       void started.finally(() => pending.delete(started));
+      await started;
+      await new Promise<void>((resolve) => setImmediate(resolve));
     },
     async drop(paths) {
       await settled();

@@ -59,7 +59,7 @@ describe('extraction head start', () => {
 
     const ahead = await files('ahead');
     const { extractor, headStart } = withHeadStart(engine());
-    headStart.read(ahead, LIMITS);
+    await headStart.read(ahead, LIMITS);
     await headStart.settled();
     expect(headStart.held).toBe(4);
     const turns = pool.turns;
@@ -73,7 +73,7 @@ describe('extraction head start', () => {
   it('reads a file changed since its head start again, and its new text is the one returned', async () => {
     const list = await files('changed');
     const { extractor, headStart } = withHeadStart(engine());
-    headStart.read(list, LIMITS);
+    await headStart.read(list, LIMITS);
     await headStart.settled();
     await writeFile(list[0]!.path, '# Alpha\n\nRewritten: now about armadillos.\n');
     const turns = pool.turns;
@@ -92,7 +92,7 @@ describe('extraction head start', () => {
     await writeFile(huge, Buffer.alloc(300 * 1024));
     const { extractor, headStart } = withHeadStart(engine());
     // Over MAX_UPLOAD_BYTES, plain text streamed by the pass, a file that is not there: not read.
-    headStart.read(
+    await headStart.read(
       [
         ...list,
         { path: big, filename: 'limits-big.txt' },
@@ -114,7 +114,7 @@ describe('extraction head start', () => {
   it('answers a cancelled pass with its abort, not with what was read ahead', async () => {
     const list = await files('cancelled');
     const { extractor, headStart } = withHeadStart(engine());
-    headStart.read(list, LIMITS);
+    await headStart.read(list, LIMITS);
     const stop = new AbortController();
     stop.abort(new Error('client went away'));
     const read = await extractor.extractMany!(list, { signal: stop.signal });
