@@ -150,8 +150,6 @@ function startedParts(
   };
   // Built here only to refuse impossible settings at start-up; chunking itself runs in the pool.
   createChunker(chunkerSettings, counter);
-  /** The workers' chunking setup. */
-  const chunkSetup = { settings: chunkerSettings, counter: counter.source ?? 'approximate' };
   const indexSettings = {
     ...indexSettingsFrom(config, config.ENABLE_SPARSE_EMBEDDINGS),
     language: config.SPARSE_LANGUAGE,
@@ -178,7 +176,7 @@ function startedParts(
       setup: {
         limits: extractionLimits(config),
         pdfReader: config.EXTRACTION_PDF_READER,
-        chunking: chunkSetup,
+        chunking: { settings: chunkerSettings, counter: counter.source ?? 'approximate' },
       },
     },
     { log, ...(deps.clock ? { clock: deps.clock } : {}) },
@@ -221,7 +219,6 @@ function startedParts(
   };
   return {
     chunking,
-    chunkSetup,
     dense,
     indexSettings,
     sparseModel,
